@@ -1,0 +1,17 @@
+module dlgt
+
+go 1.26.8
+
+require (
+	github.com/BurntSushi/toml v1.6.0
+	github.com/creack/pty v1.1.24
+	github.com/hinshun/vt10x v0.0.0-20220301184237-5011da428d02
+	github.com/spf13/cobra v1.10.2
+	go.etcd.io/bbolt v1.4.3
+	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/spf13/pflag v1.0.9 // indirect
+)
