@@ -1,10 +1,12 @@
+// Command dlgt runs the dlgt daemon and is its command-line client: it lets
+// one coding agent delegate work to another (Claude Code, Codex) running
+// under a PTY that the daemon hosts.
 package main
+
 import (
-_ "github.com/creack/pty"
-_ "github.com/hinshun/vt10x"
-_ "go.etcd.io/bbolt"
-_ "github.com/spf13/cobra"
-_ "golang.org/x/sys/unix"
-_ "github.com/BurntSushi/toml"
+	"os"
 )
-func main(){}
+
+func main() {
+	os.Exit(run(os.Args[1:], newEnv()))
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/daemon"
+	"dlgt/rpc"
+)
+
+func newDaemonCommand(e *env) *cobra.Command {
+	var debug bool
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run the dlgt daemon in the foreground",
+		Long: `Run the dlgt daemon in the foreground, logging to stderr.
+
+The daemon keeps its state in $DLGT_HOME (default $XDG_STATE_HOME/dlgt, else
+~/.local/state/dlgt) and listens on $DLGT_HOME/run/<version>/dlgt.sock
+(DLGT_SOCKET overrides). SIGINT or SIGTERM stop it gracefully: harness
+processes are stopped and the socket is removed. Client commands start a
+daemon in the background when none is running.`,
+		Example: `  DLGT_HOME=$(mktemp -d) dlgt daemon
+  dlgt daemon status
+  dlgt daemon stop`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := e.paths()
+			if err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if debug {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			opts := daemon.Options{ClaudeBin: e.getenv("DLGT_CLAUDE_BIN"), CodexBin: e.getenv("DLGT_CODEX_BIN")}
+			if e.exe != "" {
+				opts.HookCommand = []string{e.exe, "hook"}
+			}
+			return daemon.Run(cmd.Context(), daemon.Config{Paths: p, Logger: log, Options: opts})
+		},
+	}
+	cmd.Flags().BoolVar(&debug, "debug", false, "log every request")
+	cmd.AddCommand(newDaemonStatusCommand(e), newDaemonStopCommand(e))
+	return cmd
+}
+
+func newDaemonStatusCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "status",
+		Short:   "Print the running daemon's status as JSON (never starts one)",
+		Example: `  dlgt daemon status`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.dialExisting(cmd.Context())
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			defer c.Close()
+			var st daemon.DaemonStatus
+			if err := c.Call(cmd.Context(), rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
+				return printFailure(cmd, err)
+			}
+			return printOK(cmd, struct {
+				Running bool `json:"running"`
+				daemon.DaemonStatus
+			}{true, st})
+		},
+	}
+	addPretty(cmd)
+	return cmd
+}
+
+func newDaemonStopCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "stop",
+		Short:   "Stop the running daemon gracefully (its Sessions are stopped)",
+		Example: `  dlgt daemon stop`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := e.dialExisting(cmd.Context())
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			defer c.Close()
+			if err := c.Call(cmd.Context(), rpc.MethodDaemonShutdown, struct{}{}, nil); err != nil {
+				return printFailure(cmd, err)
+			}
+			// Wait until the socket is gone, so "stop; start" never races.
+			p, _ := e.paths()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 60*time.Second)
+			defer cancel()
+			for ctx.Err() == nil {
+				if _, err := os.Stat(p.Socket); errors.Is(err, os.ErrNotExist) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return printOK(cmd, struct {
+				Stopped bool `json:"stopped"`
+			}{ctx.Err() == nil})
+		},
+	}
+	addPretty(cmd)
+	return cmd
+}
+
+// dialExisting dials the daemon without auto-starting one.
+func (e *env) dialExisting(ctx context.Context) (*rpc.Client, error) {
+	p, err := e.paths()
+	if err != nil {
+		return nil, err
+	}
+	return rpc.Dial(ctx, p.Socket)
+}

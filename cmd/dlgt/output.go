@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+// printOK prints {"ok":true,...fields of result} as one compact line (or
+// indented with --pretty). result must encode as a JSON object.
+func printOK(cmd *cobra.Command, result any) error {
+	body, err := rpc.Marshal(result)
+	if err != nil {
+		return err
+	}
+	line := []byte(`{"ok":true`)
+	if inner := bytes.TrimSpace(body); len(inner) > 2 && inner[0] == '{' {
+		line = append(line, ',')
+		line = append(line, inner[1:len(inner)-1]...)
+	}
+	line = append(line, '}')
+	return writeJSONLine(cmd, line)
+}
+
+// printFailure prints {"ok":false,"error":{...}} and returns the exit
+// status for the error's code.
+func printFailure(cmd *cobra.Command, err error) error {
+	re := rpc.AsError(err)
+	body, _ := rpc.Marshal(struct {
+		OK    bool       `json:"ok"`
+		Error *rpc.Error `json:"error"`
+	}{false, re})
+	writeJSONLine(cmd, body)
+	return exitStatus{errorCode(err)}
+}
+
+func writeJSONLine(cmd *cobra.Command, line []byte) error {
+	if pretty, _ := cmd.Flags().GetBool("pretty"); pretty {
+		var buf bytes.Buffer
+		if json.Indent(&buf, line, "", "  ") == nil {
+			line = buf.Bytes()
+		}
+	}
+	w := cmd.OutOrStdout()
+	if _, err := w.Write(append(line, '\n')); err != nil {
+		return err
+	}
+	return nil
+}
+
+// addPretty registers --pretty on a control command.
+func addPretty(cmd *cobra.Command) {
+	cmd.Flags().Bool("pretty", false, "indent the JSON output")
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+// profileConfig is one [profiles.NAME] table of profiles.toml.
+type profileConfig struct {
+	Harness        string            `toml:"harness"`
+	Model          string            `toml:"model"`
+	Effort         string            `toml:"effort"`
+	HarnessOptions []string          `toml:"harness_options"`
+	Environment    map[string]string `toml:"environment"`
+}
+
+// maxProfilesBytes bounds the profiles file; it is configuration, not data.
+const maxProfilesBytes = 1 << 20
+
+// profilesPath is $DLGT_PROFILES, else $DLGT_HOME-or-default/profiles.toml.
+func (e *env) profilesPath() (string, error) {
+	if p := e.getenv("DLGT_PROFILES"); p != "" {
+		return p, nil
+	}
+	p, err := e.paths()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(p.Home, "profiles.toml"), nil
+}
+
+// loadProfiles reads the client-side profiles file. A missing file means
+// no profiles; unknown keys, wrong types and bad harness names are errors
+// naming the place.
+func (e *env) loadProfiles() (map[string]profileConfig, error) {
+	path, err := e.profilesPath()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]profileConfig{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseProfiles(path, data)
+}
+
+func parseProfiles(path string, data []byte) (map[string]profileConfig, error) {
+	if len(data) > maxProfilesBytes {
+		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s is larger than %d bytes", path, maxProfilesBytes)
+	}
+	var file struct {
+		Profiles map[string]profileConfig `toml:"profiles"`
+	}
+	md, err := toml.Decode(string(data), &file)
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: %v", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: unknown key %q", path, und[0].String())
+	}
+	for name, p := range file.Profiles {
+		if name == "" || strings.ContainsAny(name, " \t\n/") {
+			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: invalid profile name %q", path, name)
+		}
+		if p.Harness != "" && p.Harness != "claude" && p.Harness != "codex" {
+			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: harness must be claude or codex", path, name)
+		}
+	}
+	if file.Profiles == nil {
+		file.Profiles = map[string]profileConfig{}
+	}
+	return file.Profiles, nil
+}
+
+// profileList answers profile.list (the proxy and `dlgt profiles`).
+func (e *env) profileList(params json.RawMessage) (any, error) {
+	var p rpc.ProfileListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	profiles, err := e.loadProfiles()
+	if err != nil {
+		return nil, err
+	}
+	res := rpc.ProfileListResult{Profiles: []rpc.Profile{}}
+	for name, pc := range profiles {
+		keys := make([]string, 0, len(pc.Environment))
+		for k := range pc.Environment {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		res.Profiles = append(res.Profiles, rpc.Profile{
+			Name: name, Harness: pc.Harness, Model: pc.Model, Effort: pc.Effort,
+			HarnessOptions: pc.HarnessOptions, EnvironmentKeys: keys,
+		})
+	}
+	sort.Slice(res.Profiles, func(i, j int) bool { return res.Profiles[i].Name < res.Profiles[j].Name })
+	return res, nil
+}
+
+func newProfilesCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "profiles",
+		Short: "List the launch profiles of the client-side profiles file",
+		Long: fmt.Sprintf(`List named launch presets from $DLGT_HOME/profiles.toml (DLGT_PROFILES overrides):
+
+  [profiles.review]
+  harness = "claude"
+  model = "opus"
+  effort = "high"
+  harness_options = ["max-turns=3"]
+  [profiles.review.environment]
+  MY_VAR = "value"
+
+Environment values are never printed, only their names.`),
+		Example: `  dlgt profiles --pretty`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := e.profileList(nil)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			return printOK(cmd, res)
+		},
+	}
+	addPretty(cmd)
+	return cmd
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+func newRPCCommand(e *env) *cobra.Command {
+	var stdio bool
+	cmd := &cobra.Command{
+		Use:   "rpc --stdio",
+		Short: "Proxy the public RPC methods between stdin/stdout and the daemon",
+		Long: `Read newline-delimited JSON requests on stdin and write responses on stdout.
+
+Only the 15 public v1 methods pass; anything else is answered with
+INVALID_ARGUMENT without reaching the daemon. profile.list is answered by the
+proxy from the client-side profiles file. Responses and streamed events are
+forwarded byte for byte; blank lines are ignored. Invalid JSON or an
+over-long line ends the proxy with exit status 1. stdout carries protocol
+only; diagnostics go to stderr.`,
+		Example: `  printf '%s\n' '{"id":1,"method":"session.list","params":{"all":true}}' | dlgt rpc --stdio`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !stdio {
+				return errors.New("rpc needs --stdio (the only transport it proxies)")
+			}
+			c, err := e.connectConn(cmd.Context())
+			if err != nil {
+				return err
+			}
+			p := &rpc.Proxy{
+				In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Conn: c,
+				Local: func(method string, params json.RawMessage) (any, error) {
+					return e.profileList(params)
+				},
+			}
+			if err := p.Run(cmd.Context()); err != nil {
+				if errors.Is(err, rpc.ErrProxyInput) {
+					return exitStatus{exitError}
+				}
+				return fmt.Errorf("rpc proxy: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&stdio, "stdio", false, "proxy over stdin/stdout")
+	return cmd
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"dlgt/daemon"
+)
+
+func newVersionCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print dlgt's version as JSON",
+		Example: `  dlgt version
+  {"ok":true,"version":"0.1.0-dev","commit":"unknown"}`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return printOK(cmd, struct {
+				Version string `json:"version"`
+				Commit  string `json:"commit"`
+			}{daemon.Version, daemon.Commit})
+		},
+	}
+	addPretty(cmd)
+	return cmd
+}

@@ -1,0 +1,404 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// Bounds on acceptance inputs.
+const (
+	maxPromptBytes = 1 << 20
+	maxTitleBytes  = 200
+	maxOptions     = 64
+	maxEnvEntries  = 4096
+)
+
+var aliasPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+func validatePrompt(p string) error {
+	switch {
+	case p == "":
+		return rpc.InvalidField("prompt", "must not be empty")
+	case len(p) > maxPromptBytes:
+		return rpc.InvalidField("prompt", "longer than %d bytes", maxPromptBytes)
+	case strings.ContainsRune(p, 0x1b):
+		// An escape byte could end the bracketed paste early and inject
+		// keystrokes into the harness.
+		return rpc.InvalidField("prompt", "must not contain escape bytes (0x1b)")
+	case strings.ContainsRune(p, 0):
+		return rpc.InvalidField("prompt", "must not contain NUL bytes")
+	}
+	return nil
+}
+
+func validateTitle(t string) error {
+	switch {
+	case strings.TrimSpace(t) == "":
+		return rpc.InvalidField("title", "must not be empty")
+	case len(t) > maxTitleBytes:
+		return rpc.InvalidField("title", "longer than %d bytes", maxTitleBytes)
+	case strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return rpc.InvalidField("title", "must not contain control characters")
+	}
+	return nil
+}
+
+func validateSize(rows, cols int) (int, int, error) {
+	if rows == 0 {
+		rows = defaultRows
+	}
+	if cols == 0 {
+		cols = defaultCols
+	}
+	if rows < 2 || rows > maxRows {
+		return 0, 0, rpc.InvalidField("rows", "must be between 2 and %d", maxRows)
+	}
+	if cols < 10 || cols > maxCols {
+		return 0, 0, rpc.InvalidField("cols", "must be between 10 and %d", maxCols)
+	}
+	return rows, cols, nil
+}
+
+func startupTimeout(ms int64) (time.Duration, error) {
+	switch {
+	case ms == 0:
+		return defaultStartupTimeout, nil
+	case ms < 0 || time.Duration(ms)*time.Millisecond > maxStartupTimeout:
+		return 0, rpc.InvalidField("startup_timeout_ms", "must be between 1 and %d", maxStartupTimeout.Milliseconds())
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+func validateEnv(env map[string]string) error {
+	if len(env) > maxEnvEntries {
+		return rpc.InvalidField("environment", "more than %d entries", maxEnvEntries)
+	}
+	for k, v := range env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return rpc.InvalidField("environment", "invalid entry %q", clipRef(k))
+		}
+	}
+	return nil
+}
+
+// slugAlias derives an alias from a title plus a random suffix.
+func slugAlias(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 40 {
+			break
+		}
+	}
+	slug := strings.Trim(b.String(), "-")
+	if slug == "" {
+		slug = "session"
+	}
+	var suf [3]byte
+	rand.Read(suf[:])
+	return slug + "-" + hex.EncodeToString(suf[:])
+}
+
+func newUID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionCreateParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := validateRequestID(p.RequestID); err != nil {
+		return nil, err
+	}
+	h, err := rt.harness(p.Harness)
+	if err != nil {
+		return nil, err
+	}
+	if err := validateTitle(p.Title); err != nil {
+		return nil, err
+	}
+	if err := validatePrompt(p.Prompt); err != nil {
+		return nil, err
+	}
+	if len(p.HarnessOptions) > maxOptions {
+		return nil, rpc.InvalidField("harness_options", "more than %d entries", maxOptions)
+	}
+	if err := h.ValidateOptions(p.HarnessOptions); err != nil {
+		return nil, err
+	}
+	if err := validateEnv(p.Environment); err != nil {
+		return nil, err
+	}
+	if !strings.HasPrefix(p.Cwd, "/") {
+		return nil, rpc.InvalidField("cwd", "must be an absolute path (the client resolves relative paths)")
+	}
+	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
+		return nil, rpc.InvalidField("cwd", "%s is not a directory", clipRef(p.Cwd))
+	}
+	alias := normalizeAlias(p.Alias)
+	if p.Alias != "" && !aliasPattern.MatchString(alias) {
+		return nil, rpc.InvalidField("alias", "must match %s (an optional leading @ is allowed)", aliasPattern)
+	}
+	rows, cols, err := validateSize(p.Rows, p.Cols)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := startupTimeout(p.StartupTimeoutMS)
+	if err != nil {
+		return nil, err
+	}
+	digest, err := payloadDigest(rpc.MethodSessionCreate, params)
+	if err != nil {
+		return nil, err
+	}
+	replay, res, err := rt.receipts.reserve(p.RequestID, digest)
+	if err != nil {
+		return nil, err
+	}
+	if replay != nil {
+		return rt.replayReceipt(replay), nil
+	}
+	autoApprove := p.AutoApprove == nil || *p.AutoApprove
+	rec := sessionRecord{
+		UID: newUID(), Alias: alias, Title: p.Title, Harness: h.Name(), Cwd: p.Cwd,
+		Model: p.Model, Effort: p.Effort, HarnessOptions: p.HarnessOptions, AutoApprove: autoApprove,
+		State: rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1, Rows: rows, Cols: cols,
+	}
+	st, err := rt.create(ctx, rec, p.Alias != "", launchOpts{env: p.Environment, rows: rows, cols: cols, timeout: timeout}, p.Prompt)
+	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
+		rt.log.Error("storing receipt", "err", ferr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st.Receipt, nil
+}
+
+// create registers a new Session, launches it, and accepts its first
+// prompt. A failure before the provider is bound removes every trace and
+// names only the internal launch id.
+func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*storedReceipt, error) {
+	s, err := rt.newSessionObject(rec)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	if rt.closing {
+		rt.mu.Unlock()
+		return nil, rpc.Errorf(rpc.CodeRPCUnavailable, "the daemon is shutting down")
+	}
+	if rec.Alias == "" || !exactAlias {
+		for {
+			s.rec.Alias = slugAlias(rec.Title)
+			if _, taken := rt.aliases[s.rec.Alias]; !taken {
+				break
+			}
+		}
+	} else if _, taken := rt.aliases[rec.Alias]; taken {
+		rt.mu.Unlock()
+		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + rec.Alias + " belongs to an active Session"}
+	}
+	rt.aliases[s.rec.Alias] = s
+	rt.sessions[s.uid] = s
+	rt.mu.Unlock()
+
+	g, err := rt.startGeneration(ctx, s, lo)
+	if err != nil {
+		rt.discard(s)
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.gen != g || s.rec.State != rpc.StateIdle {
+		// The harness died between ready and now.
+		s.mu.Unlock()
+		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, SessionID: s.rec.ID, Message: "the harness exited right after starting"}
+	}
+	s.mu.Unlock()
+	return rt.accept(ctx, s, prompt, true)
+}
+
+// discard forgets a Session whose launch failed before binding.
+func (rt *runtime) discard(s *session) {
+	rt.mu.Lock()
+	delete(rt.sessions, s.uid)
+	if rt.aliases[s.rec.Alias] == s {
+		delete(rt.aliases, s.rec.Alias)
+	}
+	if s.rec.ID != "" && rt.byID[s.rec.ID] == s {
+		delete(rt.byID, s.rec.ID)
+	}
+	rt.mu.Unlock()
+	rt.db.DeleteSession(s.uid)
+}
+
+// accept records a new execution on an idle Session and delivers the
+// prompt, then waits up to SubmitWait for the provider's acknowledgement.
+func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCreate bool) (*storedReceipt, error) {
+	s.mu.Lock()
+	if err := sendableLocked(s); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	// The cursor is taken before the acceptance is recorded, so a fetch
+	// from it sees the busy event and every byte after it. A create's
+	// cursor starts at the Session's beginning.
+	var cursor uint64
+	if fromCreate {
+		cursor = rt.positions.mintSession(s.uid, sessionMark{})
+	} else {
+		cursor = rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
+	}
+	s.rec.LastExecSeq++
+	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
+	s.exec = e
+	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
+	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+	g := s.gen
+	s.mu.Unlock()
+
+	if err := writeKeys(ctx, g.proc, s.h.Submit(prompt)); err != nil {
+		rt.log.Warn("prompt delivery failed", "session", s.rec.ID, "err", err)
+	}
+	t := time.NewTimer(rt.opts.SubmitWait)
+	defer t.Stop()
+	select {
+	case <-e.submitted:
+	case <-e.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	st := &storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
+	}}
+	s.mu.Unlock()
+	rt.fillSubmission(&st.Receipt, e)
+	return st, nil
+}
+
+// sendableLocked checks that s can accept work now.
+func sendableLocked(s *session) error {
+	switch s.rec.State {
+	case rpc.StateIdle:
+		if s.attach != nil {
+			return &rpc.Error{Code: rpc.CodeSessionAttached, SessionID: s.rec.ID, Message: "a human holds the attach lease; detach first"}
+		}
+		return nil
+	case rpc.StateBusy, rpc.StateCanceling:
+		return &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: s.rec.ID, Message: "execution " + itoa(s.rec.LastExecSeq) + " is active; retry after it finishes"}
+	case rpc.StateBlocked:
+		return &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: s.rec.ID, Message: "the Session waits for human input (attach to answer it)"}
+	default:
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + s.rec.State + " and cannot accept work"}
+	}
+}
+
+// fillSubmission sets submission (and the recovery hint when pending)
+// from the live execution.
+func (rt *runtime) fillSubmission(r *rpc.Receipt, e *execution) {
+	confirmed := e == nil || e.isConfirmed()
+	if e != nil {
+		select {
+		case <-e.done:
+			confirmed = true
+		default:
+		}
+	}
+	if confirmed {
+		r.Submission, r.Hint, r.Action = rpc.SubmissionConfirmed, "", nil
+		return
+	}
+	r.Submission = rpc.SubmissionPending
+	r.Hint = "The prompt was delivered but the harness has not acknowledged it yet. Do not resubmit with a new request_id: fetch from the cursor, or repeat this request_id to refresh this receipt."
+	r.Action = &rpc.Action{Method: rpc.MethodSessionFetch, Params: map[string]any{
+		"session": r.Session.ID, "cursor": r.Cursor, "until": "result", "wait_ms": 60000,
+	}}
+}
+
+// replayReceipt returns a retained receipt with replayed:true and its
+// submission refreshed from the live execution.
+func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
+	r := st.Receipt
+	r.Replayed = true
+	rt.mu.Lock()
+	s := rt.sessions[st.SessionUID]
+	rt.mu.Unlock()
+	var e *execution
+	if s != nil {
+		s.mu.Lock()
+		r.Session = s.snapshotLocked(time.Now())
+		if s.exec != nil && s.exec.seq == r.ExecutionSeq {
+			e = s.exec
+		}
+		s.mu.Unlock()
+	}
+	rt.fillSubmission(&r, e)
+	return r
+}
+
+func itoa(n uint64) string { return rpc.FormatPosition(n) }
+
+func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionSendParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := validateRequestID(p.RequestID); err != nil {
+		return nil, err
+	}
+	if err := validatePrompt(p.Prompt); err != nil {
+		return nil, err
+	}
+	if err := validateEnv(p.Environment); err != nil {
+		return nil, err
+	}
+	if !p.Resume && (p.Title != "" || p.Alias != "" || p.Cwd != "" || p.Model != "" || p.Effort != "" || p.HarnessOptions != nil || p.AutoApprove != nil || p.StartupTimeoutMS != 0) {
+		return nil, rpc.InvalidField("resume", "launch options are accepted only with resume:true")
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil && !p.Resume {
+		return nil, err
+	}
+	digest, derr := payloadDigest(rpc.MethodSessionSend, params)
+	if derr != nil {
+		return nil, derr
+	}
+	replay, res, rerr := rt.receipts.reserve(p.RequestID, digest)
+	if rerr != nil {
+		return nil, rerr
+	}
+	if replay != nil {
+		return rt.replayReceipt(replay), nil
+	}
+	var st *storedReceipt
+	if p.Resume {
+		st, err = rt.resumeAndSend(ctx, s, &p)
+	} else {
+		st, err = rt.accept(ctx, s, p.Prompt, false)
+	}
+	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
+		rt.log.Error("storing receipt", "err", ferr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return st.Receipt, nil
+}

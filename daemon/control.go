@@ -1,0 +1,564 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"time"
+
+	"dlgt/harness"
+	"dlgt/rpc"
+)
+
+// hookDeliver applies one provider hook callback. Callbacks are keyed by
+// the launch id of the generation that injected them: a callback for an
+// unknown or older generation, or naming another provider session, is
+// logged as a diagnostic and changes nothing. The harness always gets a
+// quick success so it never stalls on dlgt.
+func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.HookParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	ack := struct {
+		Accepted bool `json:"accepted"`
+	}{}
+	rt.mu.Lock()
+	s := rt.byLaunch[p.LaunchID]
+	rt.mu.Unlock()
+	if s == nil {
+		rt.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
+		return ack, nil
+	}
+	ev, err := s.h.ParseHook(p.Event, p.Payload)
+	if err != nil {
+		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
+		return ack, nil
+	}
+	ack.Accepted = rt.applyEvidence(s, p.LaunchID, ev)
+	return ack, nil
+}
+
+// applyEvidence is the single place provider evidence moves a Session.
+func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidence) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gen
+	if g == nil || g.launchID != launchID {
+		rt.log.Info("hook from an old generation ignored", "session", s.rec.ID, "event", ev.Event)
+		return false
+	}
+	if ev.ProviderID != "" && s.rec.ProviderID != "" && ev.ProviderID != s.rec.ProviderID {
+		if ev.Kind != harness.KindReady {
+			rt.log.Warn("hook for another provider session ignored", "session", s.rec.ID, "event", ev.Event, "provider_id", clipRef(ev.ProviderID))
+			return false
+		}
+	}
+	e := s.exec
+	switch ev.Kind {
+	case harness.KindReady:
+		if s.rec.State != rpc.StateStarting && s.rec.State != rpc.StateRestarting {
+			return false
+		}
+		if s.rec.ProviderID != "" && ev.ProviderID != "" && ev.ProviderID != s.rec.ProviderID {
+			rt.log.Warn("SessionStart names another session id", "want", s.rec.ProviderID, "got", clipRef(ev.ProviderID))
+			return false
+		}
+		if s.rec.ProviderID == "" {
+			s.rec.ProviderID = ev.ProviderID
+		}
+		if s.rec.ProviderID == "" {
+			return false
+		}
+		rt.bindLocked(s)
+		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionReady})
+		close(g.ready)
+		return true
+	case harness.KindPromptSubmitted:
+		if e == nil || e.isConfirmed() {
+			return false
+		}
+		if ev.Prompt != nil && !promptMatches(*ev.Prompt, e.prompt) {
+			rt.log.Info("UserPromptSubmit for another prompt ignored", "session", s.rec.ID)
+			return false
+		}
+		e.confirm()
+		return true
+	case harness.KindBlocked:
+		if e == nil || (s.rec.State != rpc.StateBusy && s.rec.State != rpc.StateBlocked) {
+			return false
+		}
+		if s.rec.State == rpc.StateBlocked {
+			return false // the same dialog reported twice (PermissionRequest, then Notification)
+		}
+		rt.setStateLocked(s, rpc.StateBlocked, &rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: e.seq, Reason: ev.Reason, Tool: ev.Tool, Command: ev.Command})
+		return true
+	case harness.KindActivity:
+		if e != nil && s.rec.State == rpc.StateBlocked {
+			rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
+			return true
+		}
+		return false
+	case harness.KindStop, harness.KindStopFailure:
+		if e == nil {
+			return false
+		}
+		e.confirm()
+		var res *rpc.Result
+		if ev.Kind == harness.KindStop {
+			text, source := rt.finalText(s, e, ev)
+			res = rt.finishExecLocked(s, rpc.StatusCompleted, text, source, nil)
+		} else {
+			res = rt.finishExecLocked(s, rpc.StatusFailed, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "provider_error", Message: ev.Error})
+		}
+		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+		return true
+	case harness.KindIdlePrompt:
+		if e != nil && e.canceling {
+			res := rt.finishExecLocked(s, rpc.StatusCanceled, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "canceled", Message: "canceled by request"})
+			rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+			return true
+		}
+		return false
+	case harness.KindRetrying:
+		if e == nil {
+			return false
+		}
+		rt.emitLocked(s, rpc.Event{Type: rpc.EventProviderRetrying, ExecutionSeq: e.seq, Attempt: ev.Attempt})
+		return true
+	case harness.KindSessionEnd:
+		rt.log.Debug("provider session ended", "session", s.rec.ID, "reason", ev.Reason)
+		return true // the process exit decides what it means
+	}
+	return false
+}
+
+// promptMatches compares the provider's echo of a prompt with what dlgt
+// pasted; TUIs may normalize line endings and trailing whitespace.
+func promptMatches(got, want string) bool {
+	norm := func(s string) string {
+		return strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+	}
+	return norm(got) == norm(want) || strings.ReplaceAll(norm(got), "\r", "\n") == norm(want)
+}
+
+// bindLocked publishes the provider-qualified id and, the first time,
+// announces the Session.
+func (rt *runtime) bindLocked(s *session) {
+	id := s.rec.Harness + ":" + s.rec.ProviderID
+	first := s.rec.ID == ""
+	s.rec.ID = id
+	rt.mu.Lock()
+	rt.byID[id] = s
+	rt.mu.Unlock()
+	if first {
+		rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionCreated})
+	}
+}
+
+// maxTranscriptScan bounds the recovery read of a provider transcript.
+const maxTranscriptScan = 32 << 20
+
+// finalText picks the execution's final text: the hook's own report,
+// else the last assistant message in this session's transcript written
+// after the execution started, else nothing.
+func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (string, string) {
+	if ev.FinalText != nil {
+		return *ev.FinalText, rpc.TextSourceHook
+	}
+	if ev.Transcript != "" {
+		if text, ok := recoverFromTranscript(ev.Transcript, e.prompt); ok {
+			return text, rpc.TextSourceTranscript
+		}
+	}
+	return "", rpc.TextSourceMissing
+}
+
+// recoverFromTranscript scans a JSONL transcript for the last assistant
+// text after the last user entry carrying prompt (this execution's
+// boundary).
+func recoverFromTranscript(path, prompt string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	dec := json.NewDecoder(&limitedReader{r: f, n: maxTranscriptScan})
+	inTurn, text, found := false, "", false
+	for {
+		var entry struct {
+			Type    string `json:"type"`
+			Message struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if err := dec.Decode(&entry); err != nil {
+			break
+		}
+		content := contentText(entry.Message.Content)
+		switch {
+		case entry.Type == "user" || entry.Message.Role == "user":
+			if promptMatches(content, prompt) {
+				inTurn, text, found = true, "", false
+			}
+		case inTurn && (entry.Type == "assistant" || entry.Message.Role == "assistant") && content != "":
+			text, found = content, true
+		}
+	}
+	return text, found
+}
+
+// contentText flattens a message content (a string or text blocks).
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+type limitedReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, os.ErrClosed
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+// resumeAndSend relaunches a stopped (or unknown) Session through the
+// harness's resume path, then accepts the prompt.
+func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.SessionSendParams) (*storedReceipt, error) {
+	rows, cols, err := validateSize(p.Rows, p.Cols)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := startupTimeout(p.StartupTimeoutMS)
+	if err != nil {
+		return nil, err
+	}
+	lo := launchOpts{resume: true, env: p.Environment, rows: rows, cols: cols, timeout: timeout}
+	if s == nil {
+		if s, err = rt.adoptForResume(p); err != nil {
+			return nil, err
+		}
+	} else {
+		s.mu.Lock()
+		state := s.rec.State
+		s.mu.Unlock()
+		if !terminal(state) {
+			return rt.accept(ctx, s, p.Prompt, false)
+		}
+		if err := rt.revive(s, p.Alias); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := rt.startGeneration(ctx, s, lo); err != nil {
+		s.mu.Lock()
+		rt.releaseAliasLocked(s)
+		rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"})
+		s.mu.Unlock()
+		if re, ok := err.(*rpc.Error); ok && s.rec.ID != "" {
+			re.SessionID, re.LaunchID = s.rec.ID, ""
+		}
+		return nil, err
+	}
+	return rt.accept(ctx, s, p.Prompt, false)
+}
+
+// revive prepares a terminal Session for relaunch: a new epoch and
+// its alias back, if still free.
+func (rt *runtime) revive(s *session, alias string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !terminal(s.rec.State) {
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + s.rec.State}
+	}
+	rt.mu.Lock()
+	if a := normalizeAlias(alias); a != "" {
+		s.rec.Alias = a
+	}
+	if s.rec.Alias != "" {
+		if other, taken := rt.aliases[s.rec.Alias]; taken && other != s {
+			rt.mu.Unlock()
+			return &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + s.rec.Alias + " belongs to an active Session"}
+		}
+		rt.aliases[s.rec.Alias] = s
+	}
+	rt.mu.Unlock()
+	rt.newEpochLocked(s, "restart")
+	rt.setStateLocked(s, rpc.StateRestarting, &rpc.Event{Type: rpc.EventSessionRestarting})
+	return nil
+}
+
+func (rt *runtime) newEpochLocked(s *session, reason string) {
+	s.rec.Epoch++
+	s.rec.ResetReason = reason
+}
+
+// adoptForResume creates a Session object for a provider id this daemon
+// does not hold, from the resume request's launch options.
+func (rt *runtime) adoptForResume(p *rpc.SessionSendParams) (*session, error) {
+	name, pid, ok := strings.Cut(p.Session, ":")
+	if !ok || pid == "" {
+		return nil, rpc.InvalidField("session", "resume needs a provider-qualified id such as claude:<session-id>")
+	}
+	h, err := rt.harness(name)
+	if err != nil {
+		return nil, rpc.InvalidField("session", "unknown harness %q in %q", clipRef(name), clipRef(p.Session))
+	}
+	if p.Cwd == "" || !strings.HasPrefix(p.Cwd, "/") {
+		return nil, rpc.InvalidField("cwd", "resuming a Session this daemon does not hold needs its absolute cwd")
+	}
+	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
+		return nil, rpc.InvalidField("cwd", "%s is not a directory", clipRef(p.Cwd))
+	}
+	if err := h.ValidateOptions(p.HarnessOptions); err != nil {
+		return nil, err
+	}
+	title := p.Title
+	if title == "" {
+		title = "resumed " + p.Session
+	}
+	if err := validateTitle(title); err != nil {
+		return nil, err
+	}
+	rec := sessionRecord{
+		UID: newUID(), ProviderID: pid, Title: title, Harness: name, Cwd: p.Cwd,
+		Model: p.Model, Effort: p.Effort, HarnessOptions: p.HarnessOptions,
+		AutoApprove: p.AutoApprove == nil || *p.AutoApprove,
+		State:       rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1,
+	}
+	s, err := rt.newSessionObject(rec)
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if other, ok := rt.byID[p.Session]; ok {
+		return other, nil
+	}
+	alias := normalizeAlias(p.Alias)
+	if alias == "" {
+		alias = slugAlias(title)
+	}
+	if _, taken := rt.aliases[alias]; taken {
+		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + alias + " belongs to an active Session"}
+	}
+	s.rec.Alias = alias
+	rt.aliases[alias] = s
+	rt.sessions[s.uid] = s
+	return s, nil
+}
+
+// stopSession stops the live generation's process group. force sends
+// SIGKILL at once; otherwise SIGTERM, then SIGKILL after StopGrace.
+func (rt *runtime) stopSession(s *session, force bool, reason string) {
+	s.mu.Lock()
+	if terminal(s.rec.State) && s.gen == nil {
+		s.mu.Unlock()
+		return
+	}
+	g := s.gen
+	rt.setStateLocked(s, rpc.StateStopping, &rpc.Event{Type: rpc.EventSessionStopping, Reason: reason})
+	if s.exec != nil {
+		rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: reason, Message: "the Session was stopped during this execution"})
+	}
+	s.mu.Unlock()
+	if g != nil {
+		if force {
+			g.proc.Kill()
+		} else {
+			g.proc.Terminate(rt.opts.StopGrace)
+		}
+		<-g.exited
+	}
+	s.mu.Lock()
+	if s.gen == g {
+		s.gen = nil
+	}
+	rt.releaseAliasLocked(s)
+	rt.setStateLocked(s, rpc.StateStopped, &rpc.Event{Type: rpc.EventSessionStopped, Reason: reason})
+	s.mu.Unlock()
+}
+
+func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionStopParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	state := s.rec.State
+	s.mu.Unlock()
+	switch state {
+	case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping:
+		if !p.Force {
+			return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + state + "; use force to kill it"}
+		}
+	}
+	rt.stopSession(s, p.Force, "stopped")
+	return rpc.SessionResult{Session: s.snapshot()}, nil
+}
+
+func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionRestartParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if err := validateEnv(p.Environment); err != nil {
+		return nil, err
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	rows, cols := s.rec.Rows, s.rec.Cols
+	s.mu.Unlock()
+	if p.Rows != 0 {
+		rows = p.Rows
+	}
+	if p.Cols != 0 {
+		cols = p.Cols
+	}
+	rows, cols, err = validateSize(rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	timeout, err := startupTimeout(p.StartupTimeoutMS)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	switch s.rec.State {
+	case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping, rpc.StateCanceling:
+		st := s.rec.State
+		s.mu.Unlock()
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + st}
+	}
+	g := s.gen
+	if s.exec != nil {
+		rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "restarted", Message: "the Session was restarted during this execution"})
+	}
+	rt.setStateLocked(s, rpc.StateRestarting, &rpc.Event{Type: rpc.EventSessionRestarting})
+	s.mu.Unlock()
+	if g != nil {
+		g.proc.Terminate(rt.opts.StopGrace)
+		<-g.exited
+	}
+	s.mu.Lock()
+	rt.newEpochLocked(s, "restart")
+	rt.persistLocked(s)
+	if s.rec.Alias != "" {
+		rt.mu.Lock()
+		if _, taken := rt.aliases[s.rec.Alias]; !taken {
+			rt.aliases[s.rec.Alias] = s
+		}
+		rt.mu.Unlock()
+	}
+	s.mu.Unlock()
+	if _, err := rt.startGeneration(ctx, s, launchOpts{resume: true, env: p.Environment, rows: rows, cols: cols, timeout: timeout}); err != nil {
+		s.mu.Lock()
+		rt.releaseAliasLocked(s)
+		rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"})
+		s.mu.Unlock()
+		if re, ok := err.(*rpc.Error); ok {
+			re.SessionID, re.LaunchID = s.rec.ID, ""
+		}
+		return nil, err
+	}
+	s.mu.Lock()
+	cursor := rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
+	snap := s.snapshotLocked(time.Now())
+	s.mu.Unlock()
+	return rpc.SessionResult{Session: snap, Cursor: rpc.FormatPosition(cursor)}, nil
+}
+
+// defaultCancelTimeout is the spec's default bound on session.cancel.
+const defaultCancelTimeout = 30 * time.Second
+
+func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionCancelParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	timeout := defaultCancelTimeout
+	if p.TimeoutMS != nil {
+		if *p.TimeoutMS < 0 || *p.TimeoutMS > 600000 {
+			return nil, rpc.InvalidField("timeout_ms", "must be between 0 and 600000")
+		}
+		timeout = time.Duration(*p.TimeoutMS) * time.Millisecond
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	e, g := s.exec, s.gen
+	switch {
+	case e == nil:
+		// Nothing to cancel: a no-op success.
+		snap := s.snapshotLocked(time.Now())
+		s.mu.Unlock()
+		return rpc.SessionResult{Session: snap}, nil
+	case s.rec.State != rpc.StateBusy && s.rec.State != rpc.StateBlocked && s.rec.State != rpc.StateCanceling:
+		st := s.rec.State
+		s.mu.Unlock()
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + st}
+	}
+	wasBlocked := s.rec.State == rpc.StateBlocked
+	if !e.canceling {
+		e.canceling = true
+		rt.setStateLocked(s, rpc.StateCanceling, &rpc.Event{Type: rpc.EventSessionCanceling, ExecutionSeq: e.seq})
+	}
+	s.mu.Unlock()
+	if g != nil {
+		if wasBlocked {
+			// Dismissing the dialog and interrupting the turn are
+			// separate steps.
+			writeKeys(ctx, g.proc, s.h.DismissDialog())
+			time.Sleep(150 * time.Millisecond)
+		}
+		writeKeys(ctx, g.proc, s.h.Interrupt())
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-e.done:
+		s.mu.Lock()
+		snap := s.snapshotLocked(time.Now())
+		s.mu.Unlock()
+		return rpc.SessionResult{Session: snap, Result: e.result}, nil
+	case <-t.C:
+		return nil, &rpc.Error{Code: rpc.CodeCancelTimeout, SessionID: s.rec.ID, Message: "the harness has not confirmed the interrupt within " + timeout.String() + "; cancellation continues"}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}

@@ -1,0 +1,245 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"dlgt/harness"
+	"dlgt/pty"
+	"dlgt/rpc"
+	"dlgt/vt"
+)
+
+// Terminal size defaults and bounds for a harness PTY.
+const (
+	defaultRows = 40
+	defaultCols = 120
+	maxRows     = 500
+	maxCols     = 1000
+	// defaultStartupTimeout bounds a launch's wait for the provider's
+	// SessionStart.
+	defaultStartupTimeout = 60 * time.Second
+	maxStartupTimeout     = 10 * time.Minute
+)
+
+// launchOpts is a launch request with the client's environment.
+type launchOpts struct {
+	resume     bool
+	env        map[string]string
+	rows, cols int
+	timeout    time.Duration
+}
+
+func newLaunchID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "internal:" + hex.EncodeToString(b[:])
+}
+
+// startGeneration launches a new harness process for s and waits for the
+// provider's ready evidence. On failure the process group is killed and
+// the error is LAUNCH_FAILED. The caller holds no locks.
+func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpts) (*generation, error) {
+	s.mu.Lock()
+	rec := s.rec
+	s.mu.Unlock()
+	g := &generation{launchID: newLaunchID(), ready: make(chan struct{}), exited: make(chan struct{})}
+	stateDir := filepath.Join(rt.paths.DataDir, "launch", s.uid)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	spec := harness.Spec{
+		ProviderID: rec.ProviderID, Resume: lo.resume, Cwd: rec.Cwd,
+		Model: rec.Model, Effort: rec.Effort, Options: rec.HarnessOptions,
+		AutoApprove: rec.AutoApprove, Env: lo.env, StateDir: stateDir,
+		HookArgv: harness.HookArgv(rt.opts.HookCommand, rt.paths.Socket, g.launchID),
+	}
+	if spec.Env == nil {
+		spec.Env = map[string]string{}
+	}
+	if _, ok := spec.Env["DLGT_CLAUDE_BIN"]; !ok && rt.opts.ClaudeBin != "" {
+		spec.Env["DLGT_CLAUDE_BIN"] = rt.opts.ClaudeBin
+	}
+	if _, ok := spec.Env["DLGT_CODEX_BIN"]; !ok && rt.opts.CodexBin != "" {
+		spec.Env["DLGT_CODEX_BIN"] = rt.opts.CodexBin
+	}
+	l, err := s.h.Prepare(spec)
+	if err != nil {
+		return nil, launchFailed(g.launchID, err)
+	}
+	proc, err := pty.Start(pty.Options{Argv: l.Argv, Env: l.Env, Dir: rec.Cwd, Rows: uint16(lo.rows), Cols: uint16(lo.cols)})
+	if err != nil {
+		return nil, launchFailed(g.launchID, err)
+	}
+	g.proc = proc
+
+	s.mu.Lock()
+	if l.ProviderID != "" {
+		s.rec.ProviderID = l.ProviderID
+	}
+	s.rec.Rows, s.rec.Cols = lo.rows, lo.cols
+	s.gen = g
+	s.termMu.Lock()
+	s.screen = vt.New(lo.rows, lo.cols, rt.screenCallbacks(s, proc))
+	s.termMu.Unlock()
+	s.mu.Unlock()
+
+	rt.mu.Lock()
+	rt.byLaunch[g.launchID] = s
+	rt.wg.Add(1)
+	rt.mu.Unlock()
+	go rt.pump(s, g)
+
+	timer := time.NewTimer(lo.timeout)
+	defer timer.Stop()
+	select {
+	case <-g.ready:
+		return g, nil
+	case <-g.exited:
+		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness exited before it was ready (%s)", g.exit)}
+	case <-timer.C:
+		proc.Kill()
+		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness did not report ready within %s", lo.timeout)}
+	case <-ctx.Done():
+		proc.Kill()
+		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: "the request was canceled during launch"}
+	}
+}
+
+func launchFailed(launchID string, err error) error {
+	var re *rpc.Error
+	if errors.As(err, &re) && re.Code != rpc.CodeLaunchFailed {
+		return re
+	}
+	msg := err.Error()
+	if re != nil {
+		msg = re.Message
+	}
+	return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: launchID, Message: msg}
+}
+
+// screenCallbacks connects the emulator to the row store and the PTY.
+func (rt *runtime) screenCallbacks(s *session, proc *pty.Process) vt.Callbacks {
+	return vt.Callbacks{
+		Stable: func(rows []string) {
+			s.mu.Lock()
+			epoch := s.rec.Epoch
+			s.mu.Unlock()
+			s.rows.Append(epoch, rows...)
+		},
+		Reply: func(b []byte) {
+			// Written from a goroutine: the callback runs under the
+			// screen lock and a full PTY input buffer must not stall it.
+			reply := append([]byte(nil), b...)
+			go proc.Write(reply)
+		},
+		Reset: func(reason vt.ResetReason) {
+			s.mu.Lock()
+			s.rec.Epoch++
+			s.rec.ResetReason = string(reason)
+			rt.persistLocked(s)
+			s.notifyLocked()
+			s.mu.Unlock()
+		},
+	}
+}
+
+// pump copies one generation's PTY output into the raw log and the
+// emulator until EOF, then records the process exit.
+func (rt *runtime) pump(s *session, g *generation) {
+	defer rt.wg.Done()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := g.proc.Read(buf)
+		if n > 0 {
+			chunk := buf[:n]
+			if _, werr := s.raw.Write(chunk); werr != nil {
+				rt.log.Warn("raw log write", "session", s.uid, "err", werr)
+			}
+			s.termMu.Lock()
+			s.screen.Write(chunk)
+			s.termMu.Unlock()
+			s.mu.Lock()
+			s.lastOutput = time.Now()
+			s.mu.Unlock()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				rt.log.Debug("pty read ended", "session", s.uid, "err", err)
+			}
+			break
+		}
+	}
+	// The child may outlive its output (EIO first); wait for it, bounded.
+	select {
+	case <-g.proc.Done():
+	case <-time.After(rt.opts.StopGrace):
+		g.proc.Kill()
+		<-g.proc.Done()
+	}
+	g.exit = g.proc.Wait()
+	g.proc.Close()
+	s.rows.Flush()
+	s.raw.Sync()
+	rt.mu.Lock()
+	delete(rt.byLaunch, g.launchID)
+	rt.mu.Unlock()
+	close(g.exited)
+	rt.generationExited(s, g)
+}
+
+// generationExited applies a process exit. Exits the daemon asked for
+// (stop, restart) are handled by those operations; any other exit of the
+// live generation is a crash: active work is interrupted and the Session
+// fails.
+func (rt *runtime) generationExited(s *session, g *generation) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != g {
+		return
+	}
+	s.gen = nil
+	switch s.rec.State {
+	case rpc.StateStopping, rpc.StateRestarting:
+		return // the operation in progress finishes the transition
+	case rpc.StateStarting:
+		return // the launch reports LAUNCH_FAILED
+	case rpc.StateCanceling:
+		if s.exec != nil {
+			seq := s.exec.seq
+			rt.finishExecLocked(s, rpc.StatusCanceled, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "harness_exited", Message: "the harness exited while canceling (" + g.exit.String() + ")"})
+			rt.releaseAliasLocked(s)
+			rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, ExecutionSeq: seq, Reason: "harness_exited"})
+			return
+		}
+	}
+	if terminal(s.rec.State) {
+		return
+	}
+	rt.failLocked(s, "harness_exited", "the harness process exited unexpectedly ("+g.exit.String()+")")
+}
+
+// writeKeys delivers keystrokes to the live generation, pausing between
+// writes as the harness requires.
+func writeKeys(ctx context.Context, proc *pty.Process, keys []harness.Keystroke) error {
+	for _, k := range keys {
+		if k.Pause > 0 {
+			select {
+			case <-time.After(k.Pause):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if _, err := proc.Write(k.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,90 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// Version is dlgt's release version; Commit is set at link time
+// (-ldflags "-X dlgt/daemon.Commit=...").
+var (
+	Version = "0.1.0-dev"
+	Commit  = "unknown"
+)
+
+// Paths are the filesystem locations of one daemon version.
+type Paths struct {
+	Home    string // $DLGT_HOME: everything dlgt keeps, mode 0700
+	RunDir  string // $DLGT_HOME/run/<version>, mode 0700
+	Socket  string // $DLGT_HOME/run/<version>/dlgt.sock unless DLGT_SOCKET
+	DataDir string // $DLGT_HOME/data/<version>: this version's bbolt file and raw logs
+	DB      string
+	RawDir  string
+	Log     string // where an auto-started daemon writes its log
+}
+
+// ResolvePaths computes the paths for version from the environment:
+// DLGT_HOME, else $XDG_STATE_HOME/dlgt, else ~/.local/state/dlgt; and
+// DLGT_SOCKET to pin the socket. It creates nothing.
+func ResolvePaths(getenv func(string) string, version string) (Paths, error) {
+	home := getenv("DLGT_HOME")
+	if home == "" {
+		if x := getenv("XDG_STATE_HOME"); x != "" {
+			home = filepath.Join(x, "dlgt")
+		} else {
+			h := getenv("HOME")
+			if h == "" {
+				return Paths{}, errors.New("cannot locate the state directory: set DLGT_HOME or HOME")
+			}
+			home = filepath.Join(h, ".local", "state", "dlgt")
+		}
+	}
+	home, err := filepath.Abs(home)
+	if err != nil {
+		return Paths{}, err
+	}
+	p := Paths{
+		Home:    home,
+		RunDir:  filepath.Join(home, "run", version),
+		DataDir: filepath.Join(home, "data", version),
+	}
+	p.Socket = filepath.Join(p.RunDir, "dlgt.sock")
+	if s := getenv("DLGT_SOCKET"); s != "" {
+		if p.Socket, err = filepath.Abs(s); err != nil {
+			return Paths{}, err
+		}
+	}
+	p.DB = filepath.Join(p.DataDir, "dlgt.db")
+	p.RawDir = filepath.Join(p.DataDir, "raw")
+	p.Log = filepath.Join(p.RunDir, "daemon.log")
+	return p, nil
+}
+
+// ensurePrivateDir creates dir (and missing parents) with mode 0700 and
+// insists that it is a directory owned by us with no group or other
+// access, tightening the mode of a directory we own.
+func ensurePrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s is owned by uid %d, not by this user (uid %d)", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("tightening %s to 0700: %w", dir, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package daemon
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"dlgt/rpc"
+	"dlgt/store"
+)
+
+func (rt *runtime) sessionList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	all := make([]*session, 0, len(rt.sessions))
+	for _, s := range rt.sessions {
+		all = append(all, s)
+	}
+	rt.mu.Unlock()
+	now := time.Now()
+	out := rpc.SessionListResult{Sessions: []rpc.Session{}}
+	for _, s := range all {
+		s.mu.Lock()
+		snap := s.snapshotLocked(now)
+		s.mu.Unlock()
+		if snap.ID == "" || (!p.All && terminal(snap.State)) {
+			continue
+		}
+		out.Sessions = append(out.Sessions, snap)
+	}
+	sort.Slice(out.Sessions, func(i, j int) bool {
+		a, b := out.Sessions[i], out.Sessions[j]
+		if a.CreatedAtMS != b.CreatedAtMS {
+			return a.CreatedAtMS < b.CreatedAtMS
+		}
+		return a.ID < b.ID
+	})
+	return out, nil
+}
+
+// latestResult is the newest retained result of s, if any.
+func (rt *runtime) latestResult(s *session) (*rpc.Result, error) {
+	s.mu.Lock()
+	last := s.rec.LastExecSeq
+	s.mu.Unlock()
+	for seq := last; seq > 0; seq-- {
+		rs, err := rt.db.ListResults(s.uid, seq-1, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(rs) == 1 && rs[0].Seq == seq {
+			var r rpc.Result
+			if err := json.Unmarshal(rs[0].Data, &r); err != nil {
+				return nil, err
+			}
+			return &r, nil
+		}
+		if seq+8 < last {
+			break // only the active execution lacks a result; stop scanning
+		}
+	}
+	return nil, nil
+}
+
+func (rt *runtime) sessionRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.SessionReadParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	res, err := rt.latestResult(s)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.SessionReadResult{Session: s.snapshot(), Result: res}, nil
+}
+
+// maxEventRead bounds one event.read page; callers continue with after.
+const maxEventRead = 1000
+
+func (rt *runtime) eventFilter(ref string) (string, error) {
+	if ref == "" {
+		return "", nil
+	}
+	s, err := rt.resolve(ref)
+	if err != nil {
+		return "", err
+	}
+	return s.uid, nil
+}
+
+func decodeEvents(evs []store.Event) []json.RawMessage {
+	out := make([]json.RawMessage, len(evs))
+	for i, e := range evs {
+		out[i] = e.Data
+	}
+	return out
+}
+
+func (rt *runtime) eventRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.EventReadParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	uid, err := rt.eventFilter(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	var after uint64
+	if p.After != nil {
+		after = *p.After
+	}
+	evs, err := rt.db.ReadEvents(after, maxEventRead, uid)
+	if err != nil {
+		return nil, err
+	}
+	return decodeEvents(evs), nil
+}
+
+// eventStream is event.subscribe: an ack, then every event after the
+// starting seq, one per line, read from the store as it grows. A client
+// that cannot keep up exceeds its connection's pending budget and is
+// disconnected by the transport; nothing here buffers for it.
+type eventStream struct {
+	rt    *runtime
+	uid   string
+	after uint64
+}
+
+func (es *eventStream) Ack() any { return rpc.SubscribeAck{Subscribed: true, After: es.after} }
+
+func (es *eventStream) Run(ctx context.Context, emit func([]byte) error) error {
+	rt := es.rt
+	for {
+		rt.mu.Lock()
+		changed := rt.allChanged
+		rt.mu.Unlock()
+		for {
+			if ev := rt.db.EventsEvictedThrough(); ev > es.after {
+				return errors.New("subscriber fell behind event retention")
+			}
+			evs, err := rt.db.ReadEvents(es.after, 256, es.uid)
+			if err != nil {
+				return err
+			}
+			for _, e := range evs {
+				if err := emit(e.Data); err != nil {
+					return err
+				}
+				es.after = e.Seq
+			}
+			if len(evs) < 256 {
+				break
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (rt *runtime) eventSubscribe(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.EventReadParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	uid, err := rt.eventFilter(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	after := rt.db.LastEventSeq()
+	if p.After != nil {
+		after = *p.After
+	}
+	return &eventStream{rt: rt, uid: uid, after: after}, nil
+}
+
+// Scrollback bounds.
+const (
+	defaultScrollback = 100
+	maxScrollback     = 10000
+)
+
+// scrollback "before" cursors are opaque: a prefix and the row id.
+const scrollbackPrefix = "scr_"
+
+func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.ScrollbackReadParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	n := p.Lines
+	if n == 0 {
+		n = defaultScrollback
+	}
+	n = max(1, min(n, maxScrollback))
+	s.mu.Lock()
+	out := rpc.ScrollbackPage{SessionID: s.rec.ID, Screen: rpc.ScreenSize{Rows: s.rec.Rows, Cols: s.rec.Cols}, Lines: []string{}}
+	s.mu.Unlock()
+	var live []string
+	before := s.rows.Committed() + 1
+	if p.Before != "" {
+		id, err := strconv.ParseUint(strings.TrimPrefix(p.Before, scrollbackPrefix), 36, 64)
+		if !strings.HasPrefix(p.Before, scrollbackPrefix) || err != nil {
+			return nil, rpc.InvalidField("before", "not a scrollback cursor")
+		}
+		before = id
+	} else {
+		live = s.liveRows()
+	}
+	// The newest page ends with the live rows; older pages are history.
+	want := n - len(live)
+	if want < 0 {
+		live = live[len(live)-n:]
+		want = 0
+	}
+	rows, err := s.rows.ReadBefore(before, want)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out.Lines = append(out.Lines, r.Text)
+	}
+	out.Lines = append(out.Lines, live...)
+	if len(rows) > 0 && rows[0].ID > s.rows.First() {
+		out.Truncated = true
+		out.Before = scrollbackPrefix + strconv.FormatUint(rows[0].ID, 36)
+	}
+	return out, nil
+}
+
+// liveRows renders the live grid with trailing blank rows dropped.
+func (s *session) liveRows() []string {
+	s.termMu.Lock()
+	defer s.termMu.Unlock()
+	if s.screen == nil {
+		return nil
+	}
+	rows := s.screen.Live()
+	for len(rows) > 0 && rows[len(rows)-1] == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
+}
+
+func (rt *runtime) transcriptReadRaw(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.TranscriptReadRawParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if p.After < 0 {
+		return nil, rpc.InvalidField("after", "must not be negative")
+	}
+	limit := p.LimitBytes
+	switch {
+	case limit == 0:
+		limit = store.DefaultRawPage
+	case limit < 0:
+		return nil, rpc.InvalidField("limit_bytes", "must be positive")
+	case limit > store.MaxRawPage:
+		limit = store.MaxRawPage
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	data, start, next, more, err := s.raw.ReadAt(p.After, limit)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.RawPage{
+		SessionID: s.snapshot().ID, DataBase64: base64.StdEncoding.EncodeToString(data),
+		ByteLen: len(data), Start: start, NextAfter: next, HasMore: more,
+	}, nil
+}

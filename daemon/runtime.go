@@ -1,0 +1,495 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"dlgt/harness"
+	"dlgt/rpc"
+	"dlgt/store"
+)
+
+// Options tune the runtime. Zero values take defaults.
+type Options struct {
+	// ClaudeBin and CodexBin are defaults for harness binary lookup when
+	// the client environment names none (DLGT_CLAUDE_BIN / DLGT_CODEX_BIN).
+	ClaudeBin string
+	CodexBin  string
+	// HookCommand is the argv prefix injected harness hooks run to reach
+	// the daemon; default: this executable's hidden "hook" command.
+	HookCommand []string
+	// Harnesses replaces the built-in adapters (tests).
+	Harnesses map[string]harness.Harness
+	// SubmitWait bounds the wait for the provider's acknowledgement of a
+	// prompt before a receipt says "pending" (default 5s).
+	SubmitWait time.Duration
+	// StopGrace is how long a stopping harness gets between SIGTERM and
+	// SIGKILL (default 5s).
+	StopGrace time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.SubmitWait <= 0 {
+		o.SubmitWait = 5 * time.Second
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = 5 * time.Second
+	}
+	if o.Harnesses == nil {
+		o.Harnesses = map[string]harness.Harness{"claude": harness.Claude{}}
+	}
+	if len(o.HookCommand) == 0 {
+		if exe, err := os.Executable(); err == nil {
+			o.HookCommand = []string{exe, "hook"}
+		}
+	}
+	return o
+}
+
+// runtime owns the daemon's Sessions and answers RPCs.
+type runtime struct {
+	db         *store.DB
+	paths      Paths
+	log        *slog.Logger
+	opts       Options
+	instanceID string
+	startedAt  time.Time
+	receipts   *receipts
+	positions  *positions
+
+	shutdown func()
+	server   *rpc.Server
+
+	// mu guards the fields that follow.
+	mu       sync.Mutex
+	sessions map[string]*session // by internal uid
+	byID     map[string]*session // by provider-qualified id
+	byLaunch map[string]*session // by launch id of the live generation
+	aliases  map[string]*session // active aliases
+	// allChanged is closed and replaced on any change (all:true waiters,
+	// event subscribers).
+	allChanged chan struct{}
+	closing    bool
+	wg         sync.WaitGroup // process pumps and launches
+}
+
+func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime, error) {
+	rt := &runtime{
+		db: db, paths: p, log: log, opts: opts.withDefaults(),
+		instanceID: newInstanceID(), startedAt: time.Now(),
+		sessions: map[string]*session{}, byID: map[string]*session{},
+		byLaunch: map[string]*session{}, aliases: map[string]*session{},
+		allChanged: make(chan struct{}),
+	}
+	rt.receipts = newReceipts(db)
+	rt.positions = newPositions()
+	db.SetCommitHook(rt.rowsCommitted)
+	if err := rt.recover(); err != nil {
+		return nil, err
+	}
+	return rt, nil
+}
+
+// recover loads every persisted Session. A Session that was not terminal
+// when the previous daemon died is marked failed, and its active
+// execution gets a retained interrupted result.
+func (rt *runtime) recover() error {
+	recs, err := rt.db.ListSessions()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		var rec sessionRecord
+		if err := json.Unmarshal(r.Data, &rec); err != nil {
+			rt.log.Error("skipping unreadable session record", "uid", r.Key, "err", err)
+			continue
+		}
+		s, err := rt.newSessionObject(rec)
+		if err != nil {
+			return err
+		}
+		for after := uint64(0); ; {
+			evs, err := rt.db.ReadEvents(after, 1024, s.uid)
+			if err != nil || len(evs) == 0 {
+				break
+			}
+			after = evs[len(evs)-1].Seq
+			s.lastEvent = after
+		}
+		rt.mu.Lock()
+		rt.sessions[s.uid] = s
+		if rec.ID != "" {
+			rt.byID[rec.ID] = s
+		}
+		rt.mu.Unlock()
+		if !terminal(rec.State) {
+			s.mu.Lock()
+			rt.failLocked(s, "daemon_restarted", "the daemon exited while this Session was "+rec.State)
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
+	h, ok := rt.opts.Harnesses[rec.Harness]
+	if !ok {
+		h = harness.Claude{}
+	}
+	rows, err := rt.db.Rows(rec.UID)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := store.OpenRawLog(rt.paths.RawDir, rec.UID, rawLogCap)
+	if err != nil {
+		return nil, err
+	}
+	return &session{uid: rec.UID, h: h, rows: rows, raw: raw, rec: rec, changed: make(chan struct{})}, nil
+}
+
+// rawLogCap bounds each Session's raw PTY log.
+const rawLogCap = 64 << 20
+
+// close stops every Session's harness (graceful shutdown): active work
+// gets an interrupted result and every Session is marked stopped.
+func (rt *runtime) close() {
+	rt.mu.Lock()
+	rt.closing = true
+	all := make([]*session, 0, len(rt.sessions))
+	for _, s := range rt.sessions {
+		all = append(all, s)
+	}
+	rt.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rt.stopSession(s, false, "daemon_shutdown")
+		}()
+	}
+	wg.Wait()
+	rt.wg.Wait()
+	for _, s := range all {
+		s.rows.Flush()
+		s.raw.Close()
+	}
+}
+
+// notifyAllLocked wakes all:true waiters and event subscribers. rt.mu held.
+func (rt *runtime) notifyAllLocked() {
+	close(rt.allChanged)
+	rt.allChanged = make(chan struct{})
+}
+
+func (rt *runtime) notifyAll() {
+	rt.mu.Lock()
+	rt.notifyAllLocked()
+	rt.mu.Unlock()
+}
+
+// rowsCommitted is the store's commit hook: rows became visible.
+func (rt *runtime) rowsCommitted(uid string, _ uint64) {
+	rt.mu.Lock()
+	s := rt.sessions[uid]
+	rt.notifyAllLocked()
+	rt.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		s.notifyLocked()
+		s.mu.Unlock()
+	}
+}
+
+// resolve finds a Session by provider-qualified id or active alias.
+func (rt *runtime) resolve(ref string) (*session, error) {
+	if ref == "" {
+		return nil, rpc.InvalidField("session", "must not be empty")
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if s, ok := rt.byID[ref]; ok {
+		return s, nil
+	}
+	if s, ok := rt.aliases[normalizeAlias(ref)]; ok {
+		return s, nil
+	}
+	return nil, &rpc.Error{Code: rpc.CodeNotFound, Message: fmt.Sprintf("no Session %q on this daemon", clipRef(ref))}
+}
+
+func clipRef(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
+}
+
+func normalizeAlias(a string) string { return strings.TrimPrefix(a, "@") }
+
+// persistLocked writes the Session record. s.mu held.
+func (rt *runtime) persistLocked(s *session) {
+	s.rec.UpdatedAtMS = nowMS()
+	if err := rt.db.PutSession(s.uid, s.rec.marshal()); err != nil {
+		rt.log.Error("persisting session", "uid", s.uid, "err", err)
+	}
+}
+
+// emitLocked records a lifecycle event for s and wakes observers. s.mu held.
+func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
+	ev.SchemaVersion = rpc.SchemaVersion
+	if ev.SessionID == "" {
+		ev.SessionID = s.rec.ID
+	}
+	seq, err := rt.db.AppendEvent(s.uid, func(seq uint64) ([]byte, error) {
+		ev.Seq = seq
+		return rpc.Marshal(ev)
+	})
+	if err == nil {
+		s.lastEvent = seq
+	} else {
+		rt.log.Error("recording event", "type", ev.Type, "session", s.rec.ID, "err", err)
+	}
+	s.notifyLocked()
+	rt.notifyAll()
+}
+
+// setStateLocked changes state, persists, and emits the event if any.
+func (rt *runtime) setStateLocked(s *session, state string, ev *rpc.Event) {
+	s.rec.State = state
+	rt.persistLocked(s)
+	if ev != nil {
+		rt.emitLocked(s, *ev)
+	} else {
+		s.notifyLocked()
+		rt.notifyAll()
+	}
+}
+
+// finishExecLocked retains the terminal result of the active execution
+// (exactly once) and clears it. s.mu held.
+func (rt *runtime) finishExecLocked(s *session, status, text, source string, rerr *rpc.ResultError) *rpc.Result {
+	e := s.exec
+	if e == nil {
+		return nil
+	}
+	res := &rpc.Result{
+		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
+		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
+	}
+	if status == rpc.StatusCompleted || text != "" {
+		t := text
+		res.FinalText = &t
+	}
+	if source == "" {
+		res.FinalTextSource = rpc.TextSourceMissing
+	}
+	data, _ := rpc.Marshal(res)
+	if err := rt.db.PutResult(s.uid, e.seq, data); err != nil {
+		rt.log.Error("retaining result", "session", s.rec.ID, "exec", e.seq, "err", err)
+	}
+	e.result = res
+	close(e.done)
+	s.exec = nil
+	s.rec.ActiveExec = nil
+	return res
+}
+
+// failLocked moves s to failed: an active execution is interrupted.
+func (rt *runtime) failLocked(s *session, code, msg string) {
+	if s.exec == nil && s.rec.ActiveExec != nil {
+		// Recovered after a crash: rebuild the execution to retain its result.
+		s.exec = &execution{seq: s.rec.ActiveExec.Seq, startedAt: time.UnixMilli(s.rec.ActiveExec.StartedAtMS), done: make(chan struct{}), submitted: make(chan struct{})}
+	}
+	var execSeq uint64
+	if s.exec != nil {
+		execSeq = s.exec.seq
+		rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: code, Message: msg})
+	}
+	rt.releaseAliasLocked(s)
+	rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, ExecutionSeq: execSeq, Reason: code})
+}
+
+// releaseAliasLocked frees the alias of a Session that became terminal.
+func (rt *runtime) releaseAliasLocked(s *session) {
+	if s.rec.Alias == "" {
+		return
+	}
+	rt.mu.Lock()
+	if rt.aliases[s.rec.Alias] == s {
+		delete(rt.aliases, s.rec.Alias)
+	}
+	rt.mu.Unlock()
+}
+
+// method is one RPC implementation: it decodes its own parameters.
+type method func(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error)
+
+func (rt *runtime) methods() map[string]method {
+	return map[string]method{
+		rpc.MethodSessionCreate:     rt.sessionCreate,
+		rpc.MethodSessionSend:       rt.sessionSend,
+		rpc.MethodSessionRestart:    rt.sessionRestart,
+		rpc.MethodSessionFetch:      rt.sessionFetch,
+		rpc.MethodSessionCancel:     rt.sessionCancel,
+		rpc.MethodSessionList:       rt.sessionList,
+		rpc.MethodSessionRead:       rt.sessionRead,
+		rpc.MethodSessionStop:       rt.sessionStop,
+		rpc.MethodEventRead:         rt.eventRead,
+		rpc.MethodEventSubscribe:    rt.eventSubscribe,
+		rpc.MethodScrollbackRead:    rt.scrollbackRead,
+		rpc.MethodTranscriptReadRaw: rt.transcriptReadRaw,
+		rpc.MethodModelList:         rt.modelList,
+		rpc.MethodProfileList:       rt.profileList,
+		rpc.MethodHarnessList:       rt.harnessList,
+		rpc.MethodHookDeliver:       rt.hookDeliver,
+		rpc.MethodDaemonStatus:      rt.daemonStatus,
+		rpc.MethodDaemonShutdown:    rt.daemonShutdown,
+	}
+}
+
+// ServeRPC dispatches one request. Unknown methods are INVALID_ARGUMENT.
+func (rt *runtime) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request) (any, error) {
+	m, ok := rt.methods()[req.Method]
+	if !ok {
+		return nil, rpc.InvalidField("method", "unknown method %q", clipRef(req.Method))
+	}
+	rt.log.Debug("rpc", "method", req.Method, "peer_uid", peer.UID, "peer_pid", peer.PID)
+	res, err := m(ctx, peer, req.Params)
+	if err != nil {
+		var re *rpc.Error
+		if !errors.As(err, &re) {
+			rt.log.Error("internal error", "method", req.Method, "err", err)
+		}
+	}
+	return res, err
+}
+
+// profileList: profiles are client-side; the daemon does not reread
+// mutable client configuration, so it answers with none and points at the
+// proxy.
+func (rt *runtime) profileList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.ProfileListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	return nil, rpc.Errorf(rpc.CodeInvalidArgument, "profile.list is answered by the client (dlgt rpc --stdio or dlgt profiles), not the daemon")
+}
+
+func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.HarnessListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(rt.opts.Harnesses))
+	for n := range rt.opts.Harnesses {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	res := rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}}
+	for _, n := range names {
+		if p.Harness != "" && p.Harness != n {
+			continue
+		}
+		h := rt.opts.Harnesses[n]
+		info := h.Info()
+		bin, err := h.Binary(rt.defaultEnv())
+		info.Binary, info.Available = bin, err == nil
+		res.Harnesses = append(res.Harnesses, info)
+	}
+	if p.Harness != "" && len(res.Harnesses) == 0 {
+		return nil, rpc.InvalidField("harness", "unknown harness %q (have %s)", clipRef(p.Harness), strings.Join(names, ", "))
+	}
+	return res, nil
+}
+
+// defaultEnv is the environment used to locate binaries when no client
+// environment is at hand (harness.list).
+func (rt *runtime) defaultEnv() map[string]string {
+	env := map[string]string{"PATH": os.Getenv("PATH")}
+	if rt.opts.ClaudeBin != "" {
+		env["DLGT_CLAUDE_BIN"] = rt.opts.ClaudeBin
+	}
+	if rt.opts.CodexBin != "" {
+		env["DLGT_CODEX_BIN"] = rt.opts.CodexBin
+	}
+	return env
+}
+
+func (rt *runtime) modelList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.ModelListParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	h, err := rt.harness(p.Harness)
+	if err != nil {
+		return nil, err
+	}
+	return h.Models(p.IncludeHidden), nil
+}
+
+func (rt *runtime) harness(name string) (harness.Harness, error) {
+	h, ok := rt.opts.Harnesses[name]
+	if !ok {
+		names := make([]string, 0, len(rt.opts.Harnesses))
+		for n := range rt.opts.Harnesses {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, rpc.InvalidField("harness", "unknown harness %q (have %s)", clipRef(name), strings.Join(names, ", "))
+	}
+	return h, nil
+}
+
+// DaemonStatus is the result of internal.daemon.status and of
+// `dlgt daemon status`.
+type DaemonStatus struct {
+	Version     string `json:"version"`
+	Commit      string `json:"commit"`
+	PID         int    `json:"pid"`
+	InstanceID  string `json:"instance_id"`
+	Socket      string `json:"socket"`
+	Home        string `json:"home"`
+	UptimeMS    int64  `json:"uptime_ms"`
+	Connections int    `json:"connections"`
+	Sessions    int    `json:"sessions"`
+}
+
+func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p struct{}
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	st := DaemonStatus{
+		Version: Version, Commit: Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
+		Socket: rt.paths.Socket, Home: rt.paths.Home,
+		UptimeMS: time.Since(rt.startedAt).Milliseconds(),
+	}
+	if rt.server != nil {
+		st.Connections = rt.server.ConnCount()
+	}
+	rt.mu.Lock()
+	st.Sessions = len(rt.sessions)
+	rt.mu.Unlock()
+	return st, nil
+}
+
+func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p struct{}
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	rt.log.Info("shutdown requested", "peer_uid", peer.UID, "peer_pid", peer.PID)
+	// Answer first; stop serving just after, so the reply is flushed.
+	time.AfterFunc(50*time.Millisecond, rt.shutdown)
+	return struct {
+		Stopping bool `json:"stopping"`
+	}{true}, nil
+}

@@ -1,0 +1,159 @@
+package daemon
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"dlgt/harness"
+	"dlgt/pty"
+	"dlgt/rpc"
+	"dlgt/store"
+	"dlgt/vt"
+)
+
+// sessionRecord is a Session's persisted metadata. The launch environment
+// is deliberately absent: it travels in RPC memory only.
+type sessionRecord struct {
+	UID            string   `json:"uid"`
+	ID             string   `json:"id,omitempty"`
+	ProviderID     string   `json:"provider_id,omitempty"`
+	Alias          string   `json:"alias,omitempty"`
+	Title          string   `json:"title"`
+	Harness        string   `json:"harness"`
+	Cwd            string   `json:"cwd"`
+	Model          string   `json:"model,omitempty"`
+	Effort         string   `json:"effort,omitempty"`
+	HarnessOptions []string `json:"harness_options,omitempty"`
+	AutoApprove    bool     `json:"auto_approve"`
+	State          string   `json:"state"`
+	CreatedAtMS    int64    `json:"created_at_ms"`
+	UpdatedAtMS    int64    `json:"updated_at_ms"`
+	Epoch          uint64   `json:"epoch"`
+	ResetReason    string   `json:"reset_reason,omitempty"`
+	LastExecSeq    uint64   `json:"last_exec_seq"`
+	// ActiveExec is the execution without a terminal result, if any, so a
+	// daemon that crashed can give it an interrupted result on restart.
+	ActiveExec *execRecord `json:"active_exec,omitempty"`
+	Rows       int         `json:"rows"`
+	Cols       int         `json:"cols"`
+}
+
+type execRecord struct {
+	Seq         uint64 `json:"seq"`
+	StartedAtMS int64  `json:"started_at_ms"`
+}
+
+// execution is the active turn of a Session.
+type execution struct {
+	seq       uint64
+	prompt    string
+	startedAt time.Time
+	// submitted is closed when the provider confirmed the prompt.
+	submitted     chan struct{}
+	submittedOnce sync.Once
+	// done is closed when the execution has its terminal result.
+	done      chan struct{}
+	result    *rpc.Result
+	canceling bool
+}
+
+func (e *execution) confirm() { e.submittedOnce.Do(func() { close(e.submitted) }) }
+
+func (e *execution) isConfirmed() bool {
+	select {
+	case <-e.submitted:
+		return true
+	default:
+		return false
+	}
+}
+
+// generation is one harness process of a Session, with its own launch id
+// (hooks carry it, so callbacks from an older generation are recognized)
+// and its own emulator.
+type generation struct {
+	launchID string
+	proc     *pty.Process
+	ready    chan struct{} // closed on the provider's SessionStart
+	exited   chan struct{} // closed once the process exited and output drained
+	exit     pty.ExitStatus
+}
+
+// session is one Session. mu guards every mutable field; one update
+// function at a time changes its state (see runtime.transition).
+type session struct {
+	uid  string
+	h    harness.Harness
+	rows *store.RowLog
+	raw  *store.RawLog
+
+	mu     sync.Mutex
+	rec    sessionRecord
+	gen    *generation
+	exec   *execution
+	attach *attachLease
+	// changed is closed and replaced whenever something a fetch waiter
+	// could observe changed (events, results, committed rows).
+	changed chan struct{}
+	// lastEvent is the seq of the newest event recorded for this Session.
+	lastEvent uint64
+	// lastOutput is when the PTY last produced output.
+	lastOutput time.Time
+
+	// termMu guards screen (the pump writes, readers render the live grid).
+	termMu sync.Mutex
+	screen *vt.Screen
+}
+
+// attachLease is the exclusive input lease of an interactive attach.
+type attachLease struct {
+	token string
+}
+
+func (s *session) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// terminal reports whether a state can never change again without a
+// resume.
+func terminal(state string) bool {
+	return state == rpc.StateStopped || state == rpc.StateFailed
+}
+
+// snapshotLocked renders the public Session. busy diagnostics appear only
+// in state busy.
+func (s *session) snapshotLocked(now time.Time) rpc.Session {
+	r := s.rec
+	out := rpc.Session{
+		ID: r.ID, Alias: r.Alias, Title: r.Title, Harness: r.Harness, Cwd: r.Cwd,
+		Model: r.Model, Effort: r.Effort, State: r.State,
+		CreatedAtMS: r.CreatedAtMS, UpdatedAtMS: r.UpdatedAtMS,
+	}
+	if r.State == rpc.StateBusy && s.exec != nil {
+		busy := now.Sub(s.exec.startedAt).Milliseconds()
+		quiet := busy
+		if !s.lastOutput.IsZero() && s.lastOutput.After(s.exec.startedAt) {
+			quiet = now.Sub(s.lastOutput).Milliseconds()
+		}
+		if quiet > busy {
+			quiet = busy
+		}
+		out.BusyForMS, out.PTYQuietForMS = &busy, &quiet
+	}
+	return out
+}
+
+func (s *session) snapshot() rpc.Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snapshotLocked(time.Now())
+}
+
+func (r *sessionRecord) marshal() []byte {
+	b, _ := json.Marshal(r)
+	return b
+}
+
+func nowMS() int64 { return time.Now().UnixMilli() }

@@ -1,0 +1,242 @@
+package fakeclaude
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// settingsFile is the part of a Claude settings object the fake reads.
+type settingsFile struct {
+	Hooks map[string][]matcherGroup `json:"hooks"`
+}
+
+type matcherGroup struct {
+	Matcher string    `json:"matcher"`
+	Hooks   []hookDef `json:"hooks"`
+}
+
+type hookDef struct {
+	Type    string  `json:"type"`
+	Command string  `json:"command"`
+	Timeout float64 `json:"timeout"` // seconds
+}
+
+// defaultHookTimeout is Claude Code's default command-hook timeout.
+const defaultHookTimeout = 600 * time.Second
+
+// loadSettings parses --settings: inline JSON when it looks like an
+// object, else the path of a JSON file (both forms work with the real CLI).
+func loadSettings(arg string) (map[string][]matcherGroup, error) {
+	if arg == "" {
+		return nil, nil
+	}
+	data := []byte(arg)
+	if !strings.HasPrefix(strings.TrimSpace(arg), "{") {
+		b, err := os.ReadFile(arg)
+		if err != nil {
+			return nil, fmt.Errorf("Error processing --settings: %v", err)
+		}
+		data = b
+	}
+	var s settingsFile
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("Error processing --settings: invalid JSON: %v", err)
+	}
+	for ev, groups := range s.Hooks {
+		for _, g := range groups {
+			for _, h := range g.Hooks {
+				if h.Type == "command" && strings.TrimSpace(h.Command) == "" {
+					return nil, fmt.Errorf("Error processing --settings: hooks.%s: command hook without a command", ev)
+				}
+			}
+		}
+	}
+	return s.Hooks, nil
+}
+
+// obj is a JSON object that keeps its keys in insertion order, so payloads
+// come out with the same field order as the real CLI's (easier to diff).
+type obj []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+func (o obj) with(k string, v any) obj { return append(o[:len(o):len(o)], kv{k, v}) }
+
+func (o obj) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.k)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshal is json.Marshal without HTML escaping: JavaScript's
+// JSON.stringify leaves <, > and & alone.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// hookJob is one event to deliver to every matching hook.
+type hookJob struct {
+	event    string
+	matchKey string // what a group's matcher is tested against (tool name, notification type, ...)
+	payload  []byte
+	done     chan struct{}
+}
+
+// hookRunner runs hooks one event at a time, in the order they were fired.
+// A single worker goroutine keeps the global order of events intact even
+// when the turn goroutine and the main loop fire hooks concurrently (e.g. an
+// idle_prompt Notification queued just before the next UserPromptSubmit).
+type hookRunner struct {
+	groups map[string][]matcherGroup
+	cwd    string
+	silent bool
+	logf   func(format string, args ...any)
+	queue  chan hookJob
+}
+
+func newHookRunner(groups map[string][]matcherGroup, cwd string, silent bool, logf func(string, ...any)) *hookRunner {
+	h := &hookRunner{groups: groups, cwd: cwd, silent: silent, logf: logf, queue: make(chan hookJob, 64)}
+	go h.work()
+	return h
+}
+
+// fire queues event and returns a channel closed once every matching hook
+// has finished (or timed out). Callers that imitate Claude's synchronous
+// hooks wait on it; notifications do not.
+func (h *hookRunner) fire(event, matchKey string, payload obj) <-chan struct{} {
+	done := make(chan struct{})
+	if h.silent || len(h.groups[event]) == 0 {
+		close(done)
+		return done
+	}
+	data, err := marshal(payload)
+	if err != nil {
+		h.logf("fakeclaude: encoding %s payload: %v", event, err)
+		close(done)
+		return done
+	}
+	h.queue <- hookJob{event: event, matchKey: matchKey, payload: data, done: done}
+	return done
+}
+
+func (h *hookRunner) work() {
+	for job := range h.queue {
+		h.run(job)
+		close(job.done)
+	}
+}
+
+// run runs the matching hooks of one event in parallel, as Claude does,
+// and waits for all of them.
+func (h *hookRunner) run(job hookJob) {
+	var wg sync.WaitGroup
+	for _, g := range h.groups[job.event] {
+		if !matches(g.Matcher, job.matchKey) {
+			continue
+		}
+		for _, def := range g.Hooks {
+			if def.Type != "command" {
+				continue // prompt/agent/http hooks need a model or a server
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				h.runOne(job, def)
+			}()
+		}
+	}
+	wg.Wait()
+}
+
+// runOne runs one command hook through /bin/sh with the payload on stdin.
+// Its stdout is ignored; a failure is only logged.
+func (h *hookRunner) runOne(job hookJob, def hookDef) {
+	timeout := defaultHookTimeout
+	if def.Timeout > 0 {
+		timeout = time.Duration(def.Timeout * float64(time.Second))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", def.Command)
+	cmd.Dir = h.cwd
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+h.cwd)
+	cmd.Stdin = bytes.NewReader(job.payload)
+	cmd.Stdout = io.Discard
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	// The hook gets its own process group so a timeout kills whatever it
+	// started, and WaitDelay stops a grandchild holding the pipes open from
+	// stalling us.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("timed out after %v", timeout)
+		}
+		h.logf("%s hook [%s] failed: %v %s", job.event, def.Command, err, strings.TrimSpace(stderr.String()))
+	}
+}
+
+// matches applies a hook group's matcher: empty or "*" matches everything,
+// otherwise it is a regular expression over the whole key ("Bash",
+// "Edit|Write", "permission_prompt"), falling back to exact comparison.
+func matches(matcher, key string) bool {
+	if matcher == "" || matcher == "*" {
+		return true
+	}
+	if re, err := regexp.Compile("^(?:" + matcher + ")$"); err == nil {
+		return re.MatchString(key)
+	}
+	return matcher == key
+}
+
+type limitedWriter struct {
+	w io.Writer
+	n int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	if l.n > 0 {
+		q := p
+		if len(q) > l.n {
+			q = q[:l.n]
+		}
+		l.n -= len(q)
+		l.w.Write(q)
+	}
+	return len(p), nil
+}

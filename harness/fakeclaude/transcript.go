@@ -1,0 +1,161 @@
+package fakeclaude
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// transcriptPath is where Claude Code keeps a session's transcript:
+// ~/.claude/projects/<cwd with every non-alphanumeric character as ->/<id>.jsonl.
+// ("/home/user/project" -> "-home-user-project").
+func transcriptPath(home, cwd, id string) string {
+	return filepath.Join(home, ".claude", "projects", projectDirRE.ReplaceAllString(cwd, "-"), id+".jsonl")
+}
+
+var projectDirRE = regexp.MustCompile(`[^a-zA-Z0-9]`)
+
+// transcript appends conversation entries, one JSON object per line, in a
+// simplified form of Claude's own transcript. The file is created with the
+// first entry, as the real CLI does.
+type transcript struct {
+	mu        sync.Mutex
+	path      string
+	sessionID string
+	cwd       string
+	model     string
+	lastUUID  string // parentUuid chain
+}
+
+// historyEntry is one exchange read back on --resume.
+type historyEntry struct {
+	role string // "user" or "assistant"
+	text string
+	at   time.Time
+}
+
+// load reads an existing transcript for --resume.
+func (t *transcript) load() ([]historyEntry, error) {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []historyEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var e struct {
+			Type      string    `json:"type"`
+			UUID      string    `json:"uuid"`
+			Timestamp time.Time `json:"timestamp"`
+			Message   struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		if e.UUID != "" {
+			t.lastUUID = e.UUID
+		}
+		if e.Type != "user" && e.Type != "assistant" {
+			continue
+		}
+		out = append(out, historyEntry{role: e.Type, text: contentText(e.Message.Content), at: e.Timestamp})
+	}
+	return out, sc.Err()
+}
+
+// contentText flattens a message content (a string or text blocks).
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	json.Unmarshal(raw, &blocks)
+	var text string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			text += b.Text
+		}
+	}
+	return text
+}
+
+// user records a user message; content is a string for prompts and a
+// block list for synthetic messages (interruptions), as in Claude's files.
+func (t *transcript) user(content any, promptID string) error {
+	e := t.entry("user").with("message", obj{{"role", "user"}, {"content", content}})
+	if promptID != "" {
+		e = e.with("promptId", promptID)
+	}
+	return t.append(e)
+}
+
+// assistant records an assistant text message.
+func (t *transcript) assistant(text string, apiError bool) error {
+	msg := obj{
+		{"id", "msg_" + randHex(12)},
+		{"type", "message"},
+		{"role", "assistant"},
+		{"model", t.model},
+		{"content", []obj{{{"type", "text"}, {"text", text}}}},
+		{"stop_reason", "end_turn"},
+		{"stop_sequence", nil},
+	}
+	e := t.entry("assistant").with("message", msg)
+	if apiError {
+		e = e.with("isApiErrorMessage", true)
+	}
+	return t.append(e)
+}
+
+func (t *transcript) entry(typ string) obj {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var parent any
+	if t.lastUUID != "" {
+		parent = t.lastUUID
+	}
+	id := newUUID()
+	t.lastUUID = id
+	return obj{
+		{"parentUuid", parent},
+		{"isSidechain", false},
+		{"userType", "external"},
+		{"cwd", t.cwd},
+		{"sessionId", t.sessionID},
+		{"version", version},
+		{"type", typ},
+		{"uuid", id},
+		{"timestamp", time.Now().UTC().Format("2006-01-02T15:04:05.000Z")},
+	}
+}
+
+func (t *transcript) append(e obj) error {
+	line, err := marshal(e)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(t.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(append(line, '\n'))
+	return errors.Join(err, f.Close())
+}

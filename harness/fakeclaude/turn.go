@@ -1,0 +1,303 @@
+package fakeclaude
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// script is what a prompt's [[directives]] ask of the turn. The steps run
+// in this order: tool, flood, slow, crash/hang, then the reply (echo or
+// long replace the text; fail and noreply change how the turn ends).
+type script struct {
+	tool    string // [[tool CMD]]: one Bash tool call running CMD
+	hasTool bool
+	flood   int           // [[flood N]]: N numbered 80-column output lines
+	slow    time.Duration // [[slow N]]: N ms of spinner, interruptible
+	crash   bool          // [[crash]]: exit(1) mid-turn, no Stop
+	hang    bool          // [[hang]]: ignore SIGTERM/SIGHUP/SIGINT, never finish
+	echo    bool          // [[echo]]: the reply is the whole prompt, byte-exact
+	long    int           // [[long N]]: an N-line reply
+	fail    bool          // [[fail]]: StopFailure instead of Stop
+	noreply bool          // [[noreply]]: Stop without last_assistant_message
+}
+
+// directiveRE matches [[name]] and [[name ARG]]; ARG ends at the first "]]".
+var directiveRE = regexp.MustCompile(`\[\[([a-z]+)(?:[ \t]+(.*?))?\]\]`)
+
+// parseScript reads the directives in prompt; the first of each kind wins
+// and unknown ones are plain text.
+func parseScript(prompt string) script {
+	var s script
+	seen := map[string]bool{}
+	for _, m := range directiveRE.FindAllStringSubmatch(prompt, -1) {
+		name, arg := m[1], strings.TrimSpace(m[2])
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		n, _ := strconv.Atoi(arg)
+		switch name {
+		case "tool":
+			s.tool, s.hasTool = arg, arg != ""
+		case "flood":
+			s.flood = n
+		case "slow":
+			s.slow = time.Duration(n) * time.Millisecond
+		case "long":
+			s.long = n
+		case "crash":
+			s.crash = true
+		case "hang":
+			s.hang = true
+		case "echo":
+			s.echo = true
+		case "fail":
+			s.fail = true
+		case "noreply":
+			s.noreply = true
+		}
+	}
+	return s
+}
+
+// defaultReply is the reply of the mock model server dlgt's tests run the
+// real CLI against (mockapi.DefaultText): "MOCK-REPLY: " and the first 40
+// runes of the prompt, so a scenario expects the same text from either.
+func defaultReply(prompt string) string {
+	n := 0
+	for i := range prompt {
+		if n == 40 {
+			prompt = prompt[:i]
+			break
+		}
+		n++
+	}
+	return "MOCK-REPLY: " + prompt
+}
+
+// longReply is mockapi.Lines("MOCK-LONG", n).
+func longReply(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "MOCK-LONG %d", i)
+	}
+	return b.String()
+}
+
+// runTurn is the turn goroutine: it plays the prompt's script, firing the
+// hooks synchronously as Claude does. When ctx is cancelled (Esc, Ctrl-C)
+// it stops at the next step and reports an interruption; no hook fires
+// for an interruption.
+func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult {
+	base := f.common().with("prompt_id", promptID).with("permission_mode", f.opts.permMode)
+	<-f.hooks.fire("UserPromptSubmit", "", base.with("hook_event_name", "UserPromptSubmit").with("prompt", prompt))
+	f.record(f.tr.user(prompt, promptID))
+
+	interrupted := func() turnResult {
+		// What the real CLI appends to the transcript on Esc.
+		f.record(f.tr.user([]obj{{{"type", "text"}, {"text", "[Request interrupted by user]"}}}, ""))
+		return turnResult{interrupted: true}
+	}
+	withEffort := base.with("effort", obj{{"level", f.effort}})
+	sc := parseScript(prompt)
+	reply := defaultReply(prompt)
+
+	if sc.hasTool {
+		ran := f.toolCall(ctx, sc.tool, withEffort)
+		if ctx.Err() != nil {
+			return interrupted()
+		}
+		if !ran {
+			reply = "MOCK-DECLINED: the Bash command was not run: " + sc.tool
+		}
+	}
+	if sc.flood > 0 && !f.flood(ctx, sc.flood) {
+		return interrupted()
+	}
+	if sc.slow > 0 && !f.spin(ctx, sc.slow) {
+		return interrupted()
+	}
+	if ctx.Err() != nil {
+		return interrupted()
+	}
+	if sc.crash {
+		f.scr.println("fakeclaude: simulated crash")
+		f.restore()
+		os.Exit(1)
+	}
+	if sc.hang {
+		// Stop reacting to anything, including the signals that normally
+		// end the session, so callers must escalate to SIGKILL.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		f.scr.setFooter("✻ Working… (hung)")
+		for {
+			time.Sleep(time.Hour)
+		}
+	}
+	switch {
+	case sc.echo:
+		reply = prompt
+	case sc.long > 0:
+		reply = longReply(sc.long)
+	}
+
+	if sc.fail {
+		msg := `API Error: 500 {"type":"error","error":{"type":"api_error","message":"MOCK-FAIL: simulated server error"}}`
+		f.record(f.tr.assistant(msg, true))
+		f.scr.println("  ⎿  " + msg)
+		p := withEffort.with("hook_event_name", "StopFailure").
+			with("error", obj{{"type", "server_error"}, {"message", "MOCK-FAIL: simulated server error"}})
+		<-f.hooks.fire("StopFailure", "server_error", p)
+		return turnResult{}
+	}
+
+	// The transcript is written before Stop fires, so that a Stop without
+	// last_assistant_message ([[noreply]]) can be recovered from it.
+	f.record(f.tr.assistant(reply, false))
+	f.scr.println(replyLines(reply)...)
+	p := withEffort.with("hook_event_name", "Stop").with("stop_hook_active", false)
+	if !sc.noreply {
+		p = p.with("last_assistant_message", reply)
+	}
+	p = p.with("background_tasks", []any{}).with("session_crons", []any{})
+	<-f.hooks.fire("Stop", "", p)
+	return turnResult{}
+}
+
+// toolCall plays one Bash tool call: PreToolUse, then (in permission modes
+// that ask) PermissionRequest and the dialog, then the command and
+// PostToolUse. It reports whether the command ran.
+func (f *fake) toolCall(ctx context.Context, command string, base obj) bool {
+	id := "toolu_" + randHex(10)
+	input := obj{{"command", command}, {"description", "Run the scripted command"}}
+	tool := func(event string) obj {
+		return base.with("hook_event_name", event).with("tool_name", "Bash").with("tool_input", input)
+	}
+	f.scr.println(replyMark + "Bash(" + firstLine(command) + ")")
+	<-f.hooks.fire("PreToolUse", "Bash", tool("PreToolUse").with("tool_use_id", id))
+
+	switch f.opts.permMode {
+	case "auto", "acceptEdits", "bypassPermissions":
+		// runs without asking
+	case "dontAsk":
+		return false // denied without asking
+	default: // "default", "plan": ask
+		suggestion := obj{
+			{"type", "addRules"},
+			{"rules", []obj{{{"toolName", "Bash"}, {"ruleContent", command}}}},
+			{"behavior", "allow"},
+			{"destination", "localSettings"},
+		}
+		<-f.hooks.fire("PermissionRequest", "Bash", tool("PermissionRequest").with("permission_suggestions", []obj{suggestion}))
+		reply := make(chan bool, 1)
+		select {
+		case f.asks <- askReq{command: command, reply: reply}:
+		case <-ctx.Done():
+			return false
+		}
+		select {
+		case ok := <-reply:
+			if !ok {
+				return false
+			}
+		case <-ctx.Done():
+			return false
+		}
+	}
+
+	start := time.Now()
+	stdout, stderr := runShell(ctx, command, f.cwd)
+	if ctx.Err() != nil {
+		return false
+	}
+	out := strings.TrimSpace(stdout + stderr)
+	if out == "" {
+		out = "(No content)"
+	}
+	f.scr.println("  ⎿  " + firstLine(out))
+	resp := obj{
+		{"stdout", stdout}, {"stderr", stderr}, {"interrupted", false},
+		{"isImage", false}, {"noOutputExpected", false},
+	}
+	<-f.hooks.fire("PostToolUse", "Bash", tool("PostToolUse").
+		with("tool_response", resp).with("tool_use_id", id).
+		with("duration_ms", time.Since(start).Milliseconds()))
+	return true
+}
+
+// runShell runs command with sh in dir; cancelling ctx kills its whole
+// process group. Output is trimmed of trailing newlines, as the Bash tool
+// reports it.
+func runShell(ctx context.Context, command, dir string) (stdout, stderr string) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.Dir = dir
+	var o, e bytes.Buffer
+	cmd.Stdout = &limitedWriter{w: &o, n: 1 << 20}
+	cmd.Stderr = &limitedWriter{w: &e, n: 1 << 20}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil && e.Len() == 0 {
+		e.WriteString(err.Error())
+	}
+	return strings.TrimRight(o.String(), "\n"), strings.TrimRight(e.String(), "\n")
+}
+
+// flood prints n numbered 80-character lines, in batches so an interrupt
+// is noticed. It reports false when interrupted.
+func (f *fake) flood(ctx context.Context, n int) bool {
+	const batch = 200
+	pad := strings.Repeat(".", 80)
+	for i := 1; i <= n; i += batch {
+		if ctx.Err() != nil {
+			return false
+		}
+		var lines []string
+		for j := i; j < i+batch && j <= n; j++ {
+			l := fmt.Sprintf("FLOOD %06d ", j)
+			lines = append(lines, l+pad[:80-len(l)])
+		}
+		f.scr.println(lines...)
+	}
+	return ctx.Err() == nil
+}
+
+// spin shows a spinner line, redrawn with CR every 100 ms, for d. It
+// reports false when interrupted.
+func (f *fake) spin(ctx context.Context, d time.Duration) bool {
+	frames := []rune("·✢✳✶✻✽")
+	start := time.Now()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		f.scr.setFooter(fmt.Sprintf("%c Working… (%ds · esc to interrupt)", frames[i%len(frames)], int(time.Since(start).Seconds())))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return true
+		case <-tick.C:
+		}
+	}
+}
+
+// record reports a transcript write failure without failing the turn.
+func (f *fake) record(err error) {
+	if err != nil {
+		f.scr.logf("fakeclaude: transcript: %v", err)
+	}
+}

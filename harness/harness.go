@@ -1,0 +1,100 @@
+package harness
+
+import (
+	"time"
+
+	"dlgt/rpc"
+)
+
+// Spec is what the daemon asks of a launch.
+type Spec struct {
+	// ProviderID is the provider's session or thread id: set when resuming,
+	// or when the harness lets dlgt assign it (Claude's --session-id).
+	ProviderID string
+	Resume     bool
+	Cwd        string
+	Model      string
+	Effort     string
+	// Options are validated KEY=VALUE harness options.
+	Options     []string
+	AutoApprove bool
+	// Env is the invoking client's environment; the daemon's own is never
+	// used.
+	Env map[string]string
+	// HookArgv is the argv prefix injected hooks run to reach the daemon;
+	// the harness appends the hook event name.
+	HookArgv []string
+	// StateDir is a private directory for this Session's launch files.
+	StateDir string
+}
+
+// Launch is a prepared process launch.
+type Launch struct {
+	Argv []string
+	Env  []string
+	// ProviderID is known before the first hook when dlgt assigned it.
+	ProviderID string
+}
+
+// Keystroke is one write to the harness's PTY, made after a pause.
+type Keystroke struct {
+	Data  []byte
+	Pause time.Duration
+}
+
+// Harness is one coding agent CLI. Implementations are stateless; the
+// daemon owns every Session's process and state.
+type Harness interface {
+	Name() string
+	// Info describes the harness for harness.list (availability is filled
+	// in by the daemon from Binary).
+	Info() rpc.HarnessInfo
+	// Binary resolves the executable from the client environment.
+	Binary(env map[string]string) (string, error)
+	Models(includeHidden bool) rpc.ModelListResult
+	// ValidateOptions rejects malformed or dlgt-managed harness options.
+	ValidateOptions(opts []string) error
+	// Prepare builds the argv, environment and launch files.
+	Prepare(spec Spec) (*Launch, error)
+	// Submit is the input that replaces any draft with prompt and submits it.
+	Submit(prompt string) []Keystroke
+	// Interrupt is the input that interrupts the running turn.
+	Interrupt() []Keystroke
+	// DismissDialog is the input that declines a blocking dialog.
+	DismissDialog() []Keystroke
+	// ParseHook maps one hook callback to lifecycle evidence.
+	ParseHook(event string, payload []byte) (Evidence, error)
+}
+
+// Kind classifies lifecycle evidence.
+type Kind int
+
+// Evidence kinds, from structured provider callbacks only.
+const (
+	KindIgnored         Kind = iota
+	KindReady                // SessionStart
+	KindPromptSubmitted      // UserPromptSubmit
+	KindBlocked              // PermissionRequest, Notification(permission_prompt|elicitation_dialog)
+	KindActivity             // PreToolUse/PostToolUse: the turn is running (ends a block)
+	KindStop                 // Stop: the turn finished
+	KindStopFailure          // StopFailure: the turn failed
+	KindIdlePrompt           // Notification(idle_prompt): the TUI waits for input
+	KindSessionEnd           // SessionEnd
+	KindRetrying             // a retryable provider error
+)
+
+// Evidence is one normalized provider callback.
+type Evidence struct {
+	Kind       Kind
+	Event      string // the hook event name as received
+	ProviderID string // session/thread id the callback is for
+	TurnID     string
+	Prompt     *string
+	FinalText  *string
+	Transcript string // provider transcript path, when given
+	Reason     string
+	Tool       string
+	Command    string
+	Error      string
+	Attempt    int
+}

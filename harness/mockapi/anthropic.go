@@ -1,0 +1,213 @@
+package mockapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// NewAnthropic starts a mock Anthropic Messages API server for Claude Code
+// (set ANTHROPIC_BASE_URL to its URL). It answers POST /v1/messages (with or
+// without ?beta=true) with an SSE stream and POST /v1/messages/count_tokens
+// with a token count; anything else gets 404. It is closed by t.Cleanup;
+// t may be nil, and then the caller must call Close.
+func NewAnthropic(t testing.TB, script Script) *Server {
+	return newServer(t, script, (*Server).serveAnthropic)
+}
+
+type anthropicRequest struct {
+	Model        string             `json:"model"`
+	Messages     []anthropicMessage `json:"messages"`
+	Tools        []json.RawMessage  `json:"tools"`
+	OutputConfig struct {
+		Format struct {
+			Type string `json:"type"`
+		} `json:"format"`
+	} `json:"output_config"`
+}
+
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string or a list of blocks
+}
+
+type anthropicBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// blocks decodes a message's content, turning the string form into one text
+// block.
+func (m anthropicMessage) blocks() []anthropicBlock {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return []anthropicBlock{{Type: "text", Text: s}}
+	}
+	var bs []anthropicBlock
+	_ = json.Unmarshal(m.Content, &bs)
+	return bs
+}
+
+// anthropicPrompt returns the user's text in one message: the last text
+// block that is not a "<system-reminder>" Claude Code adds around it.
+func anthropicPrompt(m anthropicMessage) (string, bool) {
+	bs := m.blocks()
+	for i := len(bs) - 1; i >= 0; i-- {
+		b := bs[i]
+		if b.Type == "text" && !strings.HasPrefix(b.Text, "<system-reminder>") {
+			return b.Text, true
+		}
+	}
+	return "", false
+}
+
+func hasToolResult(m anthropicMessage) bool {
+	for _, b := range m.blocks() {
+		if b.Type == "tool_result" {
+			return true
+		}
+	}
+	return false
+}
+
+// classify finds the kind of request and the prompt that drives it.
+func (req *anthropicRequest) classify() (RequestKind, string) {
+	last := -1
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return KindOther, ""
+	}
+	kind := KindPrompt
+	switch {
+	case req.OutputConfig.Format.Type == "json_schema" || len(req.Tools) == 0:
+		kind = KindTitle
+	case hasToolResult(req.Messages[last]):
+		kind = KindToolResult
+	}
+	for i := last; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != "user" || (kind == KindToolResult && hasToolResult(m)) {
+			continue
+		}
+		if p, ok := anthropicPrompt(m); ok {
+			return kind, p
+		}
+	}
+	return kind, ""
+}
+
+func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []byte) Request {
+	rec := Request{Kind: KindOther}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		rec.Status = http.StatusOK
+		writeJSON(w, rec.Status, obj{"input_tokens": len(body) / 4})
+		return rec
+	case r.Method != http.MethodPost || r.URL.Path != "/v1/messages":
+		rec.Status = http.StatusNotFound
+		writeJSON(w, rec.Status, anthropicError(rec.Status, "mockapi: no such endpoint "+r.URL.Path))
+		return rec
+	}
+	var req anthropicRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		rec.Status = http.StatusBadRequest
+		writeJSON(w, rec.Status, anthropicError(rec.Status, "mockapi: "+err.Error()))
+		return rec
+	}
+	rec.Kind, rec.Prompt = req.classify()
+	model := req.Model
+	if model == "" {
+		model = "mock-model"
+	}
+
+	if rec.Kind == KindTitle {
+		text := "Mock session"
+		if req.OutputConfig.Format.Type == "json_schema" {
+			text = `{"title":"Mock session"}`
+		}
+		rec.Status = http.StatusOK
+		s.streamAnthropic(w, r, model, Reply{Text: text}, false)
+		return rec
+	}
+
+	reply, fail := s.reply(rec.Prompt)
+	if fail {
+		msg := reply.ErrorMessage
+		if msg == "" {
+			msg = "mockapi: scripted failure"
+		}
+		rec.Status = reply.Status
+		writeJSON(w, rec.Status, anthropicError(rec.Status, msg))
+		return rec
+	}
+	rec.Status = http.StatusOK
+	s.streamAnthropic(w, r, model, reply, rec.Kind == KindPrompt && reply.Tool != "")
+	return rec
+}
+
+// streamAnthropic streams one assistant message: the reply's text, or a Bash
+// tool_use for reply.Tool when toolCall is set.
+func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, model string, reply Reply, toolCall bool) {
+	e := startSSE(w, r)
+	var pieces []string
+	if toolCall {
+		in, _ := json.Marshal(obj{"command": reply.Tool, "description": "mockapi tool call"})
+		pieces = chunks(string(in), reply.Chunk)
+	} else {
+		pieces = chunks(reply.Text, reply.Chunk)
+	}
+	msg := obj{
+		"id": s.nextID("msg_mock"), "type": "message", "role": "assistant", "model": model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
+		"usage": obj{"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+	}
+	block := obj{"type": "text", "text": ""}
+	stop := "end_turn"
+	if toolCall {
+		block = obj{"type": "tool_use", "id": s.nextID("toolu_mock"), "name": "Bash", "input": obj{}}
+		stop = "tool_use"
+	}
+	e.event("message_start", obj{"type": "message_start", "message": msg})
+	e.event("content_block_start", obj{"type": "content_block_start", "index": 0, "content_block": block})
+	e.event("ping", obj{"type": "ping"})
+	for _, p := range pieces {
+		delta := obj{"type": "text_delta", "text": p}
+		if toolCall {
+			delta = obj{"type": "input_json_delta", "partial_json": p}
+		}
+		e.sleep(reply.Delay)
+		e.event("content_block_delta", obj{"type": "content_block_delta", "index": 0, "delta": delta})
+	}
+	e.event("content_block_stop", obj{"type": "content_block_stop", "index": 0})
+	e.event("message_delta", obj{
+		"type":  "message_delta",
+		"delta": obj{"stop_reason": stop, "stop_sequence": nil},
+		"usage": obj{"output_tokens": len(pieces) + 1},
+	})
+	e.event("message_stop", obj{"type": "message_stop"})
+}
+
+func anthropicError(status int, msg string) obj {
+	typ := "api_error"
+	switch status {
+	case http.StatusBadRequest:
+		typ = "invalid_request_error"
+	case http.StatusUnauthorized:
+		typ = "authentication_error"
+	case http.StatusForbidden:
+		typ = "permission_error"
+	case http.StatusNotFound:
+		typ = "not_found_error"
+	case http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case 529:
+		typ = "overloaded_error"
+	}
+	return obj{"type": "error", "error": obj{"type": typ, "message": msg}}
+}

@@ -1,0 +1,352 @@
+package mockapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlgt/harness/mockapi"
+)
+
+// These tests drive the real CLIs installed by .ci/install-harnesses (or
+// named by DLGT_CLAUDE_BIN / DLGT_CODEX_BIN) against the mocks. They are
+// skipped when the binaries are absent.
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found")
+		}
+		dir = parent
+	}
+}
+
+func findBin(t *testing.T, env string, rel ...string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		p = filepath.Join(append([]string{moduleRoot(t), ".cache", "harnesses", "node_modules"}, rel...)...)
+	}
+	if st, err := os.Stat(p); err != nil || st.IsDir() {
+		t.Skipf("%s not installed (%s): run .ci/install-harnesses or set %s", filepath.Base(p), p, env)
+	}
+	return p
+}
+
+func claudeBin(t *testing.T) string {
+	return findBin(t, "DLGT_CLAUDE_BIN", "@anthropic-ai", "claude-code-linux-x64", "claude")
+}
+
+func codexBin(t *testing.T) string {
+	return findBin(t, "DLGT_CODEX_BIN", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+}
+
+// run runs bin with a minimal environment (no proxies, no user config) and
+// returns its stdout.
+func run(t *testing.T, bin, dir, stdin string, env []string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "TERM=dumb"}, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil || testing.Verbose() {
+		t.Logf("%s %q: err=%v\nstderr:\n%s", filepath.Base(bin), args, err, tail(stderr.String(), 4000))
+	}
+	return stdout.String(), err
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
+
+// bigPrompt is a ~100 KB multi-line prompt with tabs, quotes, backslashes
+// and non-ASCII text, for byte-exact delivery checks.
+func bigPrompt() string {
+	var b strings.Builder
+	b.WriteString("BIG-PROMPT\n")
+	for i := 0; b.Len() < 100<<10; i++ {
+		fmt.Fprintf(&b, "line %05d\t\"quoted\" back\\slash <tag> $HOME `tick` 你好 ●\n", i)
+	}
+	b.WriteString("END")
+	return b.String()
+}
+
+// claudeEnv returns the environment that runs Claude Code offline against
+// srv with a private HOME.
+func claudeEnv(t *testing.T, srv *mockapi.Server) []string {
+	return []string{
+		"HOME=" + t.TempDir(),
+		"ANTHROPIC_BASE_URL=" + srv.URL(),
+		"ANTHROPIC_API_KEY=sk-ant-mock-key",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+	}
+}
+
+type claudeResult struct {
+	Type    string `json:"type"`
+	Subtype string `json:"subtype"`
+	IsError bool   `json:"is_error"`
+	Result  string `json:"result"`
+}
+
+func parseClaude(t *testing.T, out string) claudeResult {
+	t.Helper()
+	var r claudeResult
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
+		t.Fatalf("claude output is not JSON: %v\n%s", err, tail(out, 2000))
+	}
+	return r
+}
+
+func TestRealClaude(t *testing.T) {
+	bin := claudeBin(t)
+	t.Parallel()
+	srv := mockapi.NewAnthropic(t, mockapi.Script{
+		mockapi.Prefix("USE-TOOL", mockapi.Reply{Tool: "echo probe > probe.txt", Text: "MOCK-AFTER-TOOL"}),
+		mockapi.Prefix("FAIL-400", mockapi.Reply{Status: 400, ErrorMessage: "mock bad request"}),
+		mockapi.Prefix("FAIL-500", mockapi.Reply{Status: 500, ErrorMessage: "mock server error"}),
+		mockapi.Prefix("OVERLOADED-ONCE", mockapi.Reply{Status: 529, Failures: 1, Text: "MOCK-RECOVERED"}),
+	})
+	cwd := t.TempDir()
+
+	t.Run("hello", func(t *testing.T) {
+		out, err := run(t, bin, cwd, "", claudeEnv(t, srv), "-p", "hello", "--output-format", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := parseClaude(t, out); r.IsError || r.Result != "MOCK-REPLY: hello" {
+			t.Fatalf("result = %+v", r)
+		}
+	})
+
+	t.Run("big prompt on stdin", func(t *testing.T) {
+		p := bigPrompt()
+		out, err := run(t, bin, cwd, p, claudeEnv(t, srv), "-p", "--output-format", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := parseClaude(t, out); r.Result != mockapi.DefaultText(p) {
+			t.Fatalf("result = %+v", r)
+		}
+		if !containsPrompt(srv.Prompts(), p) {
+			t.Fatalf("the %d-byte prompt did not arrive byte-exact", len(p))
+		}
+	})
+
+	t.Run("tool call", func(t *testing.T) {
+		// Headless, the default permission mode denies the Bash call (the
+		// tool_result is then an error); --allowedTools lets it run.
+		out, err := run(t, bin, cwd, "", claudeEnv(t, srv),
+			"-p", "USE-TOOL please", "--output-format", "json", "--allowedTools", "Bash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := parseClaude(t, out); r.Result != "MOCK-AFTER-TOOL" {
+			t.Fatalf("result = %+v", r)
+		}
+		if b, err := os.ReadFile(filepath.Join(cwd, "probe.txt")); err != nil || string(b) != "probe\n" {
+			t.Fatalf("probe.txt = %q, %v", b, err)
+		}
+		if !hasKind(srv.Requests(), mockapi.KindToolResult, "USE-TOOL please") {
+			t.Fatal("no tool_result request recorded")
+		}
+	})
+
+	t.Run("http 400", func(t *testing.T) {
+		out, _ := run(t, bin, cwd, "", claudeEnv(t, srv), "-p", "FAIL-400", "--output-format", "json")
+		if r := parseClaude(t, out); !r.IsError || !strings.Contains(r.Result, "mock bad request") {
+			t.Fatalf("result = %+v", r)
+		}
+	})
+
+	t.Run("http 500 without retries", func(t *testing.T) {
+		env := append(claudeEnv(t, srv), "CLAUDE_CODE_MAX_RETRIES=0")
+		out, _ := run(t, bin, cwd, "", env, "-p", "FAIL-500", "--output-format", "json")
+		if r := parseClaude(t, out); !r.IsError || !strings.Contains(r.Result, "mock server error") {
+			t.Fatalf("result = %+v", r)
+		}
+	})
+
+	t.Run("http 529 then retried", func(t *testing.T) {
+		out, err := run(t, bin, cwd, "", claudeEnv(t, srv), "-p", "OVERLOADED-ONCE", "--output-format", "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := parseClaude(t, out); r.IsError || r.Result != "MOCK-RECOVERED" {
+			t.Fatalf("result = %+v", r)
+		}
+	})
+}
+
+// codexHome writes a CODEX_HOME pointing Codex at srv with cwd trusted.
+func codexHome(t *testing.T, srv *mockapi.Server, cwd string) string {
+	home := t.TempDir()
+	cfg := fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = %q
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[projects.%q]
+trust_level = "trusted"
+`, srv.URL()+"/v1", cwd)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home
+}
+
+func codexEnv(t *testing.T, srv *mockapi.Server, cwd string) []string {
+	return []string{
+		"HOME=" + t.TempDir(),
+		"CODEX_HOME=" + codexHome(t, srv, cwd),
+		"MOCK_API_KEY=mock-key",
+	}
+}
+
+// codexMessages returns the agent_message texts and error messages in
+// `codex exec --json` output.
+func codexMessages(t *testing.T, out string) (msgs, errs []string) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+			Error   struct {
+				Message string `json:"message"`
+			} `json:"error"`
+			Item struct {
+				Type    string `json:"type"`
+				Text    string `json:"text"`
+				Message string `json:"message"`
+			} `json:"item"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			continue
+		}
+		switch {
+		case ev.Type == "item.completed" && ev.Item.Type == "agent_message":
+			msgs = append(msgs, ev.Item.Text)
+		case ev.Type == "error":
+			errs = append(errs, ev.Message)
+		case ev.Type == "turn.failed":
+			errs = append(errs, ev.Error.Message)
+		}
+	}
+	return msgs, errs
+}
+
+func TestRealCodex(t *testing.T) {
+	bin := codexBin(t)
+	t.Parallel()
+	srv := mockapi.NewResponses(t, mockapi.Script{
+		mockapi.Prefix("USE-TOOL", mockapi.Reply{Tool: "echo probe > probe.txt", Text: "MOCK-AFTER-TOOL"}),
+		mockapi.Prefix("FAIL-400", mockapi.Reply{Status: 400, ErrorMessage: "mock bad request"}),
+	})
+	cwd := t.TempDir()
+	exec := func(t *testing.T, stdin string, args ...string) (string, error) {
+		args = append([]string{"exec", "--skip-git-repo-check", "--json"}, args...)
+		return run(t, bin, cwd, stdin, codexEnv(t, srv, cwd), args...)
+	}
+
+	t.Run("hello", func(t *testing.T) {
+		out, err := exec(t, "", "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs, _ := codexMessages(t, out); len(msgs) != 1 || msgs[0] != "MOCK-REPLY: hello" {
+			t.Fatalf("agent messages = %q\n%s", msgs, out)
+		}
+	})
+
+	t.Run("big prompt on stdin", func(t *testing.T) {
+		p := bigPrompt()
+		out, err := exec(t, p, "-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs, _ := codexMessages(t, out); len(msgs) != 1 || msgs[0] != mockapi.DefaultText(p) {
+			t.Fatalf("agent messages = %q", msgs)
+		}
+		if !containsPrompt(srv.Prompts(), p) {
+			t.Fatalf("the %d-byte prompt did not arrive byte-exact", len(p))
+		}
+	})
+
+	t.Run("tool call", func(t *testing.T) {
+		out, err := exec(t, "", "--dangerously-bypass-approvals-and-sandbox", "USE-TOOL please")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs, _ := codexMessages(t, out); len(msgs) == 0 || msgs[len(msgs)-1] != "MOCK-AFTER-TOOL" {
+			t.Fatalf("agent messages = %q\n%s", msgs, out)
+		}
+		if b, err := os.ReadFile(filepath.Join(cwd, "probe.txt")); err != nil || string(b) != "probe\n" {
+			t.Fatalf("probe.txt = %q, %v", b, err)
+		}
+		if !hasKind(srv.Requests(), mockapi.KindToolResult, "USE-TOOL please") {
+			t.Fatal("no tool_result request recorded")
+		}
+	})
+
+	t.Run("http 400", func(t *testing.T) {
+		out, err := exec(t, "", "FAIL-400")
+		if err == nil {
+			t.Fatalf("codex exec succeeded against a 400:\n%s", out)
+		}
+		if _, errs := codexMessages(t, out); !strings.Contains(strings.Join(errs, "\n"), "mock bad request") {
+			t.Fatalf("errors = %q\n%s", errs, out)
+		}
+	})
+}
+
+func containsPrompt(prompts []string, p string) bool {
+	for _, q := range prompts {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKind(reqs []mockapi.Request, kind mockapi.RequestKind, prompt string) bool {
+	for _, r := range reqs {
+		if r.Kind == kind && r.Prompt == prompt {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,242 @@
+package mockapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// NewResponses starts a mock OpenAI Responses API server for Codex (use
+// URL()+"/v1" as the provider's base_url with wire_api = "responses"). It
+// answers POST /v1/responses with an SSE stream; anything else gets 404. It
+// is closed by t.Cleanup; t may be nil, and then the caller must call Close.
+func NewResponses(t testing.TB, script Script) *Server {
+	return newServer(t, script, (*Server).serveResponses)
+}
+
+type responsesRequest struct {
+	Model string            `json:"model"`
+	Input json.RawMessage   `json:"input"` // a string or a list of items
+	Tools []json.RawMessage `json:"tools"`
+}
+
+type responsesItem struct {
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"` // a string or a list of parts
+}
+
+type responsesPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// codexContext lists the prefixes of the context blocks Codex sends as user
+// messages of their own next to the user's text.
+var codexContext = []string{
+	"<environment_context>",
+	"<user_instructions>",
+	"<skills_instructions>",
+	"<turn_aborted>",
+	"<user_shell_command>",
+	"# AGENTS.md instructions",
+}
+
+func isCodexContext(text string) bool {
+	for _, p := range codexContext {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// responsesPrompt returns the user's text in one message item: its last
+// text part that is not a Codex context block.
+func responsesPrompt(it responsesItem) (string, bool) {
+	var s string
+	if json.Unmarshal(it.Content, &s) == nil {
+		return s, !isCodexContext(s)
+	}
+	var parts []responsesPart
+	_ = json.Unmarshal(it.Content, &parts)
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := parts[i]
+		if (p.Type == "input_text" || p.Type == "text") && !isCodexContext(p.Text) {
+			return p.Text, true
+		}
+	}
+	return "", false
+}
+
+// classify finds the kind of request and the prompt that drives it.
+func (req *responsesRequest) classify() (RequestKind, string) {
+	var s string
+	if json.Unmarshal(req.Input, &s) == nil {
+		return KindPrompt, s
+	}
+	var items []responsesItem
+	if json.Unmarshal(req.Input, &items) != nil {
+		return KindOther, ""
+	}
+	kind := KindPrompt
+	if len(req.Tools) == 0 {
+		kind = KindTitle
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		switch {
+		case it.Type == "function_call_output" && kind == KindPrompt:
+			kind = KindToolResult
+		case it.Type == "message" && it.Role == "user":
+			if p, ok := responsesPrompt(it); ok {
+				return kind, p
+			}
+		}
+	}
+	return kind, ""
+}
+
+func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) Request {
+	rec := Request{Kind: KindOther}
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
+		rec.Status = http.StatusNotFound
+		writeJSON(w, rec.Status, responsesError(rec.Status, "mockapi: no such endpoint "+r.URL.Path))
+		return rec
+	}
+	var req responsesRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		rec.Status = http.StatusBadRequest
+		writeJSON(w, rec.Status, responsesError(rec.Status, "mockapi: "+err.Error()))
+		return rec
+	}
+	rec.Kind, rec.Prompt = req.classify()
+	model := req.Model
+	if model == "" {
+		model = "mock-model"
+	}
+	if rec.Kind == KindTitle {
+		rec.Status = http.StatusOK
+		s.streamResponses(w, r, model, Reply{Text: "Mock session"}, false)
+		return rec
+	}
+	reply, fail := s.reply(rec.Prompt)
+	if fail {
+		msg := reply.ErrorMessage
+		if msg == "" {
+			msg = "mockapi: scripted failure"
+		}
+		rec.Status = reply.Status
+		writeJSON(w, rec.Status, responsesError(rec.Status, msg))
+		return rec
+	}
+	rec.Status = http.StatusOK
+	s.streamResponses(w, r, model, reply, rec.Kind == KindPrompt && reply.Tool != "")
+	return rec
+}
+
+// streamResponses streams one response: a message with the reply's text, or
+// an exec_command function_call for reply.Tool when toolCall is set.
+func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, model string, reply Reply, toolCall bool) {
+	e := startSSE(w, r)
+	respID := s.nextID("resp_mock")
+	resp := obj{
+		"id": respID, "object": "response", "created_at": time.Now().Unix(),
+		"status": "in_progress", "model": model, "output": []any{},
+	}
+	e.event("response.created", obj{"type": "response.created", "response": resp})
+	e.event("response.in_progress", obj{"type": "response.in_progress", "response": resp})
+
+	var item obj
+	var pieces []string
+	if toolCall {
+		args := obj{"cmd": reply.Tool}
+		if reply.Escalated {
+			args["sandbox_permissions"] = "require_escalated"
+			args["justification"] = "mockapi asks to run this outside the sandbox"
+		}
+		b, _ := json.Marshal(args)
+		item, pieces = s.responsesCall(e, string(b), reply)
+	} else {
+		item, pieces = s.responsesMessage(e, reply)
+	}
+
+	resp["status"] = "completed"
+	resp["output"] = []any{item}
+	resp["usage"] = obj{
+		"input_tokens": 10, "input_tokens_details": obj{"cached_tokens": 0},
+		"output_tokens": len(pieces) + 1, "output_tokens_details": obj{"reasoning_tokens": 0},
+		"total_tokens": len(pieces) + 11,
+	}
+	e.event("response.completed", obj{"type": "response.completed", "response": resp})
+}
+
+// responsesMessage streams an assistant message item carrying reply.Text and
+// returns the finished item and the deltas sent.
+func (s *Server) responsesMessage(e *sse, reply Reply) (obj, []string) {
+	id := s.nextID("msg_mock")
+	e.event("response.output_item.added", obj{
+		"type": "response.output_item.added", "output_index": 0,
+		"item": obj{"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []any{}},
+	})
+	at := obj{"item_id": id, "output_index": 0, "content_index": 0}
+	with := func(typ string, kv obj) obj {
+		m := obj{"type": typ}
+		for k, v := range at {
+			m[k] = v
+		}
+		for k, v := range kv {
+			m[k] = v
+		}
+		return m
+	}
+	e.event("response.content_part.added", with("response.content_part.added",
+		obj{"part": obj{"type": "output_text", "text": "", "annotations": []any{}}}))
+	pieces := chunks(reply.Text, reply.Chunk)
+	for _, p := range pieces {
+		e.sleep(reply.Delay)
+		e.event("response.output_text.delta", with("response.output_text.delta", obj{"delta": p}))
+	}
+	part := obj{"type": "output_text", "text": reply.Text, "annotations": []any{}}
+	e.event("response.output_text.done", with("response.output_text.done", obj{"text": reply.Text}))
+	e.event("response.content_part.done", with("response.content_part.done", obj{"part": part}))
+	item := obj{"type": "message", "id": id, "status": "completed", "role": "assistant", "content": []any{part}}
+	e.event("response.output_item.done", obj{"type": "response.output_item.done", "output_index": 0, "item": item})
+	return item, pieces
+}
+
+// responsesCall streams an exec_command function_call item with the given
+// JSON arguments and returns the finished item and the deltas sent.
+func (s *Server) responsesCall(e *sse, args string, reply Reply) (obj, []string) {
+	id, callID := s.nextID("fc_mock"), s.nextID("call_mock")
+	item := obj{"type": "function_call", "id": id, "call_id": callID, "name": "exec_command", "arguments": "", "status": "in_progress"}
+	e.event("response.output_item.added", obj{"type": "response.output_item.added", "output_index": 0, "item": item})
+	pieces := chunks(args, reply.Chunk)
+	for _, p := range pieces {
+		e.sleep(reply.Delay)
+		e.event("response.function_call_arguments.delta", obj{
+			"type": "response.function_call_arguments.delta", "item_id": id, "output_index": 0, "delta": p,
+		})
+	}
+	e.event("response.function_call_arguments.done", obj{
+		"type": "response.function_call_arguments.done", "item_id": id, "output_index": 0, "arguments": args,
+	})
+	done := obj{"type": "function_call", "id": id, "call_id": callID, "name": "exec_command", "arguments": args, "status": "completed"}
+	e.event("response.output_item.done", obj{"type": "response.output_item.done", "output_index": 0, "item": done})
+	return done, pieces
+}
+
+func responsesError(status int, msg string) obj {
+	typ, code := "server_error", "server_error"
+	switch {
+	case status == http.StatusTooManyRequests:
+		typ, code = "rate_limit_error", "rate_limit_exceeded"
+	case status == http.StatusUnauthorized:
+		typ, code = "invalid_request_error", "invalid_api_key"
+	case status >= 400 && status < 500:
+		typ, code = "invalid_request_error", "invalid_request"
+	}
+	return obj{"error": obj{"message": msg, "type": typ, "param": nil, "code": code}}
+}

@@ -1,0 +1,379 @@
+package rpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// socketPair returns the two ends of a connected Unix stream socketpair:
+// one for the proxy, one for the fake daemon.
+func socketPair(t testing.TB) (net.Conn, *tconn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	d := conns[1].(*net.UnixConn)
+	return conns[0], &tconn{t: t, nc: d, br: bufio.NewReaderSize(d, 64<<10)}
+}
+
+// lineSink collects what the proxy writes to Out, line by line.
+type lineSink struct {
+	mu    sync.Mutex
+	buf   []byte
+	lines chan []byte
+}
+
+func newLineSink() *lineSink { return &lineSink{lines: make(chan []byte, 1024)} }
+
+func (s *lineSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := bytes.IndexByte(s.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		s.lines <- append([]byte(nil), s.buf[:i+1]...)
+		s.buf = s.buf[i+1:]
+	}
+}
+
+// next returns the next line written to Out, newline included.
+func (s *lineSink) next(t testing.TB) []byte {
+	t.Helper()
+	select {
+	case l := <-s.lines:
+		return l
+	case <-time.After(ioTimeout):
+		t.Fatal("no output line from the proxy")
+		return nil
+	}
+}
+
+func (s *lineSink) nextResp(t testing.TB) Response {
+	t.Helper()
+	line := s.next(t)
+	var r Response
+	if err := json.Unmarshal(line, &r); err != nil {
+		t.Fatalf("output %q: %v", line, err)
+	}
+	return r
+}
+
+// proxyHarness runs a Proxy between an input pipe, a line sink and a fake
+// daemon.
+type proxyHarness struct {
+	in     *io.PipeWriter
+	out    *lineSink
+	daemon *tconn
+	done   chan error
+	local  chan string // params seen by Local
+}
+
+func startProxy(t testing.TB, configure func(*Proxy)) *proxyHarness {
+	t.Helper()
+	pr, pw := io.Pipe()
+	conn, daemon := socketPair(t)
+	h := &proxyHarness{in: pw, out: newLineSink(), daemon: daemon, done: make(chan error, 1), local: make(chan string, 16)}
+	p := &Proxy{
+		In: pr, Out: h.out, Conn: conn,
+		Local: func(method string, params json.RawMessage) (any, error) {
+			h.local <- method + " " + string(params)
+			var lp ProfileListParams
+			if err := Decode(params, &lp); err != nil {
+				return nil, err
+			}
+			return ProfileListResult{Profiles: []Profile{{Name: "review", Harness: "claude"}}}, nil
+		},
+	}
+	if configure != nil {
+		configure(p)
+	}
+	go func() { h.done <- p.Run(context.Background()) }()
+	t.Cleanup(func() {
+		pw.Close()
+		pr.Close()
+		conn.Close()
+	})
+	return h
+}
+
+func (h *proxyHarness) send(t testing.TB, s string) {
+	t.Helper()
+	if _, err := io.WriteString(h.in, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *proxyHarness) wait(t testing.TB) error {
+	t.Helper()
+	select {
+	case err := <-h.done:
+		return err
+	case <-time.After(ioTimeout):
+		t.Fatal("proxy Run did not return")
+		return nil
+	}
+}
+
+func (h *proxyHarness) running() bool {
+	select {
+	case err := <-h.done:
+		h.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+func TestProxyNonPublicAnsweredLocally(t *testing.T) {
+	h := startProxy(t, nil)
+	for _, m := range []string{MethodDaemonStatus, MethodDaemonShutdown, MethodHookDeliver, MethodTerminalInput, MethodTerminalResize, MethodTerminalAttach, "internal.anything", "bogus", "Session.list", ""} {
+		h.send(t, `{"id":"x","method":"`+m+`"}`+"\n")
+		r := h.out.nextResp(t)
+		if r.Error == nil || r.Error.Code != CodeInvalidArgument || string(r.ID) != `"x"` {
+			t.Fatalf("%q: got %+v %+v, want INVALID_ARGUMENT for id \"x\"", m, r, r.Error)
+		}
+		if !strings.Contains(r.Error.Message, "method") {
+			t.Fatalf("%q: message %q does not name the method", m, r.Error.Message)
+		}
+	}
+	// None of them reached the daemon: the first line it sees is this one.
+	pub := `{"id":"p","method":"session.list"}` + "\n"
+	h.send(t, pub)
+	if got := h.daemon.readLine(); string(got)+"\n" != pub {
+		t.Fatalf("daemon got %q, want %q", got, pub)
+	}
+}
+
+func TestProxyForwardsBytesUnchanged(t *testing.T) {
+	h := startProxy(t, nil)
+	lines := []string{
+		`{"id":"req_1","method":"session.fetch","params":{"session":"codex:019f6307-341e-7e81-8a33-7ab61e804345","until":"result","wait_ms":900000}}` + "\n",
+		`{ "params" : {"all":true} ,  "method":"session.list", "id": 2 }` + "\n",
+		`{"id":"\u0041","method":"session.send","params":{"session":"claude:8bc7859c","prompt":"<b>&amp;\u00e9 ünïcode\n","request_id":"r"}}` + "\r\n",
+	}
+	h.send(t, "\n  \n") // blank lines are not forwarded
+	for _, l := range lines {
+		h.send(t, l)
+	}
+	for _, l := range lines {
+		h.daemon.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+		got, err := h.daemon.br.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != l {
+			t.Fatalf("daemon got %q, want %q", got, l)
+		}
+	}
+	// Daemon lines, including an id-less stream event, come out unchanged.
+	replies := []string{
+		`{"id":"req_1","result":{"schema_version":1,"reason":"timeout","cursor":"4","sessions":[]}}` + "\n",
+		`{"schema_version":1,"seq":101,"type":"session.created","session_id":"codex:019f6307-341e-7e81-8a33-7ab61e804345"}` + "\n",
+		`{ "id" : 2 , "result" : [ ] , "info":{"code":"UPDATE_AVAILABLE","current_version":"0.1.4","latest_version":"0.2.0","command":"dlgt update"}}` + "\n",
+		`{"id":"\u0041","error":{"code":"SESSION_BUSY","message":"<busy> & \u00e9"}}` + "\n",
+	}
+	for _, l := range replies {
+		h.daemon.write(l)
+		if got := h.out.next(t); string(got) != l {
+			t.Fatalf("out got %q, want %q", got, l)
+		}
+	}
+	h.in.Close()
+	if err := h.wait(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestProxyUnterminatedLastLine(t *testing.T) {
+	h := startProxy(t, nil)
+	h.send(t, `{"id":1,"method":"session.list"}`)
+	h.in.Close()
+	if got := h.daemon.readLine(); string(got) != `{"id":1,"method":"session.list"}` {
+		t.Fatalf("daemon got %q", got)
+	}
+	h.daemon.write(`{"id":1,"result":{"sessions":[]}}` + "\n")
+	if err := h.wait(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestProxyProfileListLocal(t *testing.T) {
+	h := startProxy(t, nil)
+	h.send(t, `{"id":"pl","method":"profile.list","params":{}}`+"\n")
+	r := h.out.nextResp(t)
+	if r.Error != nil || string(r.ID) != `"pl"` || string(r.Result) != `{"profiles":[{"name":"review","harness":"claude"}]}` {
+		t.Fatalf("profile.list answered %s %s %v", r.ID, r.Result, r.Error)
+	}
+	if got := <-h.local; got != "profile.list {}" {
+		t.Fatalf("Local saw %q", got)
+	}
+	h.send(t, `{"id":"bad","method":"profile.list","params":{"x":1}}`+"\n")
+	r = h.out.nextResp(t)
+	if r.Error == nil || r.Error.Code != CodeInvalidArgument || string(r.ID) != `"bad"` {
+		t.Fatalf("bad profile.list answered %+v", r)
+	}
+	<-h.local
+	h.in.Close()
+	if err := h.wait(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	// Nothing was forwarded: the daemon end sees EOF at once.
+	h.daemon.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+	if b, err := io.ReadAll(h.daemon.br); err != nil || len(b) != 0 {
+		t.Fatalf("daemon received %q (%v), want nothing", b, err)
+	}
+}
+
+func TestProxyInvalidJSONEndsRun(t *testing.T) {
+	h := startProxy(t, nil)
+	h.send(t, `{"id":"broken","method":"session.list",`+"\n")
+	r := h.out.nextResp(t)
+	if r.Error == nil || r.Error.Code != CodeInvalidArgument || string(r.ID) != `"broken"` {
+		t.Fatalf("got %+v, want INVALID_ARGUMENT for \"broken\"", r)
+	}
+	if err := h.wait(t); !errors.Is(err, ErrProxyInput) {
+		t.Fatalf("Run = %v, want ErrProxyInput", err)
+	}
+	h.daemon.expectEOF()
+}
+
+func TestProxyLineTooLongEndsRun(t *testing.T) {
+	h := startProxy(t, func(p *Proxy) { p.MaxLineBytes = 1024 })
+	go io.WriteString(h.in, `{"id":"big","method":"session.list","params":{"pad":"`+strings.Repeat("x", 1<<20)+`"}}`+"\n")
+	r := h.out.nextResp(t)
+	if r.Error == nil || r.Error.Code != CodeInvalidArgument {
+		t.Fatalf("got %+v, want INVALID_ARGUMENT", r)
+	}
+	if err := h.wait(t); !errors.Is(err, ErrProxyInput) {
+		t.Fatalf("Run = %v, want ErrProxyInput", err)
+	}
+}
+
+func TestProxyWaitsForOutstandingAtEOF(t *testing.T) {
+	h := startProxy(t, nil)
+	h.send(t, `{"id":1,"method":"session.fetch","params":{"all":true,"wait_ms":60000}}`+"\n"+`{"id":2,"method":"session.list"}`+"\n")
+	h.in.Close()
+	h.daemon.readLine()
+	h.daemon.readLine()
+	if !h.running() {
+		t.Fatal("Run returned at input EOF with two requests unanswered")
+	}
+	h.daemon.write(`{"id":2,"result":{"sessions":[]}}` + "\n")
+	if got := h.out.next(t); !bytes.HasPrefix(got, []byte(`{"id":2`)) {
+		t.Fatalf("out %q", got)
+	}
+	if !h.running() {
+		t.Fatal("Run returned with one request unanswered")
+	}
+	h.daemon.write(`{"id":1,"result":{"schema_version":1,"reason":"timeout","cursor":"1","sessions":[]}}` + "\n")
+	if got := h.out.next(t); !bytes.HasPrefix(got, []byte(`{"id":1`)) {
+		t.Fatalf("out %q", got)
+	}
+	if err := h.wait(t); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	h.daemon.expectEOF()
+}
+
+func TestProxyDaemonClosesWithRequestsOutstanding(t *testing.T) {
+	t.Run("after input EOF", func(t *testing.T) {
+		h := startProxy(t, nil)
+		h.send(t, `{"id":1,"method":"session.list"}`+"\n")
+		h.in.Close()
+		h.daemon.readLine()
+		h.daemon.nc.Close()
+		if err := h.wait(t); err == nil {
+			t.Fatal("Run = nil, want an error for the unanswered request")
+		}
+	})
+	t.Run("while input is open", func(t *testing.T) {
+		// A closed transport terminates the proxy even when the caller
+		// keeps its input open.
+		h := startProxy(t, nil)
+		h.send(t, `{"id":1,"method":"session.list"}`+"\n")
+		h.daemon.readLine()
+		h.daemon.nc.Close()
+		if err := h.wait(t); err == nil {
+			t.Fatal("Run = nil, want an error for the closed transport")
+		}
+	})
+}
+
+func TestProxySubscribe(t *testing.T) {
+	t.Run("stream runs until the daemon closes", func(t *testing.T) {
+		h := startProxy(t, nil)
+		h.send(t, `{"id":"sub_1","method":"event.subscribe","params":{"after":100}}`+"\n")
+		h.in.Close()
+		h.daemon.readLine()
+		h.daemon.write(`{"id":"sub_1","result":{"subscribed":true,"after":100}}` + "\n")
+		ev := `{"schema_version":1,"seq":101,"type":"session.created","session_id":"codex:019f6307-341e-7e81-8a33-7ab61e804345"}` + "\n"
+		h.daemon.write(ev)
+		h.out.next(t)
+		if got := h.out.next(t); string(got) != ev {
+			t.Fatalf("event %q", got)
+		}
+		if !h.running() {
+			t.Fatal("Run returned while the stream is open")
+		}
+		h.daemon.nc.Close()
+		if err := h.wait(t); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+	t.Run("refused subscribe does not hold the proxy", func(t *testing.T) {
+		h := startProxy(t, nil)
+		h.send(t, `{"id":"sub_2","method":"event.subscribe","params":{"after":-1}}`+"\n")
+		h.in.Close()
+		h.daemon.readLine()
+		h.daemon.write(`{"id":"sub_2","error":{"code":"INVALID_ARGUMENT","message":"after: expected non-negative integer, got number -1","field":"after"}}` + "\n")
+		h.out.next(t)
+		if err := h.wait(t); err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+}
+
+func TestProxyContextCancel(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	conn, _ := socketPair(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	p := &Proxy{In: pr, Out: io.Discard, Conn: conn}
+	go func() { done <- p.Run(ctx) }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Run = %v, want context.Canceled", err)
+		}
+	case <-time.After(ioTimeout):
+		t.Fatal("Run ignored its context while the input was idle")
+	}
+}

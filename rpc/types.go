@@ -1,0 +1,444 @@
+package rpc
+
+import "encoding/json"
+
+// SchemaVersion is the version of the fetch document and of lifecycle events.
+const SchemaVersion = 1
+
+// Session states of the v1 contract.
+const (
+	StateStarting   = "starting"
+	StateIdle       = "idle"
+	StateBusy       = "busy"
+	StateBlocked    = "blocked"
+	StateCanceling  = "canceling"
+	StateStopping   = "stopping"
+	StateRestarting = "restarting"
+	StateStopped    = "stopped"
+	StateFailed     = "failed"
+)
+
+// Execution result statuses.
+const (
+	StatusCompleted   = "completed"
+	StatusFailed      = "failed"
+	StatusCanceled    = "canceled"
+	StatusInterrupted = "interrupted"
+)
+
+// Where a result's final_text came from.
+const (
+	TextSourceHook       = "hook"
+	TextSourceTranscript = "transcript"
+	TextSourceMissing    = "missing"
+)
+
+// Lifecycle event types: the complete v1 set.
+const (
+	EventSessionCreated    = "session.created"
+	EventSessionRestarting = "session.restarting"
+	EventSessionReady      = "session.ready"
+	EventSessionBusy       = "session.busy"
+	EventSessionBlocked    = "session.blocked"
+	EventSessionResumed    = "session.resumed"
+	EventSessionCanceling  = "session.canceling"
+	EventSessionIdle       = "session.idle"
+	EventSessionStopping   = "session.stopping"
+	EventSessionStopped    = "session.stopped"
+	EventSessionFailed     = "session.failed"
+	EventProviderRetrying  = "provider.retrying"
+)
+
+// EventTypes lists the v1 event types.
+var EventTypes = []string{
+	EventSessionCreated, EventSessionRestarting, EventSessionReady,
+	EventSessionBusy, EventSessionBlocked, EventSessionResumed,
+	EventSessionCanceling, EventSessionIdle, EventSessionStopping,
+	EventSessionStopped, EventSessionFailed, EventProviderRetrying,
+}
+
+// Fetch reasons. Every one of them is a successful response.
+const (
+	ReasonSnapshot = "snapshot"
+	ReasonChange   = "change"
+	ReasonResult   = "result"
+	ReasonBlocked  = "blocked"
+	ReasonPageFull = "page_full"
+	ReasonGap      = "gap"
+	ReasonTimeout  = "timeout"
+)
+
+// ---- Parameters ----------------------------------------------------------
+//
+// Field tags: `json` names the wire key; `rpc:"required"` marks a key that
+// must be present. Decoding is strict (see Decode).
+
+// SessionCreateParams are the parameters of session.create.
+type SessionCreateParams struct {
+	Title            string            `json:"title" rpc:"required"`
+	Alias            string            `json:"alias,omitempty"`
+	Harness          string            `json:"harness" rpc:"required"`
+	Cwd              string            `json:"cwd" rpc:"required"`
+	Model            string            `json:"model,omitempty"`
+	Effort           string            `json:"effort,omitempty"`
+	HarnessOptions   []string          `json:"harness_options,omitempty"`
+	AutoApprove      *bool             `json:"auto_approve,omitempty"`
+	Prompt           string            `json:"prompt" rpc:"required"`
+	RequestID        string            `json:"request_id" rpc:"required"`
+	StartupTimeoutMS int64             `json:"startup_timeout_ms,omitempty"`
+	Environment      map[string]string `json:"environment,omitempty"`
+	Rows             int               `json:"rows,omitempty"`
+	Cols             int               `json:"cols,omitempty"`
+	CorrelationID    string            `json:"correlation_id,omitempty"`
+}
+
+// SessionRestartParams are the parameters of session.restart.
+type SessionRestartParams struct {
+	Session          string            `json:"session" rpc:"required"`
+	StartupTimeoutMS int64             `json:"startup_timeout_ms,omitempty"`
+	Environment      map[string]string `json:"environment,omitempty"`
+	Rows             int               `json:"rows,omitempty"`
+	Cols             int               `json:"cols,omitempty"`
+}
+
+// SessionSendParams are the parameters of session.send. With Resume, the
+// launch options of session.create are accepted too, for relaunching a
+// Session this daemon does not hold.
+type SessionSendParams struct {
+	Session          string            `json:"session" rpc:"required"`
+	Prompt           string            `json:"prompt" rpc:"required"`
+	RequestID        string            `json:"request_id" rpc:"required"`
+	Resume           bool              `json:"resume,omitempty"`
+	Title            string            `json:"title,omitempty"`
+	Alias            string            `json:"alias,omitempty"`
+	Cwd              string            `json:"cwd,omitempty"`
+	Model            string            `json:"model,omitempty"`
+	Effort           string            `json:"effort,omitempty"`
+	HarnessOptions   []string          `json:"harness_options,omitempty"`
+	AutoApprove      *bool             `json:"auto_approve,omitempty"`
+	StartupTimeoutMS int64             `json:"startup_timeout_ms,omitempty"`
+	Environment      map[string]string `json:"environment,omitempty"`
+	Rows             int               `json:"rows,omitempty"`
+	Cols             int               `json:"cols,omitempty"`
+	CorrelationID    string            `json:"correlation_id,omitempty"`
+}
+
+// SessionFetchParams are the parameters of session.fetch. Cursor and Screen
+// keep their raw JSON because each accepts two spellings (see ParseCursor
+// and ParseScreen).
+type SessionFetchParams struct {
+	Session  string          `json:"session,omitempty"`
+	All      bool            `json:"all,omitempty"`
+	Cursor   json.RawMessage `json:"cursor,omitempty"`
+	WaitMS   int64           `json:"wait_ms,omitempty"`
+	Until    string          `json:"until,omitempty"`
+	Screen   json.RawMessage `json:"screen,omitempty"`
+	MaxBytes int             `json:"max_bytes,omitempty"`
+}
+
+// SessionCancelParams are the parameters of session.cancel.
+type SessionCancelParams struct {
+	Session   string `json:"session" rpc:"required"`
+	TimeoutMS *int64 `json:"timeout_ms,omitempty"`
+}
+
+// SessionListParams are the parameters of session.list.
+type SessionListParams struct {
+	All bool `json:"all,omitempty"`
+}
+
+// SessionReadParams are the parameters of session.read.
+type SessionReadParams struct {
+	Session string `json:"session" rpc:"required"`
+}
+
+// SessionStopParams are the parameters of session.stop.
+type SessionStopParams struct {
+	Session string `json:"session" rpc:"required"`
+	Force   bool   `json:"force,omitempty"`
+}
+
+// EventReadParams are the parameters of event.read and event.subscribe.
+// After is a global event seq; events with a greater seq are returned.
+type EventReadParams struct {
+	Session string  `json:"session,omitempty"`
+	After   *uint64 `json:"after,omitempty"`
+}
+
+// ScrollbackReadParams are the parameters of scrollback.read.
+type ScrollbackReadParams struct {
+	Session string `json:"session" rpc:"required"`
+	Lines   int    `json:"lines,omitempty"`
+	Before  string `json:"before,omitempty"`
+}
+
+// TranscriptReadRawParams are the parameters of transcript.read_raw.
+type TranscriptReadRawParams struct {
+	Session    string `json:"session" rpc:"required"`
+	After      int64  `json:"after,omitempty"`
+	LimitBytes int    `json:"limit_bytes,omitempty"`
+}
+
+// ModelListParams are the parameters of model.list.
+type ModelListParams struct {
+	Harness       string `json:"harness" rpc:"required"`
+	IncludeHidden bool   `json:"include_hidden,omitempty"`
+}
+
+// ProfileListParams are the parameters of profile.list (none).
+type ProfileListParams struct{}
+
+// HarnessListParams are the parameters of harness.list.
+type HarnessListParams struct {
+	Harness string `json:"harness,omitempty"`
+}
+
+// ---- Results -------------------------------------------------------------
+
+// Session is the public Session snapshot. Internal identities (launch ids,
+// provider turn ids, execution rows) never appear here.
+type Session struct {
+	ID          string `json:"id"`
+	Alias       string `json:"alias,omitempty"`
+	Title       string `json:"title"`
+	Harness     string `json:"harness"`
+	Cwd         string `json:"cwd"`
+	Model       string `json:"model,omitempty"`
+	Effort      string `json:"effort,omitempty"`
+	State       string `json:"state"`
+	CreatedAtMS int64  `json:"created_at_ms"`
+	UpdatedAtMS int64  `json:"updated_at_ms"`
+	// BusyForMS and PTYQuietForMS are present only when State is busy.
+	BusyForMS     *int64 `json:"busy_for_ms,omitempty"`
+	PTYQuietForMS *int64 `json:"pty_quiet_for_ms,omitempty"`
+}
+
+// ResultError is the structured error of a non-completed execution.
+type ResultError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Result is a retained execution result. FinalTextOffset and
+// FinalTextComplete appear only in fetch documents, where long texts are
+// chunked.
+type Result struct {
+	ExecutionSeq      uint64          `json:"execution_seq"`
+	Status            string          `json:"status"`
+	FinalText         *string         `json:"final_text"`
+	FinalTextSource   string          `json:"final_text_source"`
+	FinalTextOffset   *int            `json:"final_text_offset,omitempty"`
+	FinalTextComplete *bool           `json:"final_text_complete,omitempty"`
+	Error             *ResultError    `json:"error"`
+	StartedAtMS       int64           `json:"started_at_ms"`
+	CompletedAtMS     int64           `json:"completed_at_ms"`
+	Usage             json.RawMessage `json:"usage"`
+}
+
+// Event is a normalized lifecycle event.
+type Event struct {
+	SchemaVersion int    `json:"schema_version"`
+	Seq           uint64 `json:"seq"`
+	Type          string `json:"type"`
+	SessionID     string `json:"session_id,omitempty"`
+	ExecutionSeq  uint64 `json:"execution_seq,omitempty"`
+	Attempt       int    `json:"attempt,omitempty"`
+	Reason        string `json:"reason,omitempty"`
+	ResultStatus  string `json:"result_status,omitempty"`
+	Tool          string `json:"tool,omitempty"`
+	Command       string `json:"command,omitempty"`
+}
+
+// Action is a suggested follow-up request (recovery guidance only).
+type Action struct {
+	Method string `json:"method"`
+	Params any    `json:"params"`
+}
+
+// Receipt is the result of session.create and session.send.
+type Receipt struct {
+	Session      Session `json:"session"`
+	ExecutionSeq uint64  `json:"execution_seq"`
+	Cursor       string  `json:"cursor"`
+	Submission   string  `json:"submission"`
+	Replayed     bool    `json:"replayed,omitempty"`
+	Hint         string  `json:"hint,omitempty"`
+	Action       *Action `json:"action,omitempty"`
+}
+
+// Submission values of a receipt.
+const (
+	SubmissionConfirmed = "confirmed"
+	SubmissionPending   = "pending"
+)
+
+// SessionResult is the result of session.restart, session.stop and
+// session.cancel.
+type SessionResult struct {
+	Session Session `json:"session"`
+	Cursor  string  `json:"cursor,omitempty"`
+	Result  *Result `json:"result,omitempty"`
+}
+
+// SessionReadResult is the result of session.read.
+type SessionReadResult struct {
+	Session Session `json:"session"`
+	Result  *Result `json:"result"`
+}
+
+// SessionListResult is the result of session.list.
+type SessionListResult struct {
+	Sessions []Session `json:"sessions"`
+}
+
+// Runtime identifies the daemon lifetime that produced a fetch document.
+type Runtime struct {
+	Version    string `json:"version"`
+	InstanceID string `json:"instance_id"`
+}
+
+// Gap reports a retention overrun.
+type Gap struct {
+	Component string `json:"component"`
+	Reason    string `json:"reason"`
+}
+
+// Fragment is a piece of a stable row split across responses.
+type Fragment struct {
+	RowID    uint64 `json:"row_id"`
+	Offset   int    `json:"offset"`
+	Text     string `json:"text"`
+	Complete bool   `json:"complete"`
+}
+
+// Screen is the screen delta of one Session in a fetch document.
+type Screen struct {
+	Epoch          uint64    `json:"epoch"`
+	Reset          bool      `json:"reset"`
+	ResetReason    *string   `json:"reset_reason"`
+	FragmentBefore *Fragment `json:"fragment_before,omitempty"`
+	Stable         []string  `json:"stable"`
+	FragmentAfter  *Fragment `json:"fragment_after,omitempty"`
+	Live           []string  `json:"live"`
+	LiveTruncated  bool      `json:"live_truncated"`
+}
+
+// FetchSession is one Session's bucket in a fetch document.
+type FetchSession struct {
+	Session Session  `json:"session"`
+	Events  []Event  `json:"events"`
+	Results []Result `json:"results"`
+	Screen  *Screen  `json:"screen,omitempty"`
+	Gaps    []Gap    `json:"gaps"`
+}
+
+// FetchDocument is the result of session.fetch.
+type FetchDocument struct {
+	SchemaVersion int            `json:"schema_version"`
+	Runtime       Runtime        `json:"runtime"`
+	Reason        string         `json:"reason"`
+	HasMore       bool           `json:"has_more"`
+	Gaps          []Gap          `json:"gaps"`
+	Cursor        string         `json:"cursor"`
+	Sessions      []FetchSession `json:"sessions"`
+}
+
+// ScreenSize is a terminal size.
+type ScreenSize struct {
+	Rows int `json:"rows"`
+	Cols int `json:"cols"`
+}
+
+// ScrollbackPage is the result of scrollback.read.
+type ScrollbackPage struct {
+	SessionID string     `json:"session_id"`
+	Screen    ScreenSize `json:"screen"`
+	Lines     []string   `json:"lines"`
+	Truncated bool       `json:"truncated"`
+	Before    string     `json:"before,omitempty"`
+}
+
+// RawPage is the result of transcript.read_raw.
+type RawPage struct {
+	SessionID  string `json:"session_id"`
+	DataBase64 string `json:"data_base64"`
+	ByteLen    int    `json:"byte_len"`
+	Start      int64  `json:"start"`
+	NextAfter  int64  `json:"next_after"`
+	HasMore    bool   `json:"has_more"`
+}
+
+// Model is one entry of model.list.
+type Model struct {
+	ID          string   `json:"id"`
+	DisplayName string   `json:"display_name,omitempty"`
+	Aliases     []string `json:"aliases,omitempty"`
+	Default     bool     `json:"default,omitempty"`
+	Hidden      bool     `json:"hidden,omitempty"`
+}
+
+// ModelListResult is the result of model.list.
+type ModelListResult struct {
+	Harness string  `json:"harness"`
+	Source  string  `json:"source"`
+	Models  []Model `json:"models"`
+}
+
+// Profile is one client-side launch preset.
+type Profile struct {
+	Name           string   `json:"name"`
+	Harness        string   `json:"harness,omitempty"`
+	Model          string   `json:"model,omitempty"`
+	Effort         string   `json:"effort,omitempty"`
+	HarnessOptions []string `json:"harness_options,omitempty"`
+	// EnvironmentKeys names the variables a profile adds; values are never
+	// listed because they may be secrets.
+	EnvironmentKeys []string `json:"environment_keys,omitempty"`
+}
+
+// ProfileListResult is the result of profile.list.
+type ProfileListResult struct {
+	Profiles []Profile `json:"profiles"`
+}
+
+// HarnessCapabilities says what a harness supports.
+type HarnessCapabilities struct {
+	Resume         bool     `json:"resume"`
+	Cancel         bool     `json:"cancel"`
+	Steering       bool     `json:"steering"`
+	HarnessOptions bool     `json:"harness_options"`
+	AutoApprove    bool     `json:"auto_approve"`
+	EffortLevels   []string `json:"effort_levels"`
+	Blocking       bool     `json:"blocking"`
+}
+
+// HarnessInfo is one entry of harness.list.
+type HarnessInfo struct {
+	Name            string              `json:"name"`
+	Binary          string              `json:"binary"`
+	Available       bool                `json:"available"`
+	Version         string              `json:"version,omitempty"`
+	TestedVersion   string              `json:"tested_version"`
+	LifecycleSource string              `json:"lifecycle_source"`
+	Capabilities    HarnessCapabilities `json:"capabilities"`
+}
+
+// HarnessListResult is the result of harness.list.
+type HarnessListResult struct {
+	Harnesses []HarnessInfo `json:"harnesses"`
+}
+
+// SubscribeAck is the initial response of event.subscribe; events follow,
+// one per line.
+type SubscribeAck struct {
+	Subscribed bool   `json:"subscribed"`
+	After      uint64 `json:"after"`
+}
+
+// HookParams are the parameters of the internal hook callback: the hook's
+// stdin JSON, keyed by the launch that injected the hook.
+type HookParams struct {
+	LaunchID string          `json:"launch_id" rpc:"required"`
+	Event    string          `json:"event" rpc:"required"`
+	Payload  json.RawMessage `json:"payload" rpc:"required"`
+}

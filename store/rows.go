@@ -1,0 +1,531 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Row is one stable screen row.
+type Row struct {
+	ID    uint64
+	Epoch uint64
+	Text  string
+}
+
+// RowLog is the append-only row log of one session. Append buffers rows in
+// memory; the DB's single flusher commits them. All methods are safe for
+// concurrent use.
+type RowLog struct {
+	db  *DB
+	uid string
+
+	committed atomic.Uint64 // highest committed id
+	first     atomic.Uint64 // oldest retained id (evicted-through + 1)
+
+	// mu guards the fields that follow.
+	mu           sync.Mutex
+	next         uint64 // next id to assign
+	pending      []Row  // appended, not yet taken by the flusher
+	pendingBytes int64  // cost of pending, see rowCost
+	spare        []Row  // recycled batch slice
+	deleted      bool   // DeleteSession ran; appends are discarded
+}
+
+// rows_meta value: lastCommittedID (8) ++ evictedThrough (8).
+func decodeRowMeta(v []byte) (last, evicted uint64) {
+	if len(v) < 16 {
+		return 0, 0
+	}
+	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+}
+
+func rowCost(text string) int64 { return int64(len(text)) + rowOverhead }
+
+// Rows returns the row log of session uid, loading its committed position
+// from disk on first use. Repeated calls return the same *RowLog.
+func (db *DB) Rows(uid string) (*RowLog, error) {
+	if err := checkName(uid); err != nil {
+		return nil, err
+	}
+	db.logsMu.Lock()
+	defer db.logsMu.Unlock()
+	if l := db.logs[uid]; l != nil {
+		return l, nil
+	}
+	var last, evicted uint64
+	err := db.view(func(tx *bolt.Tx) error {
+		last, evicted = decodeRowMeta(tx.Bucket(bucketRowsMeta).Get([]byte(uid)))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &RowLog{db: db, uid: uid, next: last + 1}
+	l.committed.Store(last)
+	l.first.Store(evicted + 1)
+	db.logs[uid] = l
+	return l, nil
+}
+
+// UID returns the session uid of the log.
+func (l *RowLog) UID() string { return l.uid }
+
+// Append assigns consecutive ids to texts (all with the given epoch), buffers
+// them for the flusher and returns the first id (with no texts, the id the
+// next row will get). It does not wait for the commit and never fails: rows
+// appended after Close or DeleteSession are discarded.
+//
+// Backpressure: when the rows pending across the whole DB reach
+// Options.MaxPendingBytes, Append blocks until the flusher has committed
+// enough of them (or the DB is closed). The bound is soft: each concurrent
+// Append may overshoot it by its own rows. Append must not be called from the
+// commit hook or from an AppendEvent build function.
+func (l *RowLog) Append(epoch uint64, texts ...string) (firstID uint64) {
+	db := l.db
+	if db.pendingBytes.Load() >= int64(db.opts.MaxPendingBytes) {
+		db.waitForRoom()
+	}
+	l.mu.Lock()
+	firstID = l.next
+	n := uint64(len(texts))
+	l.next += n
+	if n == 0 || l.deleted || db.closed.Load() {
+		l.mu.Unlock()
+		return firstID
+	}
+	var cost int64
+	wasEmpty := len(l.pending) == 0
+	for i, t := range texts {
+		l.pending = append(l.pending, Row{ID: firstID + uint64(i), Epoch: epoch, Text: t})
+		cost += rowCost(t)
+	}
+	l.pendingBytes += cost
+	if wasEmpty {
+		db.dirtyMu.Lock()
+		db.dirty = append(db.dirty, l)
+		db.dirtyMu.Unlock()
+	}
+	// Counters move under l.mu so the flusher (which takes l.mu to swap the
+	// batch out) always subtracts after we added.
+	rows := db.pendingRows.Add(int64(n))
+	bytes := db.pendingBytes.Add(cost)
+	l.mu.Unlock()
+
+	prevRows, prevBytes := rows-int64(n), bytes-cost
+	if prevRows == 0 ||
+		crossed(prevRows, rows, int64(db.opts.FlushRows)) ||
+		crossed(prevBytes, bytes, int64(db.opts.FlushBytes)) {
+		db.signal()
+	}
+	return firstID
+}
+
+func crossed(prev, now, limit int64) bool { return prev < limit && now >= limit }
+
+// Flush synchronously commits every row appended (to any session) before the
+// call. It returns the commit error, ErrDeleted or ErrClosed.
+func (l *RowLog) Flush() error {
+	l.mu.Lock()
+	target, deleted := l.next-1, l.deleted
+	l.mu.Unlock()
+	if deleted {
+		return ErrDeleted
+	}
+	if l.committed.Load() >= target {
+		return nil
+	}
+	return l.db.flush()
+}
+
+// Committed returns the highest committed row id (0 if none). Rows up to it
+// are durable and visible to Read.
+func (l *RowLog) Committed() uint64 { return l.committed.Load() }
+
+// First returns the oldest retained row id: 1 + the highest id evicted by
+// retention. If nothing was ever committed it is 1.
+func (l *RowLog) First() uint64 { return l.first.Load() }
+
+// Read returns up to limit committed rows with id >= fromID in ascending order
+// (limit <= 0: no limit). Rows below First have been evicted.
+func (l *RowLog) Read(fromID uint64, limit int) ([]Row, error) {
+	var out []Row
+	err := l.view(func(b *bolt.Bucket) error {
+		c := b.Cursor()
+		for k, v := c.Seek(encodeU64(fromID)); k != nil; k, v = c.Next() {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			r, err := decodeRow(k, v)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ReadBefore returns the (up to) limit newest committed rows with id <
+// beforeID, in ascending order (limit <= 0: no limit). It is used to page
+// scrollback backwards.
+func (l *RowLog) ReadBefore(beforeID uint64, limit int) ([]Row, error) {
+	var out []Row
+	err := l.view(func(b *bolt.Bucket) error {
+		c := b.Cursor()
+		k, v := c.Seek(encodeU64(beforeID))
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil; k, v = c.Prev() {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			r, err := decodeRow(k, v)
+			if err != nil {
+				return err
+			}
+			if r.ID >= beforeID {
+				continue
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	slices.Reverse(out)
+	return out, err
+}
+
+func (l *RowLog) view(fn func(b *bolt.Bucket) error) error {
+	l.mu.Lock()
+	deleted := l.deleted
+	l.mu.Unlock()
+	if deleted {
+		return ErrDeleted
+	}
+	return l.db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRows).Bucket([]byte(l.uid))
+		if b == nil {
+			return nil
+		}
+		return fn(b)
+	})
+}
+
+// Row value: uvarint(epoch) ++ text.
+func appendRow(dst []byte, r Row) []byte {
+	dst = binary.AppendUvarint(dst, r.Epoch)
+	return append(dst, r.Text...)
+}
+
+func decodeRow(k, v []byte) (Row, error) {
+	epoch, n := binary.Uvarint(v)
+	if n <= 0 || len(k) != 8 {
+		return Row{}, fmt.Errorf("store: corrupt row %x", k)
+	}
+	return Row{ID: decodeU64(k), Epoch: epoch, Text: string(v[n:])}, nil
+}
+
+// --- flusher ---
+
+// signal wakes the flusher without blocking; a signal is never lost because
+// the channel has room for one.
+func (db *DB) signal() {
+	select {
+	case db.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitForRoom blocks while the pending buffer is full (backpressure).
+func (db *DB) waitForRoom() {
+	db.signal()
+	db.bpMu.Lock()
+	for db.pendingBytes.Load() >= int64(db.opts.MaxPendingBytes) && !db.closed.Load() {
+		db.bpCond.Wait()
+	}
+	db.bpMu.Unlock()
+}
+
+// releasePending subtracts committed (or discarded) rows from the pending
+// counters and wakes blocked Appends.
+func (db *DB) releasePending(rows, bytes int64) {
+	if rows == 0 && bytes == 0 {
+		return
+	}
+	db.pendingRows.Add(-rows)
+	db.pendingBytes.Add(-bytes)
+	db.bpMu.Lock()
+	db.bpCond.Broadcast()
+	db.bpMu.Unlock()
+}
+
+// flush asks the flusher for a commit cycle and waits for its result.
+func (db *DB) flush() error {
+	reply := make(chan error, 1)
+	select {
+	case db.flushReq <- reply:
+	case <-db.flusherDone:
+		return ErrClosed
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-db.flusherDone:
+		select {
+		case err := <-reply:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+func (db *DB) overFlushThreshold() bool {
+	return db.pendingRows.Load() >= int64(db.opts.FlushRows) ||
+		db.pendingBytes.Load() >= int64(db.opts.FlushBytes)
+}
+
+// runFlusher is the single goroutine that commits rows. It commits when the
+// pending rows exceed FlushRows/FlushBytes, FlushInterval after the first
+// pending row, on Flush requests, and finally on Close. Rows appended while a
+// commit runs are picked up by the next one (group commit). After a failed
+// commit the rows stay pending and it retries with backoff.
+func (db *DB) runFlusher() {
+	defer close(db.flusherDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	armed := false
+	arm := func(d time.Duration) {
+		timer.Reset(d)
+		armed = true
+	}
+	var backoff time.Duration
+	var reqs []chan error
+	for {
+		select {
+		case <-db.closing:
+			err := db.flushOnce()
+			for {
+				select {
+				case r := <-db.flushReq:
+					reqs = append(reqs, r)
+					continue
+				default:
+				}
+				break
+			}
+			for _, r := range reqs {
+				r <- err
+			}
+			db.closeErr = err
+			return
+		case r := <-db.flushReq:
+			reqs = append(reqs, r)
+		case <-timer.C:
+			armed = false
+		case <-db.wake:
+			if backoff > 0 || !db.overFlushThreshold() {
+				if !armed && db.pendingRows.Load() > 0 {
+					arm(db.opts.FlushInterval)
+				}
+				continue
+			}
+		}
+	drain:
+		for {
+			select {
+			case r := <-db.flushReq:
+				reqs = append(reqs, r)
+			default:
+				break drain
+			}
+		}
+		err := db.flushOnce()
+		for _, r := range reqs {
+			r <- err
+		}
+		clear(reqs)
+		reqs = reqs[:0]
+		timer.Stop()
+		armed = false
+		if err != nil {
+			backoff = min(max(2*backoff, db.opts.FlushInterval), maxFlushRetryPeriod)
+			arm(backoff)
+			continue
+		}
+		backoff = 0
+		if db.overFlushThreshold() {
+			db.signal()
+		} else if db.pendingRows.Load() > 0 {
+			arm(db.opts.FlushInterval)
+		}
+	}
+}
+
+type rowBatch struct {
+	l     *RowLog
+	rows  []Row // recycled after the commit: read last instead
+	bytes int64
+	last  uint64 // id of the last row
+}
+
+// flushOnce commits every pending row of every session in one bbolt
+// transaction, then publishes the new committed ids and calls the hook.
+func (db *DB) flushOnce() error {
+	db.flushMu.Lock()
+	batches, err := db.commitPending()
+	db.flushMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if hook := db.hook.Load(); hook != nil {
+		for _, b := range batches {
+			(*hook)(b.l.uid, b.last)
+		}
+	}
+	return nil
+}
+
+func (db *DB) commitPending() ([]rowBatch, error) {
+	db.dirtyMu.Lock()
+	dirty := db.dirty
+	db.dirty, db.spare = db.spare[:0], nil
+	db.dirtyMu.Unlock()
+
+	var batches []rowBatch
+	for _, l := range dirty {
+		l.mu.Lock()
+		if len(l.pending) > 0 && !l.deleted {
+			batches = append(batches, rowBatch{l: l, rows: l.pending, bytes: l.pendingBytes, last: l.pending[len(l.pending)-1].ID})
+			l.pending, l.spare, l.pendingBytes = l.spare, nil, 0
+		}
+		l.mu.Unlock()
+	}
+	clear(dirty)
+	db.dirtyMu.Lock()
+	db.spare = dirty[:0]
+	db.dirtyMu.Unlock()
+	if len(batches) == 0 {
+		return nil, nil
+	}
+
+	// Not db.update: Close sets db.closed before the final flush.
+	err := mapErr(db.bolt.Update(func(tx *bolt.Tx) error {
+		for i := range batches {
+			if err := writeBatch(tx, &batches[i]); err != nil {
+				return fmt.Errorf("store: commit rows of %s: %w", batches[i].l.uid, err)
+			}
+		}
+		return nil
+	}))
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			// Only reachable if bolt was closed underneath us; nothing to retry.
+			return nil, err
+		}
+		db.lastFlushErr.Store(&err)
+		db.requeue(batches)
+		return nil, err
+	}
+	db.lastFlushErr.Store(nil)
+
+	var rows, bytes int64
+	for _, b := range batches {
+		l, last := b.l, b.last
+		l.committed.Store(last)
+		if last > RowRetention {
+			storeMax(&l.first, last-RowRetention+1)
+		}
+		rows += int64(len(b.rows))
+		bytes += b.bytes
+		l.mu.Lock()
+		if l.spare == nil && cap(b.rows) <= 4*db.opts.FlushRows {
+			clear(b.rows) // drop text references
+			l.spare = b.rows[:0]
+		}
+		l.mu.Unlock()
+	}
+	db.releasePending(rows, bytes)
+	return batches, nil
+}
+
+// requeue puts the rows of a failed commit back in front of what was appended
+// meanwhile, so they are retried in id order.
+func (db *DB) requeue(batches []rowBatch) {
+	for _, b := range batches {
+		l := b.l
+		l.mu.Lock()
+		if l.deleted {
+			l.mu.Unlock()
+			db.releasePending(int64(len(b.rows)), b.bytes)
+			continue
+		}
+		if len(l.pending) == 0 {
+			db.dirtyMu.Lock()
+			db.dirty = append(db.dirty, l)
+			db.dirtyMu.Unlock()
+		}
+		l.pending = append(b.rows, l.pending...)
+		l.pendingBytes += b.bytes
+		l.mu.Unlock()
+	}
+}
+
+// writeBatch stores one session's batch and applies row retention. bbolt
+// keeps references to keys and values until the transaction ends, so they
+// are carved from a single arena allocated per batch.
+func writeBatch(tx *bolt.Tx, b *rowBatch) error {
+	uid := []byte(b.l.uid)
+	rb, err := tx.Bucket(bucketRows).CreateBucketIfNotExists(uid)
+	if err != nil {
+		return err
+	}
+	rb.FillPercent = appendFillPercent
+	metaB := tx.Bucket(bucketRowsMeta)
+	_, evicted := decodeRowMeta(metaB.Get(uid))
+	firstNew, last := b.rows[0].ID, b.rows[len(b.rows)-1].ID
+
+	newEvicted := evicted
+	if last > RowRetention && last-RowRetention > evicted {
+		newEvicted = last - RowRetention
+	}
+	// Stored ids are exactly (evicted, firstNew-1].
+	for id := evicted + 1; id <= newEvicted && id < firstNew; id++ {
+		if err := rb.Delete(encodeU64(id)); err != nil {
+			return err
+		}
+	}
+
+	size := 16
+	for _, r := range b.rows {
+		if r.ID > newEvicted {
+			size += 8 + binary.MaxVarintLen64 + len(r.Text)
+		}
+	}
+	arena := make([]byte, 0, size)
+	for _, r := range b.rows {
+		if r.ID <= newEvicted {
+			continue
+		}
+		start := len(arena)
+		arena = binary.BigEndian.AppendUint64(arena, r.ID)
+		arena = appendRow(arena, r)
+		if err := rb.Put(arena[start:start+8], arena[start+8:]); err != nil {
+			return err
+		}
+	}
+	start := len(arena)
+	arena = binary.BigEndian.AppendUint64(arena, last)
+	arena = binary.BigEndian.AppendUint64(arena, newEvicted)
+	return metaB.Put(uid, arena[start:])
+}
