@@ -304,7 +304,9 @@ func TestDirectives(t *testing.T) {
 		}
 	}
 
-	// Ctrl-C twice exits.
+	// Ctrl-C twice exits. The Stop hook fires before the turn is over, so
+	// wait for the idle prompt first: a Ctrl-C during the turn interrupts it.
+	p.waitIdlePrompt()
 	p.write("\x03")
 	p.waitOutput("Press Ctrl-C again")
 	p.write("\x03")

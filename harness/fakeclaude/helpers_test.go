@@ -254,6 +254,18 @@ func (p *proc) waitOutput(s string) {
 	}
 }
 
+// waitIdlePrompt waits until the screen ends at the idle prompt line.
+func (p *proc) waitIdlePrompt() {
+	p.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !strings.HasSuffix(p.output(), "\x1b[2K❯\u00a0") {
+		if time.Now().After(deadline) {
+			p.t.Fatalf("timed out waiting for the idle prompt; output tail:\n%q", tail(p.output(), 2000))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
