@@ -62,8 +62,13 @@ func (p *Proxy) Run(ctx context.Context) error {
 	select {
 	case inErr = <-inputDone:
 	case err := <-daemonDone:
+		// The transport closed while the input is still open (or its EOF
+		// is not read yet): end as after input EOF.
 		p.Conn.Close()
-		return fmt.Errorf("daemon closed the connection: %w", err)
+		if p.pending() {
+			return fmt.Errorf("daemon closed the connection with requests unanswered: %w", err)
+		}
+		return nil
 	case <-ctx.Done():
 		p.Conn.Close()
 		<-daemonDone

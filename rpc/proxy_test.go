@@ -301,7 +301,7 @@ func TestProxyWaitsForOutstandingAtEOF(t *testing.T) {
 	h.daemon.expectEOF()
 }
 
-func TestProxyDaemonClosesWithRequestsOutstanding(t *testing.T) {
+func TestProxyDaemonCloses(t *testing.T) {
 	t.Run("after input EOF", func(t *testing.T) {
 		h := startProxy(t, nil)
 		h.send(t, `{"id":1,"method":"session.list"}`+"\n")
@@ -321,6 +321,17 @@ func TestProxyDaemonClosesWithRequestsOutstanding(t *testing.T) {
 		h.daemon.nc.Close()
 		if err := h.wait(t); err == nil {
 			t.Fatal("Run = nil, want an error for the closed transport")
+		}
+	})
+	t.Run("idle with input open", func(t *testing.T) {
+		h := startProxy(t, nil)
+		h.send(t, `{"id":1,"method":"session.list"}`+"\n")
+		h.daemon.readLine()
+		h.daemon.write(`{"id":1,"result":{"sessions":[]}}` + "\n")
+		h.out.next(t)
+		h.daemon.nc.Close()
+		if err := h.wait(t); err != nil {
+			t.Fatalf("Run = %v, want nil: nothing was left unanswered", err)
 		}
 	})
 }
