@@ -1,6 +1,7 @@
 package vt
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/hinshun/vt10x"
@@ -8,7 +9,8 @@ import (
 
 const benchSize = 8 << 20
 
-var benchStream = ingestStream(benchSize)
+// benchStream is built on first use so plain test runs do not pay for it.
+var benchStream = sync.OnceValue(func() []byte { return ingestStream(benchSize) })
 
 func feedChunks(w func([]byte), p []byte, chunk int) {
 	for len(p) > 0 {
@@ -22,10 +24,10 @@ func feedChunks(w func([]byte), p []byte, chunk int) {
 // the shape of dlgt's PTY read loop. MB/s comes from b.SetBytes.
 func BenchmarkIngest(b *testing.B) {
 	b.Run("vt10x", func(b *testing.B) {
-		b.SetBytes(int64(len(benchStream)))
+		b.SetBytes(int64(len(benchStream())))
 		for b.Loop() {
 			t := vt10x.New(vt10x.WithSize(120, 40))
-			feedChunks(func(p []byte) { t.Write(p) }, benchStream, 4096)
+			feedChunks(func(p []byte) { t.Write(p) }, benchStream(), 4096)
 		}
 	})
 }
@@ -37,12 +39,12 @@ func BenchmarkIngestScreen(b *testing.B) {
 			name = "screen-nofast"
 		}
 		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(benchStream)))
+			b.SetBytes(int64(len(benchStream())))
 			rows := 0
 			for b.Loop() {
 				s := New(40, 120, Callbacks{Stable: func(r []string) { rows += len(r) }})
 				s.emu.(*term).noFast = !fast
-				feedChunks(func(p []byte) { s.Write(p) }, benchStream, 4096)
+				feedChunks(func(p []byte) { s.Write(p) }, benchStream(), 4096)
 			}
 			_ = rows
 		})

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -136,10 +137,23 @@ func TestCaptures(t *testing.T) {
 		}
 		ran++
 		t.Run(base, func(t *testing.T) {
-			rows, cols := 40, 120 // the daemon's default; README may differ but any size must hold up
+			rows, cols := 40, 120 // the size the README names for both captures
 			var tr transcript
 			s := New(rows, cols, tr.callbacks())
-			feedChunks(func(p []byte) { s.Write(p) }, data, 4096)
+			// Read the screen as a person would, between small chunks: the
+			// mock's CJK reply must appear as one unshifted row.
+			const hello = "Hello! 你好，世界！こんにちは、世界。안녕하세요."
+			sawHello, sawEnd := false, false
+			feedChunks(func(p []byte) {
+				s.Write(p)
+				for _, l := range s.Live() {
+					sawHello = sawHello || strings.HasSuffix(l, hello)
+					sawEnd = sawEnd || strings.TrimSpace(l) == "END-OF-REPLY-2"
+				}
+			}, data, 256)
+			if strings.Contains(string(data), "END-OF-REPLY-2") && !(sawHello && sawEnd) {
+				t.Errorf("screen never showed the reply rows (hello=%v end=%v)", sawHello, sawEnd)
+			}
 			checkInvariants(t, s, &tr)
 			whole := tr.final(s)
 			if slow := run(rows, cols, true, data); slow != run(rows, cols, false, data) {
