@@ -91,7 +91,17 @@ func newRootCommand(e *env) *cobra.Command {
 		newRPCCommand(e),
 		newProfilesCommand(e),
 		newHookCommand(e),
+		newSessionCommand(e),
+		newEventsCommand(e),
+		newScrollbackCommand(e),
+		newTranscriptCommand(e),
+		newModelsCommand(e),
+		newHarnessesCommand(e),
 	)
+	// Bad flags on a control command print the JSON failure (exit 1).
+	root.SetFlagErrorFunc(flagErrorJSON)
+	// Shell completion: cobra's default `completion` command.
+	root.CompletionOptions.DisableDefaultCmd = false
 	return root
 }
 

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+// usageError is an INVALID_ARGUMENT raised by the CLI itself (bad flags or
+// arguments), reported like any other failure.
+func usageError(format string, args ...any) *rpc.Error {
+	return rpc.Errorf(rpc.CodeInvalidArgument, format, args...)
+}
+
+// flagErrorJSON turns cobra's flag-parsing errors into the JSON failure on
+// commands that speak the output contract (those with --pretty).
+func flagErrorJSON(cmd *cobra.Command, err error) error {
+	if cmd.Flags().Lookup("pretty") == nil {
+		return err
+	}
+	return printFailure(cmd, usageError("%v", err))
+}
+
+// jsonArgs wraps a cobra positional-argument check so a violation is printed
+// as the JSON failure (exit status 1).
+func jsonArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return printFailure(cmd, usageError("%v", err))
+		}
+		return nil
+	}
+}
+
+// call connects to the daemon and makes one request, returning the raw
+// result so fields this client does not know pass through unchanged.
+func (e *env) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	c, err := e.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var raw json.RawMessage
+	if err := c.Call(ctx, method, params, &raw); err != nil {
+		return nil, err
+	}
+	return raw, nil
+}
+
+// callAndPrint is the body of a control command: one request, then the
+// ok:true line or the ok:false failure with its exit status.
+func (e *env) callAndPrint(cmd *cobra.Command, method string, params any) error {
+	raw, err := e.call(cmd.Context(), method, params)
+	if err != nil {
+		return printFailure(cmd, err)
+	}
+	return printOK(cmd, raw)
+}
+
+// clientEnvironment parses e.environ() into a map (later entries win;
+// entries without '=' are skipped).
+func (e *env) clientEnvironment() map[string]string {
+	m := map[string]string{}
+	for _, kv := range e.environ() {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			continue
+		}
+		m[k] = v
+	}
+	return m
+}
+
+// durationMS converts a flag duration to whole milliseconds, rejecting
+// negative values.
+func durationMS(name string, d time.Duration) (int64, error) {
+	if d < 0 {
+		return 0, usageError("--%s must not be negative", name)
+	}
+	return d.Milliseconds(), nil
+}
+
+// absDir resolves a --cwd value against the client's working directory.
+func absDir(dir string) (string, error) {
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", usageError("--cwd %q: %v", dir, err)
+	}
+	return abs, nil
+}
+
+// readPrompt returns the prompt from --stdin (byte-exact, trailing newline
+// kept) or from the words after --; exactly one source must be given.
+func readPrompt(cmd *cobra.Command, fromStdin bool, words []string) (string, error) {
+	switch {
+	case fromStdin && len(words) > 0:
+		return "", usageError("give the prompt either after -- or with --stdin, not both")
+	case fromStdin:
+		data, err := io.ReadAll(cmd.InOrStdin())
+		if err != nil {
+			return "", usageError("reading the prompt from stdin: %v", err)
+		}
+		return string(data), nil
+	case len(words) == 0:
+		return "", usageError("missing prompt: give it after -- or with --stdin")
+	}
+	return strings.Join(words, " "), nil
+}
+
+// launchOptions are the flags shared by session create and session send
+// --resume.
+type launchOptions struct {
+	cwd, title, alias, model, effort, profile string
+	harnessOptions                            []string
+	noAutoApprove                             bool
+	startupTimeout                            time.Duration
+}
+
+func (o *launchOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.cwd, "cwd", "", "working directory of the Session (relative paths are resolved by the client; default the current directory)")
+	f.StringVar(&o.title, "title", "", "human-readable title")
+	f.StringVar(&o.alias, "alias", "", "unique alias for addressing the Session")
+	f.StringVar(&o.model, "model", "", "model id or alias")
+	f.StringVar(&o.effort, "effort", "", "reasoning effort")
+	f.StringArrayVar(&o.harnessOptions, "harness-option", nil, "harness CLI option KEY=VALUE (repeatable)")
+	f.BoolVar(&o.noAutoApprove, "no-auto-approve", false, "keep the harness's own permission default")
+	f.DurationVar(&o.startupTimeout, "startup-timeout", 0, "how long to wait for the harness to start (e.g. 90s)")
+	f.StringVar(&o.profile, "profile", "", "launch profile from the profiles file")
+}
+
+// launchPlan is what the client resolved from flags, profile and
+// environment: client environment < profile < explicit flags.
+type launchPlan struct {
+	harness, cwd, model, effort string
+	harnessOptions              []string
+	autoApprove                 *bool
+	startupTimeoutMS            int64
+	environment                 map[string]string
+}
+
+// resolve applies the precedence. harness is the --harness flag's value
+// (empty when the command has none).
+func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string) (launchPlan, error) {
+	changed := cmd.Flags().Changed
+	plan := launchPlan{harness: harness, model: o.model, effort: o.effort, harnessOptions: o.harnessOptions, environment: e.clientEnvironment()}
+	if o.profile != "" {
+		profiles, err := e.loadProfiles()
+		if err != nil {
+			return plan, err
+		}
+		p, ok := profiles[o.profile]
+		if !ok {
+			path, _ := e.profilesPath()
+			return plan, rpc.Errorf(rpc.CodeNotFound, "profile %q is not defined in %s", o.profile, path)
+		}
+		for k, v := range p.Environment {
+			plan.environment[k] = v
+		}
+		if !changed("harness") && p.Harness != "" {
+			plan.harness = p.Harness
+		}
+		if !changed("model") && p.Model != "" {
+			plan.model = p.Model
+		}
+		if !changed("effort") && p.Effort != "" {
+			plan.effort = p.Effort
+		}
+		if !changed("harness-option") && len(p.HarnessOptions) > 0 {
+			plan.harnessOptions = p.HarnessOptions
+		}
+	}
+	for _, opt := range plan.harnessOptions {
+		if k, _, ok := strings.Cut(opt, "="); !ok || k == "" {
+			return plan, usageError("--harness-option %q is not KEY=VALUE", opt)
+		}
+	}
+	if o.noAutoApprove {
+		f := false
+		plan.autoApprove = &f
+	}
+	ms, err := durationMS("startup-timeout", o.startupTimeout)
+	if err != nil {
+		return plan, err
+	}
+	plan.startupTimeoutMS = ms
+	if changed("cwd") || o.cwd != "" {
+		if plan.cwd, err = absDir(o.cwd); err != nil {
+			return plan, err
+		}
+	}
+	return plan, nil
+}
+
+// workingDir is the client's current directory (the default --cwd).
+func workingDir() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("current directory: %w", err)
+	}
+	return wd, nil
+}

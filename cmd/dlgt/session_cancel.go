@@ -1,0 +1,37 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+func newSessionCancelCommand(e *env) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "cancel SESSION [--timeout D]",
+		Short: "Interrupt a Session's active execution",
+		Long: `Interrupt a Session's active execution and wait for it to terminalize.
+
+If --timeout expires first the command fails with CANCEL_TIMEOUT (exit
+status 3); cancellation continues in the daemon.`,
+		Example: `  dlgt session cancel review --timeout 30s`,
+		Args:    jsonArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p := rpc.SessionCancelParams{Session: args[0]}
+			if cmd.Flags().Changed("timeout") {
+				ms, err := durationMS("timeout", timeout)
+				if err != nil {
+					return printFailure(cmd, err)
+				}
+				p.TimeoutMS = &ms
+			}
+			return e.callAndPrint(cmd, rpc.MethodSessionCancel, p)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long to wait for the execution to stop (daemon default if unset)")
+	addPretty(cmd)
+	return cmd
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newSessionCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "session",
+		Short: "Create, drive and inspect delegated Sessions",
+		Long: `Create, drive and inspect delegated Sessions.
+
+Every subcommand prints one compact JSON line: {"ok":true,...} with the
+method's result fields, or {"ok":false,"error":{...}} with the exit status of
+the error code (see dlgt --help).`,
+		Example: `  dlgt session create --harness claude --cwd . --title review --request-id r1 -- "Review the diff"
+  dlgt session fetch review --wait 15m --until result`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
+	cmd.AddCommand(
+		newSessionCreateCommand(e),
+		newSessionSendCommand(e),
+		newSessionFetchCommand(e),
+		newSessionReadCommand(e),
+		newSessionListCommand(e),
+		newSessionCancelCommand(e),
+		newSessionStopCommand(e),
+		newSessionRestartCommand(e),
+	)
+	return cmd
+}

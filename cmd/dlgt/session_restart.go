@@ -1,0 +1,33 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+func newSessionRestartCommand(e *env) *cobra.Command {
+	var startupTimeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "restart SESSION [--startup-timeout D]",
+		Short: "Relaunch a Session's harness with this client's environment",
+		Long: `Relaunch a Session's harness with its original launch options and this
+client's current environment.`,
+		Example: `  dlgt session restart review`,
+		Args:    jsonArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ms, err := durationMS("startup-timeout", startupTimeout)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			return e.callAndPrint(cmd, rpc.MethodSessionRestart, rpc.SessionRestartParams{
+				Session: args[0], StartupTimeoutMS: ms, Environment: e.clientEnvironment(),
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the harness to start")
+	addPretty(cmd)
+	return cmd
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/base64"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+func newTranscriptCommand(e *env) *cobra.Command {
+	var (
+		raw   bool
+		after int64
+		limit int
+	)
+	cmd := &cobra.Command{
+		Use:   "transcript SESSION --raw [--after N] [--limit N]",
+		Short: "Write a Session's raw PTY transcript bytes to stdout",
+		Long: `Write a Session's raw PTY output bytes to stdout, for explicit diagnosis.
+
+The bytes may contain control sequences, redraw noise and secrets the
+provider printed. --raw is required (it is the only form). Pages are followed
+until the end unless --limit bounds the bytes of a single page. stdout
+carries only transcript bytes: a failure is printed as the
+{"ok":false,"error":{...}} line on stderr, with its exit status.`,
+		Example: `  dlgt transcript review --raw > review.raw`,
+		Args:    jsonArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fail := func(err error) error {
+				cmd.SetOut(cmd.ErrOrStderr())
+				return printFailure(cmd, err)
+			}
+			out := cmd.OutOrStdout()
+			if !raw {
+				return fail(usageError("transcript needs --raw (rendered text is dlgt scrollback)"))
+			}
+			if after < 0 || limit < 0 {
+				return fail(usageError("--after and --limit must not be negative"))
+			}
+			limited := cmd.Flags().Changed("limit")
+			c, err := e.connect(cmd.Context())
+			if err != nil {
+				return fail(err)
+			}
+			defer c.Close()
+			for {
+				var page rpc.RawPage
+				p := rpc.TranscriptReadRawParams{Session: args[0], After: after, LimitBytes: limit}
+				if err := c.Call(cmd.Context(), rpc.MethodTranscriptReadRaw, p, &page); err != nil {
+					return fail(err)
+				}
+				data, err := base64.StdEncoding.DecodeString(page.DataBase64)
+				if err != nil {
+					return fail(rpc.Errorf(rpc.CodeInternal, "transcript page: %v", err))
+				}
+				if _, err := out.Write(data); err != nil {
+					return err
+				}
+				if limited || !page.HasMore || page.NextAfter <= after {
+					return nil
+				}
+				after = page.NextAfter
+			}
+		},
+	}
+	cmd.Flags().BoolVar(&raw, "raw", false, "write the raw bytes (required)")
+	cmd.Flags().Int64Var(&after, "after", 0, "byte offset to start after")
+	cmd.Flags().IntVar(&limit, "limit", 0, "bytes of one page; fetch only that page")
+	return cmd
+}
