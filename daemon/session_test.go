@@ -64,16 +64,33 @@ type testDaemon struct {
 
 func startTestDaemon(t testing.TB) *testDaemon {
 	t.Helper()
-	home := t.TempDir()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(home, "claude")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "claude")
 	script := fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	userHome := filepath.Join(dir, "user")
+	os.MkdirAll(userHome, 0o700)
+	return startTestDaemonWith(t, map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
+		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
+		"DLGT_TEST_ROLE": "",
+		// Race-built helpers otherwise sleep 1s at exit, and hooks run
+		// one process each.
+		"GORACE": "atexit_sleep_ms=0",
+	})
+}
+
+// startTestDaemonWith starts an in-process daemon on a private state
+// directory; env is the client environment create and send pass on.
+func startTestDaemonWith(t testing.TB, env map[string]string) *testDaemon {
+	t.Helper()
+	home := t.TempDir()
 	// Unix socket paths are short; keep the home near the root.
 	sockDir, err := os.MkdirTemp("", "dlgt-t")
 	if err != nil {
@@ -92,16 +109,7 @@ func startTestDaemon(t testing.TB) *testDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	userHome := filepath.Join(home, "user")
-	os.MkdirAll(userHome, 0o700)
-	td := &testDaemon{t: t, paths: p, done: make(chan error, 1), env: map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-		"DLGT_TEST_ROLE": "",
-		// Race-built helpers otherwise sleep 1s at exit, and hooks run
-		// one process each.
-		"GORACE": "atexit_sleep_ms=0",
-	}}
+	td := &testDaemon{t: t, paths: p, done: make(chan error, 1), env: env}
 	td.start()
 	t.Cleanup(td.stop)
 	return td

@@ -287,6 +287,10 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		ev.Kind, ev.Reason = KindReady, h.Source
 	case "UserPromptSubmit":
 		ev.Kind, ev.Prompt = KindPromptSubmitted, h.Prompt
+		if h.Prompt != nil {
+			p := unwrapClaudePastes(*h.Prompt)
+			ev.Prompt = &p
+		}
 	case "PermissionRequest":
 		ev.Kind, ev.Reason, ev.Tool, ev.Command = KindBlocked, "permission", h.ToolName, toolCommand(h.ToolInput)
 	case "Notification":
@@ -310,6 +314,68 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		ev.Kind = KindIgnored
 	}
 	return ev, nil
+}
+
+// unwrapClaudePastes undoes the tagging Claude Code (2.1.x) applies to
+// pasted text: a paste of more than 800 characters or 2 lines is shown as
+// "[Pasted text #N +M lines]" and submitted (to the model and in the
+// UserPromptSubmit hook) as
+//
+//	"\n\n<pasted_content id=\"abcd\">\n" + text + "\n</pasted_content id=\"abcd\">\n"
+//
+// dlgt pastes every prompt, so without this a long or multi-line prompt
+// never matches its UserPromptSubmit echo. Like Claude Code's own
+// unwrapping, up to two newlines are dropped on each side of a block and
+// the pieces are joined as they are; text with no block is returned as is.
+func unwrapClaudePastes(s string) string {
+	const opener = `<pasted_content id="`
+	isHex4 := func(id string) bool {
+		for i := 0; i < len(id); i++ {
+			if c := id[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+		return len(id) == 4
+	}
+	var b strings.Builder
+	t, r, found := 0, 0, false
+	for {
+		i := strings.Index(s[r:], opener)
+		if i < 0 {
+			break
+		}
+		i += r
+		o := i + len(opener)
+		if o+7 > len(s) || !isHex4(s[o:o+4]) || s[o+4:o+7] != "\">\n" {
+			r = o
+			continue
+		}
+		u := o + 7 // body start
+		closer := "</pasted_content id=\"" + s[o:o+4] + "\">"
+		j := strings.Index(s[u-1:], "\n"+closer)
+		if j < 0 {
+			break
+		}
+		l := u - 1 + j + 1 // the closer's "<"
+		f := i
+		for d := 0; d < 2 && f > t && s[f-1] == '\n'; d++ {
+			f--
+		}
+		b.WriteString(s[t:f])
+		if l-1 > u {
+			b.WriteString(s[u : l-1])
+		}
+		t = l + len(closer)
+		for d := 0; d < 2 && t < len(s) && s[t] == '\n'; d++ {
+			t++
+		}
+		r, found = t, true
+	}
+	if !found {
+		return s
+	}
+	b.WriteString(s[t:])
+	return b.String()
 }
 
 // toolCommand extracts a shell command from a tool input, when it has one.
