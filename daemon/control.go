@@ -36,6 +36,12 @@ func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.R
 		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
 		return ack, nil
 	}
+	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
+		// Output printed before the turn ended becomes readable no later
+		// than its result: commit pending rows first (outside s.mu, which
+		// the commit hook takes).
+		s.rows.Flush()
+	}
 	ack.Accepted = rt.applyEvidence(s, p.LaunchID, ev)
 	return ack, nil
 }

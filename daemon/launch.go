@@ -187,6 +187,13 @@ func (rt *runtime) pump(s *session, g *generation) {
 	g.exit = g.proc.Wait()
 	g.proc.Close()
 	s.rows.Flush()
+	// Keep the final screen: after the process is gone (and after a daemon
+	// restart) it is still what a reader expects below the history.
+	final := s.liveRows()
+	s.mu.Lock()
+	s.rec.FinalLive = final
+	rt.persistLocked(s)
+	s.mu.Unlock()
 	s.raw.Sync()
 	rt.mu.Lock()
 	delete(rt.byLaunch, g.launchID)

@@ -249,11 +249,17 @@ func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params jso
 // liveRows renders the live grid with trailing blank rows dropped.
 func (s *session) liveRows() []string {
 	s.termMu.Lock()
-	defer s.termMu.Unlock()
-	if s.screen == nil {
-		return nil
+	screen := s.screen
+	var rows []string
+	if screen != nil {
+		rows = screen.Live()
 	}
-	rows := s.screen.Live()
+	s.termMu.Unlock()
+	if screen == nil {
+		s.mu.Lock()
+		rows = append([]string(nil), s.rec.FinalLive...)
+		s.mu.Unlock()
+	}
 	for len(rows) > 0 && rows[len(rows)-1] == "" {
 		rows = rows[:len(rows)-1]
 	}

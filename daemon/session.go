@@ -35,8 +35,10 @@ type sessionRecord struct {
 	// ActiveExec is the execution without a terminal result, if any, so a
 	// daemon that crashed can give it an interrupted result on restart.
 	ActiveExec *execRecord `json:"active_exec,omitempty"`
-	Rows       int         `json:"rows"`
-	Cols       int         `json:"cols"`
+	// FinalLive is the live grid of the last generation when it exited.
+	FinalLive []string `json:"final_live,omitempty"`
+	Rows      int      `json:"rows"`
+	Cols      int      `json:"cols"`
 }
 
 type execRecord struct {
