@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"dlgt/pty"
 	"dlgt/store"
 	"dlgt/vt"
+	"dlgt/vt/vttest"
 )
 
 // Ingest benchmark: the same ~50 MB of realistic terminal output pushed
@@ -33,50 +33,9 @@ const (
 	ingestCols = 120
 )
 
-// genIngestStream returns size (rounded up to a whole line) bytes of
-// deterministic terminal output: text lines of 14 words, 30% of them with an
-// SGR colour span, CRLF endings, every 20th line a cursor-up/erase-line
-// rewrite and every 50th a CR spinner redraw.
-func genIngestStream(size int) []byte {
-	r := rand.New(rand.NewPCG(1, 2))
-	words := []string{"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog",
-		"session", "daemon", "render", "stable", "rows", "terminal", "cursor",
-		"process", "generation", "screen", "output", "agent", "function", "value"}
-	spin := []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-	var b bytes.Buffer
-	b.Grow(size + 256)
-	for n := 0; b.Len() < size; n++ {
-		switch {
-		case n%50 == 49:
-			for i := 0; i < 5; i++ {
-				fmt.Fprintf(&b, "\r\x1b[2K%s Working… (%ds)", spin[i%len(spin)], i)
-			}
-			b.WriteString("\r\n")
-		case n%20 == 19:
-			b.WriteString("\x1b[2A\r\x1b[K  updated row\x1b[2B\r\n")
-		default:
-			colour := r.IntN(10) < 3
-			at := r.IntN(14)
-			for w := 0; w < 14; w++ {
-				if w > 0 {
-					b.WriteByte(' ')
-				}
-				if colour && w == at {
-					fmt.Fprintf(&b, "\x1b[38;5;%dm", r.IntN(256))
-				}
-				b.WriteString(words[r.IntN(len(words))])
-				if colour && w == at+1 {
-					b.WriteString("\x1b[0m")
-				}
-			}
-			if colour && at == 13 {
-				b.WriteString("\x1b[0m")
-			}
-			b.WriteString("\r\n")
-		}
-	}
-	return b.Bytes()
-}
+// genIngestStream is the stream vt's own benchmark uses: 14-word lines, 30%
+// with an SGR colour span, CRLF endings, cursor-up rewrites and CR spinners.
+func genIngestStream(size int) []byte { return vttest.IngestStream(size) }
 
 var ingestData = sync.OnceValue(func() []byte { return genIngestStream(ingestSize) })
 
