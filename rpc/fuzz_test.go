@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // maxEchoedID bounds an echoed id: MaxIDBytes decoded bytes, each spelled
@@ -46,8 +47,8 @@ func FuzzParseRequest(f *testing.F) {
 			if perr.Code != CodeInvalidArgument {
 				t.Fatalf("ParseRequest error code %s", perr.Code)
 			}
-			if !json.Valid(id) || len(id) > maxEchoedID {
-				t.Fatalf("echoed id %q is not valid JSON of at most %d bytes", id, maxEchoedID)
+			if !json.Valid(id) || !utf8.Valid(id) || len(id) > maxEchoedID {
+				t.Fatalf("echoed id %q is not valid UTF-8 JSON of at most %d bytes", id, maxEchoedID)
 			}
 			if c := firstByte(id); c != '"' && c != '-' && (c < '0' || c > '9') {
 				t.Fatalf("echoed id %s is neither a string nor a number", id)
@@ -59,8 +60,8 @@ func FuzzParseRequest(f *testing.F) {
 			}
 			return
 		}
-		if !json.Valid(req.ID) || len(req.ID) > maxEchoedID {
-			t.Fatalf("accepted id %q is not valid JSON of at most %d bytes", req.ID, maxEchoedID)
+		if !json.Valid(req.ID) || !utf8.Valid(req.ID) || len(req.ID) > maxEchoedID {
+			t.Fatalf("accepted id %q is not valid UTF-8 JSON of at most %d bytes", req.ID, maxEchoedID)
 		}
 		// The envelope re-marshals and parses back to the same request.
 		again, err := Marshal(req)

@@ -89,6 +89,13 @@ func checkID(raw json.RawMessage) (json.RawMessage, *Error) {
 		if len(s) > MaxIDBytes {
 			return truncatedID(s), InvalidField("id", "longer than %d bytes", MaxIDBytes)
 		}
+		if !utf8.Valid(raw) {
+			// Echoed as sent, the id would make the response line invalid
+			// UTF-8 (not JSON to a strict reader). Refuse it, echoing the
+			// decoded id, where U+FFFD stands for each bad byte.
+			b, _ := json.Marshal(s)
+			return b, InvalidField("id", "must be valid UTF-8")
+		}
 		return raw, nil
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		lit := bytes.TrimSpace(raw)

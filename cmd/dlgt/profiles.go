@@ -27,6 +27,44 @@ type profileConfig struct {
 // maxProfilesBytes bounds the profiles file; it is configuration, not data.
 const maxProfilesBytes = 1 << 20
 
+// maxProfilesNesting bounds bracket nesting: the TOML decoder slows down
+// sharply with deeply nested inline tables (seconds at a few thousand
+// levels), and no profile needs more than a few.
+const maxProfilesNesting = 32
+
+// nestingDepth is the deepest [ / { nesting outside quoted strings and
+// comments; it is a cheap guard run before the real decoder.
+func nestingDepth(data []byte) int {
+	depth, deepest := 0, 0
+	var quote byte
+	comment := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case comment:
+			if c == '\n' {
+				comment = false
+			}
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#':
+			comment = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
 // profilesPath is $DLGT_PROFILES, else $DLGT_HOME-or-default/profiles.toml.
 func (e *env) profilesPath() (string, error) {
 	if p := e.getenv("DLGT_PROFILES"); p != "" {
@@ -60,6 +98,9 @@ func (e *env) loadProfiles() (map[string]profileConfig, error) {
 func parseProfiles(path string, data []byte) (map[string]profileConfig, error) {
 	if len(data) > maxProfilesBytes {
 		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s is larger than %d bytes", path, maxProfilesBytes)
+	}
+	if d := nestingDepth(data); d > maxProfilesNesting {
+		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s nests arrays or tables %d deep (at most %d)", path, d, maxProfilesNesting)
 	}
 	var file struct {
 		Profiles map[string]profileConfig `toml:"profiles"`
