@@ -1,10 +1,12 @@
 package harness
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,23 +82,47 @@ func findBinary(env map[string]string, override, name string) (string, error) {
 	return "", fmt.Errorf("%s not found: set %s or put %s on PATH", name, override, name)
 }
 
-// Models lists the names Claude Code's --model accepts: its aliases and
-// the current full ids. The list is built into dlgt (Claude Code has no
-// offline model listing) and matches the tested version.
+// claudeModels is model.list for Claude Code. Claude Code has no offline
+// model listing (its /model picker is built in and partly account
+// dependent), so dlgt carries the names --model accepts in the tested
+// version, taken from the 2.1.332 binary and checked against it with
+// `claude -p hi --model NAME` on a mock server (the request's model shows
+// what each resolves to with an API key):
+//
+//   - the family aliases (its "latest" aliases, the list in `claude
+//     --help` names fable, opus and sonnet as examples): fable, opus,
+//     sonnet, haiku, resolving to the full ids below;
+//   - "default", the account's recommended model (Opus 5.5 with an API
+//     key), and "best", the most capable one available;
+//   - opusplan (Opus while planning, Sonnet otherwise) and the 1M-context
+//     variants fable[1m], opus[1m], sonnet[1m], shown only with
+//     include_hidden;
+//   - the current full ids, listed as the models' ids.
+//
+// Any other name is passed through by Claude Code with an
+// "unrecognized_model" warning; dlgt does not restrict --model to this list.
+var claudeModels = []rpc.Model{
+	{ID: "default", DisplayName: "Default (the account's recommended model)", Default: true},
+	{ID: "claude-fable-5-2", DisplayName: "Fable 5.2", Aliases: []string{"fable"}},
+	{ID: "claude-opus-5-5", DisplayName: "Opus 5.5", Aliases: []string{"opus"}},
+	{ID: "claude-sonnet-5-5", DisplayName: "Sonnet 5.5", Aliases: []string{"sonnet"}},
+	{ID: "claude-haiku-5-5", DisplayName: "Haiku 5.5", Aliases: []string{"haiku"}},
+	{ID: "best", DisplayName: "The most capable model available", Hidden: true},
+	{ID: "opusplan", DisplayName: "Opus in plan mode, Sonnet otherwise", Hidden: true},
+	{ID: "fable[1m]", DisplayName: "Fable 5.2 with a 1M-token context", Hidden: true},
+	{ID: "opus[1m]", DisplayName: "Opus 5.5 with a 1M-token context", Hidden: true},
+	{ID: "sonnet[1m]", DisplayName: "Sonnet 5.5 with a 1M-token context", Hidden: true},
+}
+
+// Models lists the names Claude Code's --model accepts (see claudeModels);
+// hidden entries only with includeHidden.
 func (Claude) Models(includeHidden bool) rpc.ModelListResult {
-	models := []rpc.Model{
-		{ID: "default", DisplayName: "Default (account's recommended model)", Default: true},
-		{ID: "opus", DisplayName: "Opus (latest)", Aliases: []string{"opus"}},
-		{ID: "sonnet", DisplayName: "Sonnet (latest)", Aliases: []string{"sonnet"}},
-		{ID: "haiku", DisplayName: "Haiku (latest)", Aliases: []string{"haiku"}},
-		{ID: "opusplan", DisplayName: "Opus in plan mode, Sonnet otherwise", Hidden: true},
-		{ID: "sonnet[1m]", DisplayName: "Sonnet with a 1M-token context", Hidden: true},
-	}
 	out := rpc.ModelListResult{Harness: "claude", Source: "built-in list for Claude Code " + ClaudeTestedVersion, Models: []rpc.Model{}}
-	for _, m := range models {
+	for _, m := range claudeModels {
 		if m.Hidden && !includeHidden {
 			continue
 		}
+		m.Aliases = append([]string(nil), m.Aliases...)
 		out.Models = append(out.Models, m)
 	}
 	return out
@@ -191,40 +217,93 @@ func claudeSettings(hookArgv []string) map[string]any {
 // trustClaudeProject sets projects[cwd].hasTrustDialogAccepted in the
 // Claude state file, touching nothing else, replacing it atomically.
 func trustClaudeProject(path, cwd string) error {
-	state := map[string]any{}
-	data, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
-		return err
-	default:
-		if err := json.Unmarshal(data, &state); err != nil {
-			return fmt.Errorf("%s is not valid JSON: %v", path, err)
+	return withClaudeConfigLock(path, func() error {
+		state := map[string]any{}
+		mode := os.FileMode(0o600)
+		data, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			dec := json.NewDecoder(bytes.NewReader(data))
+			dec.UseNumber() // keep Claude's numbers exactly as written
+			if err := dec.Decode(&state); err != nil {
+				return fmt.Errorf("%s is not valid JSON: %v", path, err)
+			}
+			if fi, err := os.Stat(path); err == nil {
+				mode = fi.Mode().Perm()
+			}
 		}
+		projects, _ := state["projects"].(map[string]any)
+		if projects == nil {
+			projects = map[string]any{}
+		}
+		proj, _ := projects[cwd].(map[string]any)
+		if proj == nil {
+			proj = map[string]any{}
+		}
+		if v, _ := proj["hasTrustDialogAccepted"].(bool); v {
+			return nil
+		}
+		proj["hasTrustDialogAccepted"] = true
+		projects[cwd] = proj
+		state["projects"] = projects
+		out, err := json.MarshalIndent(state, "", "  ")
+		if err != nil {
+			return err
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(path), ".claude.json.dlgt-*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(tmp.Name())
+		if _, err := tmp.Write(out); err != nil {
+			tmp.Close()
+			return err
+		}
+		if err := tmp.Chmod(mode); err != nil {
+			tmp.Close()
+			return err
+		}
+		if err := tmp.Close(); err != nil {
+			return err
+		}
+		return os.Rename(tmp.Name(), path)
+	})
+}
+
+// Claude Code guards its config file with a lock directory beside it
+// (path + ".lock", created with mkdir, considered stale after 30 s): taking
+// the same lock keeps a running Claude from rewriting the file between our
+// read and our write and dropping the trust entry.
+const (
+	claudeLockStale = 30 * time.Second
+	claudeLockWait  = 10 * time.Second
+)
+
+func withClaudeConfigLock(path string, fn func() error) error {
+	lock := path + ".lock"
+	deadline := time.Now().Add(claudeLockWait)
+	for {
+		err := os.Mkdir(lock, 0o700)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		if fi, serr := os.Stat(lock); serr == nil && time.Since(fi.ModTime()) > claudeLockStale {
+			os.Remove(lock)
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s stays locked by another process (%s)", path, lock)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	projects, _ := state["projects"].(map[string]any)
-	if projects == nil {
-		projects = map[string]any{}
-	}
-	proj, _ := projects[cwd].(map[string]any)
-	if proj == nil {
-		proj = map[string]any{}
-	}
-	if v, _ := proj["hasTrustDialogAccepted"].(bool); v {
-		return nil
-	}
-	proj["hasTrustDialogAccepted"] = true
-	projects[cwd] = proj
-	state["projects"] = projects
-	out, err := json.MarshalIndent(state, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := fmt.Sprintf("%s.dlgt-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	defer os.Remove(lock)
+	return fn()
 }
 
 // Bracketed paste markers.
@@ -252,6 +331,114 @@ func (Claude) Interrupt() []Keystroke { return []Keystroke{{Data: []byte{0x1b}}}
 
 // DismissDialog is Esc too: it declines a permission dialog.
 func (Claude) DismissDialog() []Keystroke { return []Keystroke{{Data: []byte{0x1b}}} }
+
+// How a canceled Claude Code turn is proven over (measured on 2.1.332):
+//
+// Claude Code fires no hook when Esc interrupts a turn, and no
+// Notification(idle_prompt) afterwards either: idle_prompt follows only a
+// turn that ended by itself (after messageIdleNotifThresholdMs, default
+// 60000, a key of ~/.claude.json), and none came in 90 s after an
+// interrupt with the threshold at 2 s. Two structured records do appear,
+// within ~100 ms of the key:
+//
+//   - the session transcript gets a user entry written by the harness
+//     ("rowSource":"harness", content one text block "[Request interrupted
+//     by user]", or "... for tool use]" when a permission dialog was
+//     declined), carrying the turn's promptId. ParseTranscriptLine maps it
+//     to KindInterrupted; the daemon tails the transcript named by
+//     SessionStart (harness.TranscriptSource).
+//   - When the interrupt lands before the first streamed token, Claude
+//     Code rewinds the turn instead: the prompt goes back into the input
+//     box and the transcript gets no entry at all. The only record is the
+//     per-process registry Claude Code keeps for its peers,
+//     <config dir>/sessions/<pid>.json, whose "status" goes from "busy"
+//     (or "waiting", with "waitingFor", while a dialog is up) to "idle"
+//     with "statusUpdatedAt" in Unix ms. IdleSince reads it.
+//
+// Both are provider-written structured state, never screen text or
+// output silence.
+
+// StatusProber is implemented by harnesses that publish their own
+// structured busy/idle status outside hooks (Claude Code's session
+// registry). The daemon consults it only to prove that a turn it
+// interrupted has ended.
+type StatusProber interface {
+	// IdleSince reports whether the harness process pid, whose session
+	// transcript is transcript, recorded itself idle at or after since.
+	IdleSince(transcript string, pid int, since time.Time) bool
+}
+
+// claudeInterruptMarker starts the user entry Claude Code writes to the
+// transcript when a turn is interrupted.
+const claudeInterruptMarker = "[Request interrupted by user"
+
+// ParseTranscriptLine maps the transcript's interrupt marker to
+// KindInterrupted (TurnID is the interrupted prompt's id); every other
+// line is KindIgnored. A prompt a person typed is never taken for the
+// marker: those are string content with origin.kind "human".
+func (Claude) ParseTranscriptLine(line []byte) Evidence {
+	if !bytes.Contains(line, []byte(claudeInterruptMarker)) {
+		return Evidence{Kind: KindIgnored}
+	}
+	var entry struct {
+		Type      string `json:"type"`
+		RowSource string `json:"rowSource"`
+		PromptID  string `json:"promptId"`
+		Origin    struct {
+			Kind string `json:"kind"`
+		} `json:"origin"`
+		Message struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(line, &entry) != nil || entry.Type != "user" || entry.Message.Role != "user" ||
+		entry.Origin.Kind == "human" || (entry.RowSource != "" && entry.RowSource != "harness") {
+		return Evidence{Kind: KindIgnored}
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(entry.Message.Content, &blocks) != nil || len(blocks) != 1 || blocks[0].Type != "text" {
+		return Evidence{Kind: KindIgnored}
+	}
+	text := strings.TrimSpace(blocks[0].Text)
+	if !strings.HasPrefix(text, claudeInterruptMarker) || !strings.HasSuffix(text, "]") || strings.Contains(text, "\n") {
+		return Evidence{Kind: KindIgnored}
+	}
+	return Evidence{Kind: KindInterrupted, Event: "transcript:interrupted", TurnID: entry.PromptID, Reason: text}
+}
+
+// maxClaudeStatusFile bounds the registry file read.
+const maxClaudeStatusFile = 1 << 20
+
+// IdleSince reads <config dir>/sessions/<pid>.json, the config dir being
+// the one holding the transcript (<config dir>/projects/<cwd>/<id>.jsonl,
+// so CLAUDE_CONFIG_DIR is honoured), and reports status "idle", nothing
+// awaited, for this very process, stamped at or after since.
+func (Claude) IdleSince(transcript string, pid int, since time.Time) bool {
+	projects := filepath.Dir(filepath.Dir(transcript))
+	if transcript == "" || pid <= 0 || filepath.Base(projects) != "projects" {
+		return false
+	}
+	f, err := os.Open(filepath.Join(filepath.Dir(projects), "sessions", fmt.Sprintf("%d.json", pid)))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var st struct {
+		PID             int    `json:"pid"`
+		Status          string `json:"status"`
+		WaitingFor      string `json:"waitingFor"`
+		StatusUpdatedAt int64  `json:"statusUpdatedAt"`
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxClaudeStatusFile))
+	if err != nil || json.Unmarshal(data, &st) != nil {
+		return false // being rewritten: the next poll sees it whole
+	}
+	return st.PID == pid && st.Status == "idle" && st.WaitingFor == "" && st.StatusUpdatedAt >= since.UnixMilli()
+}
 
 // claudeHook is the union of the hook payload fields dlgt reads.
 type claudeHook struct {

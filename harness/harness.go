@@ -26,6 +26,9 @@ type Spec struct {
 	HookArgv []string
 	// StateDir is a private directory for this Session's launch files.
 	StateDir string
+	// Prompt is the first prompt, for a LaunchPrompter launch that submits
+	// it itself (on its command line); empty otherwise.
+	Prompt string
 }
 
 // Launch is a prepared process launch.
@@ -34,6 +37,21 @@ type Launch struct {
 	Env  []string
 	// ProviderID is known before the first hook when dlgt assigned it.
 	ProviderID string
+	// ReadyAtSpawn marks a resume launch whose harness reports nothing
+	// until its first prompt (Codex runs SessionStart hooks with the first
+	// turn): the daemon treats the spawned process as ready for the known
+	// ProviderID, and the first prompt typed is still confirmed only by
+	// the provider's UserPromptSubmit.
+	ReadyAtSpawn bool
+}
+
+// LaunchPrompter is implemented by harnesses that report a new session
+// only once a prompt is submitted (Codex): a new Session's first prompt is
+// passed to Prepare in Spec.Prompt (so is a resume's prompt), and the
+// harness submits it itself. LaunchPrompt returns why prompt cannot be
+// passed that way, or nil.
+type LaunchPrompter interface {
+	LaunchPrompt(prompt string) error
 }
 
 // Keystroke is one write to the harness's PTY, made after a pause.
@@ -81,7 +99,18 @@ const (
 	KindIdlePrompt           // Notification(idle_prompt): the TUI waits for input
 	KindSessionEnd           // SessionEnd
 	KindRetrying             // a retryable provider error
+	KindInterrupted          // Interrupt (Codex): the turn was interrupted
 )
+
+// TranscriptSource is implemented by harnesses whose transcript file
+// carries lifecycle evidence that no hook reports (Codex records a failed
+// turn only in its rollout file). Once a hook of a generation names a
+// transcript, the daemon tails that file from its end at that moment until
+// the generation exits, and maps each new complete line; KindIgnored lines
+// are dropped. Evidence from it is bound to the provider id of that hook.
+type TranscriptSource interface {
+	ParseTranscriptLine(line []byte) Evidence
+}
 
 // Evidence is one normalized provider callback.
 type Evidence struct {

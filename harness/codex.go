@@ -1,0 +1,357 @@
+package harness
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// CodexTestedVersion is the codex-cli release dlgt's end-to-end tests pin.
+const CodexTestedVersion = "0.171.0"
+
+// Codex is the OpenAI Codex CLI adapter. The TUI runs under the PTY and
+// lifecycle comes from Codex hooks passed as per-launch -c overrides (the
+// session-flags config layer), plus the thread's rollout file for the one
+// outcome no hook reports (a failed turn). The user's $CODEX_HOME files
+// are never edited: hooks, hook trust, folder trust and the update check
+// are all command-line overrides for this child only.
+type Codex struct{}
+
+// codexHookEvents are the hook events dlgt subscribes to. Codex has no
+// Notification event; "Interrupt" fires when a turn is interrupted (Esc),
+// which is what proves a cancel.
+var codexHookEvents = []string{
+	"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
+	"PostToolUse", "Stop", "Interrupt", "SessionEnd",
+}
+
+// codexManaged are config keys (or key prefixes) dlgt sets itself;
+// harness_options may not.
+var codexManaged = []string{
+	"hooks", "notify", "projects", "check_for_update_on_startup", "model",
+	"model_reasoning_effort", "approval_policy",
+}
+
+var codexOptionKey = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}(\.[a-z0-9_-]{1,64}){0,7}$`)
+
+func (Codex) Name() string { return "codex" }
+
+func (Codex) Info() rpc.HarnessInfo {
+	return rpc.HarnessInfo{
+		Name:            "codex",
+		TestedVersion:   CodexTestedVersion,
+		LifecycleSource: "hooks",
+		Capabilities: rpc.HarnessCapabilities{
+			Resume: true, Cancel: true, Steering: false, HarnessOptions: true,
+			AutoApprove: true, Blocking: true,
+			EffortLevels: []string{"low", "medium", "high", "xhigh", "max", "ultra"},
+		},
+	}
+}
+
+// Binary is DLGT_CODEX_BIN from the client environment, else codex on the
+// client's PATH.
+func (Codex) Binary(env map[string]string) (string, error) {
+	return findBinary(env, "DLGT_CODEX_BIN", "codex")
+}
+
+// Models lists the model catalog built into codex-cli 0.171.0 (as printed
+// by `codex debug models`); "default" leaves the choice to the user's
+// Codex configuration.
+func (Codex) Models(includeHidden bool) rpc.ModelListResult {
+	models := []rpc.Model{
+		{ID: "default", DisplayName: "Default (the model in the user's Codex config)", Default: true},
+		{ID: "gpt-6.2-sol", DisplayName: "GPT-6.2-Sol"},
+		{ID: "gpt-6.2-astra", DisplayName: "GPT-6.2-Astra"},
+		{ID: "gpt-6-astra", DisplayName: "GPT-6-Astra"},
+		{ID: "gpt-6.1-sol", DisplayName: "GPT-6.1-Sol"},
+		{ID: "gpt-6.1-terra", DisplayName: "GPT-6.1 Terra"},
+		{ID: "gpt-6-sol", DisplayName: "GPT-6-Sol"},
+		{ID: "gpt-6-luna", DisplayName: "GPT-6-Luna"},
+		{ID: "gpt-5.6-sol", DisplayName: "GPT-5.6-Sol"},
+		{ID: "gpt-5.6-terra", DisplayName: "GPT-5.6-Terra"},
+		{ID: "gpt-5.6-luna", DisplayName: "GPT-5.6-Luna"},
+		{ID: "gpt-5.5", DisplayName: "GPT-5.5"},
+		{ID: "gpt-daybreak-blue-latest", DisplayName: "Daybreak Blue", Hidden: true},
+		{ID: "gpt-daybreak-red-latest", DisplayName: "Daybreak Red", Hidden: true},
+		{ID: "codex-auto-review", DisplayName: "Codex Auto Review", Hidden: true},
+	}
+	out := rpc.ModelListResult{Harness: "codex", Source: "built-in catalog of codex-cli " + CodexTestedVersion, Models: []rpc.Model{}}
+	for _, m := range models {
+		if m.Hidden && !includeHidden {
+			continue
+		}
+		out.Models = append(out.Models, m)
+	}
+	return out
+}
+
+// ValidateOptions checks KEY=VALUE entries. Each becomes a Codex config
+// override `-c KEY=VALUE` (VALUE is parsed as TOML by Codex, else taken
+// as a string); keys dlgt manages are refused.
+func (Codex) ValidateOptions(opts []string) error {
+	for i, o := range opts {
+		key, _, ok := strings.Cut(o, "=")
+		field := fmt.Sprintf("harness_options[%d]", i)
+		if !ok {
+			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
+		}
+		if !codexOptionKey.MatchString(key) {
+			return rpc.InvalidField(field, "%q is not a Codex config key", key)
+		}
+		for _, m := range codexManaged {
+			if key == m || strings.HasPrefix(key, m+".") {
+				return rpc.InvalidField(field, "config key %s is managed by dlgt and cannot be passed", key)
+			}
+		}
+	}
+	return nil
+}
+
+// Prepare builds the launch. Codex assigns the thread id itself, so a new
+// Session's ProviderID is learned from SessionStart; a resume runs
+// `codex resume <id>`.
+func (c Codex) Prepare(spec Spec) (*Launch, error) {
+	bin, err := c.Binary(spec.Env)
+	if err != nil {
+		return nil, rpc.Errorf(rpc.CodeLaunchFailed, "%v", err)
+	}
+	if spec.Resume && spec.ProviderID == "" {
+		return nil, rpc.Errorf(rpc.CodeLaunchFailed, "resuming a Codex thread needs its id")
+	}
+	argv := []string{bin}
+	if spec.Resume {
+		argv = append(argv, "resume")
+	}
+	argv = append(argv, codexArgs(spec)...)
+	if spec.Resume || spec.Prompt != "" {
+		argv = append(argv, "--")
+	}
+	if spec.Resume {
+		argv = append(argv, spec.ProviderID)
+	}
+	if spec.Prompt != "" {
+		if err := (Codex{}).LaunchPrompt(spec.Prompt); err != nil {
+			return nil, rpc.InvalidField("prompt", "%v", err)
+		}
+		argv = append(argv, spec.Prompt)
+	}
+	l := &Launch{Argv: argv, Env: mergeEnv(spec.Env, nil)}
+	if spec.Resume {
+		// A resumed thread is known. Its SessionStart comes with the next
+		// turn: with the launch prompt when there is one, else (restart)
+		// the spawn is the ready point.
+		l.ProviderID, l.ReadyAtSpawn = spec.ProviderID, spec.Prompt == ""
+	}
+	return l, nil
+}
+
+// maxCodexLaunchPrompt is Linux's limit on one argv string
+// (MAX_ARG_STRLEN, 32 pages, including the NUL).
+const maxCodexLaunchPrompt = 32*4096 - 1
+
+// LaunchPrompt accepts a new thread's first prompt for Codex's command
+// line. Codex runs no hook (not even SessionStart) before the first turn,
+// so the TUI must submit the first prompt itself for the launch to be
+// proven; its [PROMPT] argument does that.
+func (Codex) LaunchPrompt(prompt string) error {
+	if len(prompt) > maxCodexLaunchPrompt {
+		return fmt.Errorf("a new Codex Session's first prompt goes on its command line and is limited to %d bytes (this one has %d); start with a shorter prompt and send the rest", maxCodexLaunchPrompt, len(prompt))
+	}
+	return nil
+}
+
+// codexArgs are the per-launch flags and config overrides.
+func codexArgs(spec Spec) []string {
+	args := []string{
+		// No shared background server: nothing detached outlives the
+		// Session's process group.
+		"--no-daemon",
+		"-c", "check_for_update_on_startup=false",
+		"-c", "projects." + tomlString(spec.Cwd) + ".trust_level=\"trusted\"",
+		// Hooks from -c overrides (the "session flags" layer) are skipped
+		// unless trusted; their trust hash changes with every launch id.
+		"--dangerously-bypass-hook-trust",
+	}
+	for _, ev := range codexHookEvents {
+		args = append(args, "-c", codexHookOverride(spec.HookArgv, ev))
+	}
+	if spec.Model != "" && spec.Model != "default" {
+		args = append(args, "-c", "model="+tomlString(spec.Model))
+	}
+	if spec.Effort != "" {
+		args = append(args, "-c", "model_reasoning_effort="+tomlString(spec.Effort))
+	}
+	// auto_approve: Codex never asks (commands stay in its sandbox and a
+	// refused escalation goes back to the model); otherwise the model may
+	// ask and the Session blocks on the approval dialog.
+	if spec.AutoApprove {
+		args = append(args, "-c", `approval_policy="never"`)
+	} else {
+		args = append(args, "-c", `approval_policy="on-request"`)
+	}
+	for _, o := range spec.Options {
+		args = append(args, "-c", o)
+	}
+	return args
+}
+
+// codexHookOverride is one `hooks.<Event>=[...]` override running the
+// dlgt hook forwarder with the event name.
+func codexHookOverride(hookArgv []string, ev string) string {
+	cmd := shellQuote(append(append([]string{}, hookArgv...), ev))
+	matcher := ""
+	if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
+		matcher = `matcher="*",`
+	}
+	return "hooks." + ev + "=[{" + matcher + "hooks=[{type=\"command\",command=" + tomlString(cmd) + ",timeout=30}]}]"
+}
+
+// tomlString renders s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// Submit clears the draft (Ctrl-U), pastes the prompt as one bracketed
+// paste and sends Enter separately after a settle delay growing with the
+// paste.
+func (Codex) Submit(prompt string) []Keystroke {
+	paste := make([]byte, 0, len(prompt)+12)
+	paste = append(append(append(paste, pasteStart...), prompt...), pasteEnd...)
+	settle := 250*time.Millisecond + time.Duration(len(prompt)/1024)*3*time.Millisecond
+	return []Keystroke{
+		{Data: []byte{0x15}},
+		{Data: paste, Pause: 30 * time.Millisecond},
+		{Data: []byte{'\r'}, Pause: settle},
+	}
+}
+
+// Interrupt is Esc, Codex's interrupt key; it also declines an approval
+// dialog and aborts the turn in one press.
+func (Codex) Interrupt() []Keystroke { return []Keystroke{{Data: []byte{0x1b}}} }
+
+// DismissDialog is nothing: Esc on a Codex approval dialog already
+// interrupts the turn, and a second Esc at an idle composer opens Codex's
+// transcript backtrack view.
+func (Codex) DismissDialog() []Keystroke { return nil }
+
+// codexHook is the union of the Codex hook payload fields dlgt reads.
+type codexHook struct {
+	SessionID            string          `json:"session_id"`
+	TurnID               string          `json:"turn_id"`
+	HookEventName        string          `json:"hook_event_name"`
+	TranscriptPath       string          `json:"transcript_path"`
+	Source               string          `json:"source"`
+	Prompt               *string         `json:"prompt"`
+	LastAssistantMessage *string         `json:"last_assistant_message"`
+	ToolName             string          `json:"tool_name"`
+	ToolInput            json.RawMessage `json:"tool_input"`
+	Reason               string          `json:"reason"`
+}
+
+// ParseHook maps a Codex hook payload to evidence. The hook session_id is
+// the thread id.
+func (Codex) ParseHook(event string, payload []byte) (Evidence, error) {
+	var h codexHook
+	if err := json.Unmarshal(payload, &h); err != nil {
+		return Evidence{}, fmt.Errorf("hook payload is not a JSON object: %v", err)
+	}
+	if h.HookEventName != "" && h.HookEventName != event {
+		return Evidence{}, fmt.Errorf("hook event %q carries payload for %q", event, h.HookEventName)
+	}
+	ev := Evidence{Event: event, ProviderID: h.SessionID, TurnID: h.TurnID, Transcript: h.TranscriptPath}
+	switch event {
+	case "SessionStart":
+		ev.Kind, ev.Reason = KindReady, h.Source
+	case "UserPromptSubmit":
+		ev.Kind, ev.Prompt = KindPromptSubmitted, h.Prompt
+	case "PermissionRequest":
+		ev.Kind, ev.Reason, ev.Tool, ev.Command = KindBlocked, "permission", h.ToolName, toolCommand(h.ToolInput)
+	case "PreToolUse", "PostToolUse":
+		ev.Kind, ev.Tool = KindActivity, h.ToolName
+	case "Stop":
+		ev.Kind, ev.FinalText = KindStop, h.LastAssistantMessage
+	case "Interrupt":
+		ev.Kind = KindInterrupted
+	case "SessionEnd":
+		ev.Kind, ev.Reason = KindSessionEnd, h.Reason
+	default:
+		ev.Kind = KindIgnored
+	}
+	return ev, nil
+}
+
+// codexRollout is the part of a rollout line dlgt reads.
+type codexRollout struct {
+	Type    string `json:"type"`
+	Payload struct {
+		Type             string          `json:"type"`
+		TurnID           string          `json:"turn_id"`
+		LastAgentMessage *string         `json:"last_agent_message"`
+		Error            json.RawMessage `json:"error"`
+		Message          string          `json:"message"`
+		Attempt          json.RawMessage `json:"attempt"`
+	} `json:"payload"`
+}
+
+// ParseTranscriptLine maps one line of the thread's rollout file to
+// evidence no hook carries: a turn that ended in a provider error
+// (event_msg task_complete with an error; Codex runs no Stop hook for it)
+// and a stream retry (event_msg stream_error), when Codex records one.
+func (Codex) ParseTranscriptLine(line []byte) Evidence {
+	var r codexRollout
+	if json.Unmarshal(line, &r) != nil || r.Type != "event_msg" {
+		return Evidence{}
+	}
+	switch r.Payload.Type {
+	case "task_complete":
+		if len(r.Payload.Error) == 0 || string(r.Payload.Error) == "null" {
+			return Evidence{}
+		}
+		return Evidence{Kind: KindStopFailure, Event: "rollout:task_complete", TurnID: r.Payload.TurnID, Error: codexError(r.Payload.Error)}
+	case "stream_error":
+		n, _ := strconv.Atoi(strings.Trim(string(r.Payload.Attempt), `"`))
+		return Evidence{Kind: KindRetrying, Event: "rollout:stream_error", Attempt: n, Error: clipText(r.Payload.Message, 1024)}
+	}
+	return Evidence{}
+}
+
+// codexError sanitizes a rollout error: {"message": "..."} where the
+// message may itself be the provider's JSON error body.
+func codexError(raw json.RawMessage) string {
+	var obj struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Message != "" {
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+				Type    string `json:"type"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(obj.Message), &body) == nil && body.Error.Message != "" {
+			return clipText(strings.TrimSpace(body.Error.Type+": "+body.Error.Message), 1024)
+		}
+		return clipText(obj.Message, 1024)
+	}
+	return sanitizeError(raw)
+}
