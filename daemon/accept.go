@@ -10,12 +10,15 @@ import (
 	"strings"
 	"time"
 
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
 // Bounds on acceptance inputs.
 const (
-	maxPromptBytes = 1 << 20
+	// maxPromptBytes keeps a prompt well inside the 1 MiB request line
+	// even after JSON escaping.
+	maxPromptBytes = 512 << 10
 	maxTitleBytes  = 200
 	maxOptions     = 64
 	maxEnvEntries  = 4096
@@ -39,13 +42,19 @@ func validatePrompt(p string) error {
 	return nil
 }
 
+// unsafeTitleRune reports C0/C1 controls and bidirectional overrides, which
+// would let a title rewrite the terminal or the reading order of listings.
+func unsafeTitleRune(r rune) bool {
+	return r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
 func validateTitle(t string) error {
 	switch {
 	case strings.TrimSpace(t) == "":
 		return rpc.InvalidField("title", "must not be empty")
 	case len(t) > maxTitleBytes:
 		return rpc.InvalidField("title", "longer than %d bytes", maxTitleBytes)
-	case strings.ContainsFunc(t, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	case strings.ContainsFunc(t, unsafeTitleRune):
 		return rpc.InvalidField("title", "must not contain control characters")
 	}
 	return nil
@@ -220,6 +229,9 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 	rt.sessions[s.uid] = s
 	rt.mu.Unlock()
 
+	if lp, ok := s.h.(harness.LaunchPrompter); ok {
+		return rt.createWithLaunchPrompt(ctx, s, lp, lo, prompt)
+	}
 	g, err := rt.startGeneration(ctx, s, lo)
 	if err != nil {
 		rt.discard(s)

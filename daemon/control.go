@@ -61,6 +61,12 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 	}
+	if ev.Transcript != "" {
+		if g.transcript == "" {
+			g.transcript = ev.Transcript
+		}
+		rt.tailTranscriptLocked(s, g, ev.Transcript, ev.ProviderID)
+	}
 	e := s.exec
 	switch ev.Kind {
 	case harness.KindReady:
@@ -80,6 +86,10 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		rt.bindLocked(s)
 		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionReady})
 		close(g.ready)
+		if e != nil {
+			// The first prompt went with the launch (harness.LaunchPrompter).
+			rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+		}
 		return true
 	case harness.KindPromptSubmitted:
 		if e == nil || e.isConfirmed() {
@@ -89,6 +99,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			rt.log.Info("UserPromptSubmit for another prompt ignored", "session", s.rec.ID)
 			return false
 		}
+		e.turnID = ev.TurnID
 		e.confirm()
 		return true
 	case harness.KindBlocked:
@@ -127,6 +138,20 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return true
 		}
 		return false
+	case harness.KindInterrupted:
+		// The provider's own report that the turn was interrupted: a
+		// cancel's proof, or an interrupt made at the terminal.
+		if e == nil || (ev.TurnID != "" && e.turnID != "" && ev.TurnID != e.turnID) {
+			return false
+		}
+		e.confirm()
+		status, rerr := rpc.StatusInterrupted, &rpc.ResultError{Code: "interrupted", Message: "the turn was interrupted in the harness"}
+		if e.canceling {
+			status, rerr = rpc.StatusCanceled, &rpc.ResultError{Code: "canceled", Message: "canceled by request"}
+		}
+		res := rt.finishExecLocked(s, status, "", rpc.TextSourceMissing, rerr)
+		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+		return true
 	case harness.KindRetrying:
 		if e == nil {
 			return false
@@ -199,9 +224,18 @@ func recoverFromTranscript(path, prompt string) (string, bool) {
 				Role    string          `json:"role"`
 				Content json.RawMessage `json:"content"`
 			} `json:"message"`
+			// Codex rollout lines: {"type":"response_item","payload":{"type":"message",...}}.
+			Payload struct {
+				Type    string          `json:"type"`
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"payload"`
 		}
 		if err := dec.Decode(&entry); err != nil {
 			break
+		}
+		if entry.Type == "response_item" && entry.Payload.Type == "message" {
+			entry.Type, entry.Message.Role, entry.Message.Content = "", entry.Payload.Role, entry.Payload.Content
 		}
 		content := contentText(entry.Message.Content)
 		switch {
@@ -231,7 +265,7 @@ func contentText(raw json.RawMessage) string {
 	}
 	var parts []string
 	for _, b := range blocks {
-		if b.Type == "text" {
+		if b.Type == "text" || b.Type == "input_text" || b.Type == "output_text" {
 			parts = append(parts, b.Text)
 		}
 	}
@@ -282,8 +316,16 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 			return nil, err
 		}
 	}
+	// A harness.LaunchPrompter submits the prompt itself (launch_prompt.go).
+	var e *execution
+	var cursor uint64
+	if lp, ok := s.h.(harness.LaunchPrompter); ok && lp.LaunchPrompt(p.Prompt) == nil {
+		e, cursor = rt.beginLaunchExec(s, p.Prompt, false)
+		lo.prompt = p.Prompt
+	}
 	if _, err := rt.startGeneration(ctx, s, lo); err != nil {
 		s.mu.Lock()
+		rt.launchExecFailedLocked(s, e, err)
 		rt.releaseAliasLocked(s)
 		rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"})
 		s.mu.Unlock()
@@ -291,6 +333,9 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 			re.SessionID, re.LaunchID = s.rec.ID, ""
 		}
 		return nil, err
+	}
+	if e != nil {
+		return rt.launchReceipt(ctx, s, e, cursor), nil
 	}
 	return rt.accept(ctx, s, p.Prompt, false)
 }
@@ -546,6 +591,7 @@ func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json
 	}
 	s.mu.Unlock()
 	if g != nil {
+		since := time.Now()
 		if wasBlocked {
 			// Dismissing the dialog and interrupting the turn are
 			// separate steps.
@@ -553,6 +599,7 @@ func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json
 			time.Sleep(150 * time.Millisecond)
 		}
 		writeKeys(ctx, g.proc, s.h.Interrupt())
+		rt.proveInterrupt(s, g, e, since)
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()

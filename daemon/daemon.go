@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"time"
 
@@ -56,21 +57,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer db.Close()
 
-	l, err := listen(p.Socket)
+	l, cleanup, err := listenOwned(p.Socket)
 	if err != nil {
 		return err
 	}
-	sockInfo, err := os.Lstat(p.Socket)
+	defer cleanup()
+	hl, hookCleanup, err := listenOwned(p.HookSocket)
 	if err != nil {
-		l.Close()
 		return err
 	}
-	defer func() {
-		l.Close()
-		if sameFile(p.Socket, sockInfo) {
-			os.Remove(p.Socket)
-		}
-	}()
+	defer hookCleanup()
 
 	rt, err := newRuntime(db, p, log, cfg.Options)
 	if err != nil {
@@ -85,6 +81,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
+	// Hooks have their own socket and connection cap, so clients holding
+	// every public connection (long polls) can never starve the harness
+	// callbacks that complete their turns.
+	hookSrv := &rpc.Server{Handler: hookOnly{rt}, Logger: log, Limits: rpc.Limits{MaxConnections: hookConnections}}
+	go hookSrv.Serve(context.Background(), hl)
+	defer hookSrv.Close()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(srvCtx, l) }()
 	select {
@@ -98,6 +100,40 @@ func Run(ctx context.Context, cfg Config) error {
 	srv.Close()
 	rt.close()
 	return nil
+}
+
+// hookConnections caps concurrent hook deliveries. Each is one short-lived
+// process of a harness; a Session fires them one at a time.
+const hookConnections = 256
+
+// hookOnly serves the hook socket: internal.hook and nothing else.
+type hookOnly struct{ rt *runtime }
+
+func (h hookOnly) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request) (any, error) {
+	if req.Method != rpc.MethodHookDeliver {
+		return nil, rpc.InvalidField("method", "the hook socket serves only %s", rpc.MethodHookDeliver)
+	}
+	return h.rt.ServeRPC(ctx, peer, req)
+}
+
+// listenOwned binds path (see listen) and returns a cleanup that closes the
+// listener and removes the path only if it still names our socket.
+func listenOwned(path string) (net.Listener, func(), error) {
+	l, err := listen(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := os.Lstat(path)
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	return l, func() {
+		l.Close()
+		if sameFile(path, info) {
+			os.Remove(path)
+		}
+	}, nil
 }
 
 func newInstanceID() string {

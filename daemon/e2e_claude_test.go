@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,6 +61,14 @@ type e2eClaude struct {
 
 func startE2EClaude(t *testing.T, script mockapi.Script) *e2eClaude {
 	t.Helper()
+	mock, env := e2eClaudeEnv(t, script)
+	return &e2eClaude{td: startTestDaemonWith(t, env), mock: mock, env: env}
+}
+
+// e2eClaudeEnv starts the mock and returns it with the client
+// environment that runs the real Claude Code offline against it.
+func e2eClaudeEnv(t *testing.T, script mockapi.Script) (*mockapi.Server, map[string]string) {
+	t.Helper()
 	bin := e2eClaudeBin(t)
 	// Created before the daemon so that its cleanup (which stops every
 	// Claude process) runs before the mock closes and these directories
@@ -89,7 +100,7 @@ func startE2EClaude(t *testing.T, script mockapi.Script) *e2eClaude {
 		"GORACE":                                   "atexit_sleep_ms=0",
 		"TERM":                                     "xterm-256color",
 	}
-	return &e2eClaude{td: startTestDaemonWith(t, env), mock: mock, env: env}
+	return mock, env
 }
 
 // call makes one RPC, failing t (which may be a subtest) on error.
@@ -183,6 +194,50 @@ func (e *e2eClaude) expectText(t *testing.T, id, cursor, want string, seq uint64
 	return res
 }
 
+// e2eSlowReply streams for about a minute, to be canceled.
+var e2eSlowReply = mockapi.Reply{Text: strings.Repeat("slow ", 300), Chunk: 1, Delay: 40 * time.Millisecond}
+
+// cancelOK cancels the running execution seq of id and checks it ends
+// canceled with the Session idle.
+func (e *e2eClaude) cancelOK(t *testing.T, id string, seq uint64) {
+	t.Helper()
+	start := time.Now()
+	var res rpc.SessionResult
+	e.call(t, rpc.MethodSessionCancel, map[string]any{"session": id, "timeout_ms": 20000}, &res)
+	took := time.Since(start)
+	if res.Result == nil || res.Result.Status != rpc.StatusCanceled || res.Result.ExecutionSeq != seq || res.Session.State != rpc.StateIdle {
+		t.Fatalf("cancel = state %s result %+v, want execution %d canceled and idle", res.Session.State, res.Result, seq)
+	}
+	t.Logf("latency: session.cancel -> canceled result %v", took.Round(time.Millisecond))
+	if r := e.read(t, id); r.Session.State != rpc.StateIdle || r.Result == nil || r.Result.Status != rpc.StatusCanceled {
+		t.Fatalf("read after cancel = state %s result %+v", r.Session.State, r.Result)
+	}
+}
+
+func (e *e2eClaude) read(t *testing.T, id string) rpc.SessionReadResult {
+	t.Helper()
+	var r rpc.SessionReadResult
+	e.call(t, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &r)
+	return r
+}
+
+// waitLive waits until the live screen of id shows substr.
+func (e *e2eClaude) waitLive(t *testing.T, id, substr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var doc rpc.FetchDocument
+		e.call(t, rpc.MethodSessionFetch, map[string]any{"session": id, "screen": true}, &doc)
+		if sc := doc.Sessions[0].Screen; sc != nil && strings.Contains(strings.Join(sc.Live, "\n"), substr) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never showed %q", substr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func (e *e2eClaude) screenEpoch(t *testing.T, id string) uint64 {
 	t.Helper()
 	var doc rpc.FetchDocument
@@ -225,6 +280,7 @@ func TestClaudeE2E(t *testing.T) {
 		mockapi.Contains("BIG-PROMPT:", mockapi.Reply{Text: "BIG-REPLY"}),
 		// A command that is not read-only, so default mode asks first.
 		mockapi.Prefix("E2E-TOOL", mockapi.Reply{Tool: "touch dlgt-e2e-marker", Text: "AFTER-TOOL"}),
+		mockapi.Prefix("E2E-SLOW", e2eSlowReply),
 	})
 	cwd := t.TempDir()
 	var id string
@@ -321,11 +377,39 @@ func TestClaudeE2E(t *testing.T) {
 			}
 			e.expectReply(t, id, r.Cursor, prompt, 5)
 		}},
+		{"CancelStreaming", func(t *testing.T) {
+			// The reply is streaming when the interrupt lands: Claude Code
+			// writes its interrupt marker to the transcript.
+			r := e.send(t, id, "E2E-SLOW cancel me while streaming", "e2e-6")
+			e.waitLive(t, id, "slow slow slow")
+			e.cancelOK(t, id, 6)
+			const prompt = "still here after a cancel"
+			r = e.send(t, id, prompt, "e2e-7")
+			e.expectReply(t, id, r.Cursor, prompt, 7)
+			if n := e.waitPrompt(t, prompt); n != 1 {
+				t.Fatalf("mock saw the prompt %d times", n)
+			}
+		}},
+		{"CancelEarly", func(t *testing.T) {
+			// Canceled as soon as the prompt is confirmed: usually before
+			// the first token, when Claude Code rewinds the turn (the prompt
+			// goes back to the input box, nothing reaches the transcript).
+			e.send(t, id, "E2E-SLOW cancel me at once", "e2e-8")
+			e.cancelOK(t, id, 8)
+			// The rewound draft must not leak into the next prompt.
+			const prompt = "a clean prompt after an early cancel"
+			r := e.send(t, id, prompt, "e2e-9")
+			e.expectReply(t, id, r.Cursor, prompt, 9)
+			if n := e.waitPrompt(t, prompt); n != 1 {
+				t.Fatalf("mock saw the prompt %d times: %q", n, e.mock.Prompts())
+			}
+		}},
 		{"PermissionBlocks", func(t *testing.T) {
+			cwd := t.TempDir()
 			no := false
 			var r rpc.Receipt
 			e.call(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-				Title: "e2e permission", Harness: "claude", Cwd: t.TempDir(), Prompt: "E2E-TOOL please run it",
+				Title: "e2e permission", Harness: "claude", Cwd: cwd, Prompt: "E2E-TOOL please run it",
 				RequestID: "e2e-perm-1", Environment: e.env, AutoApprove: &no,
 				HarnessOptions: []string{"permission-mode=default"},
 			}, &r)
@@ -338,6 +422,12 @@ func TestClaudeE2E(t *testing.T) {
 			}
 			if n := len(doc.Sessions[0].Results); n != 0 {
 				t.Fatalf("blocked produced %d results", n)
+			}
+			// Cancel while blocked: the dialog is dismissed (declining the
+			// tool), then the turn is interrupted.
+			e.cancelOK(t, r.Session.ID, 1)
+			if _, err := os.Stat(filepath.Join(cwd, "dlgt-e2e-marker")); err == nil {
+				t.Fatal("the declined tool ran")
 			}
 			var stopped rpc.SessionResult
 			e.call(t, rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, Force: true}, &stopped)
@@ -352,5 +442,155 @@ func TestClaudeE2E(t *testing.T) {
 		if !t.Run(s.name, s.run) && failed == "" {
 			failed = s.name
 		}
+	}
+}
+
+// claudeProcs lists live processes whose command line runs bin with the
+// working directory cwd (pgrep -f bin, then /proc/PID/cwd).
+func claudeProcs(t *testing.T, bin, cwd string) []int {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-f", bin).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+			t.Fatalf("pgrep: %v", err)
+		}
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		pid, _ := strconv.Atoi(f)
+		if dir, err := os.Readlink("/proc/" + f + "/cwd"); err == nil && dir == cwd {
+			if st := procState(pid); st != 0 && st != 'Z' {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
+}
+
+// waitClaudeProc waits for exactly one Claude process in cwd.
+func waitClaudeProc(t *testing.T, bin, cwd string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if pids := claudeProcs(t, bin, cwd); len(pids) == 1 {
+			return pids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no single Claude process in %s: %v", cwd, claudeProcs(t, bin, cwd))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A daemon SIGKILLed in the middle of a real Claude turn: the next daemon
+// on the same home reports the Session failed with an interrupted
+// result, and a resume continues the same Claude conversation.
+func TestClaudeE2EDaemonKill9(t *testing.T) {
+	bin := e2eClaudeBin(t)
+	mock, env := e2eClaudeEnv(t, mockapi.Script{mockapi.Prefix("E2E-SLOW", e2eSlowReply)})
+	home := filepath.Join(t.TempDir(), "state")
+	sockDir, err := os.MkdirTemp("", "dlgt-k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	socket := filepath.Join(sockDir, "d.sock")
+	p, err := ResolvePaths(func(k string) string {
+		switch k {
+		case "DLGT_HOME":
+			return home
+		case "DLGT_SOCKET":
+			return socket
+		}
+		return ""
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd := t.TempDir()
+	td := &testDaemon{t: t, paths: p, env: env}
+	cd := &childDaemon{t: t, home: home, socket: socket}
+	t.Cleanup(func() {
+		if cd.cmd != nil && cd.exited != nil {
+			select {
+			case <-cd.exited:
+			default:
+				cd.cmd.Process.Kill()
+				<-cd.exited
+			}
+		}
+		for _, pid := range claudeProcs(t, bin, cwd) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	cd.start()
+
+	create := rpc.SessionCreateParams{Title: "e2e kill -9", Harness: "claude", Cwd: cwd,
+		Prompt: "E2E-SLOW a turn the daemon will not see end", RequestID: "e2e-k9-1", Environment: env}
+	var r rpc.Receipt
+	start := time.Now()
+	td.mustCall(rpc.MethodSessionCreate, create, &r)
+	t.Logf("latency: create -> confirmed receipt %v (child daemon)", time.Since(start).Round(time.Millisecond))
+	if r.Submission != rpc.SubmissionConfirmed || !strings.HasPrefix(r.Session.ID, "claude:") {
+		t.Fatalf("receipt = %+v", r)
+	}
+	id := r.Session.ID
+	e := &e2eClaude{td: td, mock: mock, env: env}
+	e.waitLive(t, id, "slow slow slow")
+	claude := waitClaudeProc(t, bin, cwd)
+
+	cd.kill9()
+	// The orphaned Claude keeps its own process group (the daemon made it
+	// a session leader): kill that group, as an operator would.
+	syscall.Kill(-claude, syscall.SIGKILL)
+	deadline := time.Now().Add(30 * time.Second)
+	for len(claudeProcs(t, bin, cwd)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Claude survived SIGKILL: %v", claudeProcs(t, bin, cwd))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	cd.start()
+	rd := td.read(t, id)
+	if rd.Session.State != rpc.StateFailed {
+		t.Fatalf("state after kill -9 = %s", rd.Session.State)
+	}
+	if res := rd.Result; res == nil || res.ExecutionSeq != 1 || res.Status != rpc.StatusInterrupted || res.Error == nil || res.Error.Code != "daemon_restarted" {
+		t.Fatalf("result after kill -9 = %+v", res)
+	}
+
+	const prompt = "back after the daemon was killed"
+	var r2 rpc.Receipt
+	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "e2e-k9-2", Resume: true, Environment: env}, &r2)
+	if r2.Session.ID != id || r2.ExecutionSeq != 2 || r2.Submission != rpc.SubmissionConfirmed {
+		t.Fatalf("resume receipt = %+v", r2)
+	}
+	resumed := waitClaudeProc(t, bin, cwd)
+	cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(resumed) + "/cmdline")
+	if !strings.Contains(string(cmdline), "\x00--resume\x00"+strings.TrimPrefix(id, "claude:")+"\x00") {
+		t.Fatalf("resumed Claude argv = %q, want --resume %s", strings.ReplaceAll(string(cmdline), "\x00", " "), id)
+	}
+	e.expectReply(t, id, r2.Cursor, prompt, 2)
+	reqs := e.waitPrompts(t, func(p string) bool { return p == prompt })
+	if len(reqs) != 1 {
+		t.Fatalf("mock saw the resumed prompt %d times", len(reqs))
+	}
+	// The resumed request carries the conversation so far (the first
+	// prompt was streaming a reply, so it is in the transcript).
+	for _, req := range mock.Requests() {
+		if req.Kind == mockapi.KindPrompt && req.Prompt == prompt && !strings.Contains(string(req.Body), create.Prompt) {
+			t.Fatalf("the resumed request does not carry the interrupted prompt %q", create.Prompt)
+		}
+	}
+
+	cd.stop()
+	deadline = time.Now().Add(30 * time.Second)
+	for len(claudeProcs(t, bin, cwd)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("Claude processes survived the daemon: %v", claudeProcs(t, bin, cwd))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

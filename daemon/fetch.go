@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"slices"
+	"sort"
 	"time"
 	"unicode/utf8"
 
 	"dlgt/rpc"
+	"dlgt/store"
 )
 
 // Fetch bounds of the contract.
@@ -20,10 +24,28 @@ const (
 	fetchStableMax    = 512
 	fetchLiveRows     = 40
 	fetchMaxWait      = 86_400_000
+	fetchAllPage      = 32
+	fetchAllSessions  = 256
 	// cliWrapper is what the CLI adds around a document:
 	// {"ok":true, + document without its "{" + newline.
 	cliWrapper = len(`{"ok":true,`) - 1 + 1
+	// workableSlack is the headroom a named workable max_bytes keeps for
+	// what may arrive between the failed call and the retry: the snapshot
+	// gaining a field, or a lifecycle event (which cannot be chunked)
+	// queued ahead of the chunk the value was verified with. Both the
+	// value and value-slack are verified by rendering.
+	workableSlack = 256
+	// maxCursorLen is the widest cursor a document can carry.
+	maxCursorLen = 20
 )
+
+// eventsEvictedThrough reads the event retention watermark. Tests replace
+// it to simulate an overrun without appending 50,000 events.
+var eventsEvictedThrough = func(db *store.DB) uint64 { return db.EventsEvictedThrough() }
+
+// errTooSmall: the budget cannot carry the envelope plus one piece of
+// progress.
+var errTooSmall = errors.New("max_bytes too small for one piece of progress")
 
 // currentMarkLocked is the watermark of everything recorded for s so far.
 // s.mu held.
@@ -36,6 +58,29 @@ func (rt *runtime) currentMarkLocked(s *session) sessionMark {
 	return m
 }
 
+// noteEventLocked records that s emitted event seq, so a reader can later
+// tell whether retention dropped one of this Session's events. s.mu held.
+func (s *session) noteEventLocked(seq, evicted uint64) {
+	s.eventSeqs = append(s.eventSeqs, seq)
+	if len(s.eventSeqs) > 1024 {
+		s.eventLostAfterLocked(^uint64(0), evicted)
+	}
+}
+
+// eventLostAfterLocked reports whether retention dropped an event of s
+// with seq > after. s.mu held.
+func (s *session) eventLostAfterLocked(after, evicted uint64) bool {
+	i := 0
+	for i < len(s.eventSeqs) && s.eventSeqs[i] <= evicted {
+		s.lostEvent = s.eventSeqs[i]
+		i++
+	}
+	if i > 0 {
+		s.eventSeqs = append(s.eventSeqs[:0], s.eventSeqs[i:]...)
+	}
+	return s.lostEvent > after
+}
+
 // fetchReq is a validated session.fetch.
 type fetchReq struct {
 	cursor    uint64
@@ -43,7 +88,9 @@ type fetchReq struct {
 	wait      time.Duration
 	untilRes  bool
 	screen    bool
+	screenSet bool // screen explicitly requested (true or a count)
 	stableCap int
+	maxBytes  int
 	budget    int // bytes for the document itself
 }
 
@@ -70,9 +117,9 @@ func parseFetch(p *rpc.SessionFetchParams) (*fetchReq, error) {
 		var n int
 		switch {
 		case json.Unmarshal(raw, &b) == nil:
-			fr.screen = b
+			fr.screen, fr.screenSet = b, b
 		case json.Unmarshal(raw, &n) == nil && n >= 0 && n <= fetchStableMax:
-			fr.stableCap = n
+			fr.stableCap, fr.screenSet = n, true
 		default:
 			return nil, rpc.InvalidField("screen", "must be a boolean or a stable-line count up to %d", fetchStableMax)
 		}
@@ -84,6 +131,7 @@ func parseFetch(p *rpc.SessionFetchParams) (*fetchReq, error) {
 	case max < 0 || max > fetchHardBytes:
 		return nil, rpc.InvalidField("max_bytes", "must be between 1 and %d", fetchHardBytes)
 	}
+	fr.maxBytes = max
 	fr.budget = max - cliWrapper
 	return fr, nil
 }
@@ -101,7 +149,7 @@ func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, params json.
 		return nil, err
 	}
 	if p.All {
-		return rt.fetchAll(ctx, &p, fr)
+		return rt.fetchAll(ctx, fr)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
@@ -114,13 +162,60 @@ func (rt *runtime) runtimeInfo() rpc.Runtime {
 	return rpc.Runtime{Version: Version, InstanceID: rt.instanceID}
 }
 
-func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (any, error) {
-	if !fr.hasCursor {
-		return rt.baseline(s, fr, rpc.ReasonSnapshot, nil, nil)
+// fit runs build at the requested budget. When the budget cannot carry
+// one piece of progress it fails with INVALID_ARGUMENT naming a max_bytes
+// verified by rendering at it (and at it minus workableSlack).
+func fit[T any](fr *fetchReq, build func(*fetchReq) (T, error)) (T, error) {
+	d, err := build(fr)
+	if !errors.Is(err, errTooSmall) {
+		return d, err
 	}
-	pos, err := rt.positions.get(s.uid, fr.cursor)
-	if err != nil {
-		return nil, err
+	var zero T
+	ok := func(c int) bool {
+		if c < 1 || c > fetchHardBytes {
+			return false
+		}
+		f := *fr
+		f.maxBytes, f.budget = c, c-cliWrapper
+		_, err := build(&f)
+		return err == nil
+	}
+	works := func(c int) bool { return ok(c) && (c-workableSlack <= fr.maxBytes || ok(c-workableSlack)) }
+	hi := 0
+	for c := fr.maxBytes; c < fetchHardBytes; {
+		c = min(fetchHardBytes, c+max(256, c/2))
+		if works(c) {
+			hi = c
+			break
+		}
+	}
+	if hi == 0 {
+		return zero, rpc.InvalidField("max_bytes", "no max_bytes up to %d can carry this response", fetchHardBytes)
+	}
+	for lo := fr.maxBytes; lo+1 < hi; {
+		mid := lo + (hi-lo)/2
+		if works(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	// The named value must itself have been rendered, with its slack.
+	if !ok(hi) || !ok(hi-workableSlack) {
+		hi = min(fetchHardBytes, hi+workableSlack)
+	}
+	return zero, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "max_bytes", WorkableMaxBytes: hi,
+		Message: "max_bytes " + itoa(uint64(fr.maxBytes)) + " is too small for this response's envelope plus one chunk; " + itoa(uint64(hi)) + " works"}
+}
+
+func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (any, error) {
+	var pos *position
+	if fr.hasCursor {
+		p, err := rt.positions.get(s.uid, fr.cursor)
+		if err != nil {
+			return nil, err
+		}
+		pos = p
 	}
 	// until:result binds to the execution active, or latest, now.
 	s.mu.Lock()
@@ -132,22 +227,46 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		defer t.Stop()
 		deadline = t.C
 	}
-	waited := false
+	expired := false
 	for {
 		s.mu.Lock()
 		changed := s.changed
-		state := s.rec.State
+		blocked := s.rec.State == rpc.StateBlocked
+		boundDone := bound > 0 && (s.exec == nil || s.exec.seq != bound)
 		s.mu.Unlock()
-		if gaps, top := rt.gapsFor(s, pos.mark); len(gaps)+len(top) > 0 {
-			return rt.baseline(s, fr, rpc.ReasonGap, gaps, top)
-		}
-		var upto *sessionMark
-		if pos.nextSet {
-			if np, ok := rt.positions.lookup(s.uid, pos.next); ok {
-				upto = &np.mark
+
+		if pos == nil {
+			// A cursorless call is a baseline; until:result waits for the
+			// bound execution first.
+			if fr.untilRes && bound > 0 && !boundDone && !blocked && deadline != nil {
+				if err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+					return nil, err
+				}
+				continue
 			}
+			reason := rpc.ReasonSnapshot
+			if fr.untilRes {
+				switch {
+				case boundDone:
+					reason = rpc.ReasonResult
+				case blocked:
+					reason = rpc.ReasonBlocked
+				case expired:
+					reason = rpc.ReasonTimeout
+				}
+			}
+			return rt.baselineDoc(s, fr, reason, nil, nil)
 		}
-		d, err := rt.buildDelta(s, pos.mark, upto, fr)
+
+		if gaps, top := rt.gapsFor(s, pos.mark); len(gaps)+len(top) > 0 {
+			return rt.baselineDoc(s, fr, rpc.ReasonGap, gaps, top)
+		}
+		nextN, nextPos := rt.positions.successor(s.uid, pos)
+		var upto *sessionMark
+		if nextPos != nil {
+			upto = &nextPos.mark
+		}
+		d, err := fit(fr, func(fr *fetchReq) (*delta, error) { return rt.buildDelta(s, pos.mark, upto, fr) })
 		if err != nil {
 			return nil, err
 		}
@@ -158,45 +277,53 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 			}
 		}
 		advanced := d.mark != pos.mark
-		done := d.hasMore || (!fr.untilRes && advanced) || (fr.untilRes && (gotBound || state == rpc.StateBlocked))
-		if fr.untilRes && bound == 0 {
-			done = true // nothing to wait for: the Session never accepted work
+		var done bool
+		if fr.untilRes {
+			alreadyHad := boundDone && pos.mark.Result >= bound
+			done = d.hasMore || gotBound || alreadyHad || bound == 0 || blocked
+		} else {
+			done = d.hasMore || advanced
 		}
-		if done || deadline == nil {
-			reason := rpc.ReasonChange
-			switch {
-			case d.hasMore:
-				reason = rpc.ReasonPageFull
-			case gotBound || (!fr.untilRes && len(d.bucket.Results) > 0):
-				reason = rpc.ReasonResult
-			case state == rpc.StateBlocked:
-				reason = rpc.ReasonBlocked
-			case !advanced:
-				reason = rpc.ReasonTimeout
+		if !done && deadline != nil {
+			if err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+				return nil, err
 			}
-			if !advanced && !waited && deadline == nil && reason == rpc.ReasonChange {
-				reason = rpc.ReasonTimeout
-			}
-			cursor := fr.cursor
-			if advanced {
-				if upto != nil && d.mark == *upto {
-					cursor = pos.next
-				} else {
-					cursor = rt.positions.mintSession(s.uid, d.mark)
-					rt.positions.link(s.uid, pos, cursor)
-				}
-			}
-			return d.document(rt, reason, cursor), nil
+			continue
 		}
-		select {
-		case <-changed:
-			waited = true
-		case <-deadline:
-			deadline = nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		reason := rpc.ReasonTimeout
+		switch {
+		case d.hasMore:
+			reason = rpc.ReasonPageFull
+		case gotBound || (fr.untilRes && boundDone && pos.mark.Result >= bound) || (!fr.untilRes && len(d.bucket.Results) > 0):
+			reason = rpc.ReasonResult
+		case blocked && (fr.untilRes || advanced):
+			reason = rpc.ReasonBlocked
+		case advanced:
+			reason = rpc.ReasonChange
 		}
+		cursor := fr.cursor
+		if advanced {
+			if upto != nil && d.mark == *upto {
+				cursor = nextN
+			} else {
+				cursor = rt.positions.advance(s.uid, pos, &position{mark: d.mark})
+			}
+		}
+		return d.document(rt, reason, cursor), nil
 	}
+}
+
+// waitChange blocks until changed closes, the deadline passes (which
+// clears it and sets expired) or ctx ends.
+func waitChange(ctx context.Context, changed <-chan struct{}, deadline *<-chan time.Time, expired *bool) error {
+	select {
+	case <-changed:
+	case <-*deadline:
+		*deadline, *expired = nil, true
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // gapsFor reports retention overruns since mark: per-Session components
@@ -208,8 +335,11 @@ func (rt *runtime) gapsFor(s *session, m sessionMark) (gaps, top []rpc.Gap) {
 	if m.Result < rt.db.ResultsEvictedThrough(s.uid) {
 		gaps = append(gaps, rpc.Gap{Component: "results", Reason: "retention_overrun"})
 	}
-	if m.Event < rt.db.EventsEvictedThrough() {
-		if evs, err := rt.db.ReadEvents(m.Event, 1, s.uid); err == nil && len(evs) > 0 && evs[0].Seq > m.Event+1 {
+	if ev := eventsEvictedThrough(rt.db); m.Event < ev {
+		s.mu.Lock()
+		lost := s.eventLostAfterLocked(m.Event, ev)
+		s.mu.Unlock()
+		if lost {
 			top = append(top, rpc.Gap{Component: "events", Reason: "retention_overrun"})
 		}
 	}
@@ -225,14 +355,19 @@ type delta struct {
 }
 
 func (d *delta) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
-	gaps := d.gaps
+	return rt.newDocument(reason, d.hasMore, d.gaps, cursor, []rpc.FetchSession{d.bucket})
+}
+
+func (rt *runtime) newDocument(reason string, hasMore bool, gaps []rpc.Gap, cursor uint64, buckets []rpc.FetchSession) *rpc.FetchDocument {
 	if gaps == nil {
 		gaps = []rpc.Gap{}
 	}
+	if buckets == nil {
+		buckets = []rpc.FetchSession{}
+	}
 	return &rpc.FetchDocument{
 		SchemaVersion: rpc.SchemaVersion, Runtime: rt.runtimeInfo(), Reason: reason,
-		HasMore: d.hasMore, Gaps: gaps, Cursor: rpc.FormatPosition(cursor),
-		Sessions: []rpc.FetchSession{d.bucket},
+		HasMore: hasMore, Gaps: gaps, Cursor: rpc.FormatPosition(cursor), Sessions: buckets,
 	}
 }
 
@@ -241,18 +376,20 @@ func jsonLen(v any) int {
 	return len(b)
 }
 
-// skeleton starts a delta: the Session snapshot and live screen, fitted
-// to the budget (live rows are dropped from the top first). It fails with
-// INVALID_ARGUMENT naming a verified workable max_bytes when even the
-// envelope plus one chunk cannot fit.
-func (rt *runtime) skeleton(s *session, from sessionMark, fr *fetchReq) (*delta, int, error) {
+// worstSize is the size of a document with the longest reason and cursor.
+func (rt *runtime) worstSize(gaps []rpc.Gap, buckets []rpc.FetchSession) int {
+	return jsonLen(rt.newDocument(rpc.ReasonPageFull, true, gaps, ^uint64(0), buckets))
+}
+
+// sessionBucket starts s's bucket: the snapshot and, when asked, the live
+// screen (live rows beyond the bound dropped from the top).
+func (rt *runtime) sessionBucket(s *session, from sessionMark, fr *fetchReq, withScreen bool) (rpc.FetchSession, uint64) {
 	s.mu.Lock()
 	snap := s.snapshotLocked(time.Now())
 	epoch, reason := s.rec.Epoch, s.rec.ResetReason
 	s.mu.Unlock()
-	d := &delta{mark: from, bucket: rpc.FetchSession{Session: snap, Events: []rpc.Event{}, Results: []rpc.Result{}, Gaps: []rpc.Gap{}}}
-	d.mark.Epoch = epoch
-	if fr.screen {
+	b := rpc.FetchSession{Session: snap, Events: []rpc.Event{}, Results: []rpc.Result{}, Gaps: []rpc.Gap{}}
+	if withScreen && fr.screen {
 		live := s.liveRows()
 		sc := &rpc.Screen{Epoch: epoch, Stable: []string{}, Live: []string{}}
 		if from.Epoch != 0 && epoch != from.Epoch {
@@ -263,20 +400,34 @@ func (rt *runtime) skeleton(s *session, from sessionMark, fr *fetchReq) (*delta,
 		if len(live) > fetchLiveRows {
 			live, sc.LiveTruncated = live[len(live)-fetchLiveRows:], true
 		}
-		sc.Live = live
-		d.bucket.Screen = sc
+		if live != nil {
+			sc.Live = live
+		}
+		b.Screen = sc
 	}
-	doc := d.document(rt, rpc.ReasonPageFull, ^uint64(0))
-	size := jsonLen(doc)
+	return b, epoch
+}
+
+// skeleton starts a delta: the Session snapshot and live screen, fitted
+// to the budget (live rows are dropped from the top first). It fails with
+// errTooSmall when even the envelope plus one chunk cannot fit.
+func (rt *runtime) skeleton(s *session, from sessionMark, fr *fetchReq, gaps, top []rpc.Gap) (*delta, int, error) {
+	b, epoch := rt.sessionBucket(s, from, fr, true)
+	d := &delta{mark: from, bucket: b, gaps: top}
+	if gaps != nil {
+		d.bucket.Gaps = gaps
+	}
+	d.mark.Epoch = epoch
+	size := rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket})
 	for size+minChunk > fr.budget && d.bucket.Screen != nil && len(d.bucket.Screen.Live) > 0 {
-		d.bucket.Screen.Live = d.bucket.Screen.Live[1:]
-		d.bucket.Screen.LiveTruncated = true
-		size = jsonLen(doc)
+		sc := d.bucket.Screen
+		cut := max(1, len(sc.Live)/4)
+		sc.Live = sc.Live[cut:]
+		sc.LiveTruncated = true
+		size = rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket})
 	}
 	if size+minChunk > fr.budget {
-		workable := size + minChunk + cliWrapper
-		return nil, 0, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "max_bytes", WorkableMaxBytes: workable,
-			Message: "max_bytes is too small for this Session's envelope plus one chunk; " + itoa(uint64(workable)) + " works"}
+		return nil, 0, errTooSmall
 	}
 	return d, fr.budget - size, nil
 }
@@ -288,16 +439,13 @@ const minChunk = 96
 // buildDelta gathers what happened after from, bounded by upto (a replay)
 // and by the budget.
 func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, fr *fetchReq) (*delta, error) {
-	d, room, err := rt.skeleton(s, from, fr)
+	d, room, err := rt.skeleton(s, from, fr, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	full := false
+	full, cut := false, false
 	add := func(n int, count int) bool {
-		cost := n
-		if count > 0 {
-			cost++ // the comma
-		}
+		cost := n + boolInt(count > 0) // the comma
 		if cost > room {
 			full = true
 			return false
@@ -313,6 +461,7 @@ func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, f
 	}
 	for i, e := range evs {
 		if upto != nil && e.Seq > upto.Event {
+			cut = true
 			break
 		}
 		if i == fetchMaxEvents {
@@ -321,71 +470,99 @@ func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, f
 		}
 		var ev rpc.Event
 		if json.Unmarshal(e.Data, &ev) != nil {
+			d.mark.Event = e.Seq
 			continue
 		}
-		if !add(len(e.Data), len(d.bucket.Events)) {
+		if !add(jsonLen(ev), len(d.bucket.Events)) {
 			break
 		}
 		d.bucket.Events = append(d.bucket.Events, ev)
 		d.mark.Event = e.Seq
 	}
 
-	// Results, chunking a long final_text.
-	if !full {
-		rs, err := rt.db.ListResults(s.uid, from.Result, fetchMaxResults+1)
-		if err != nil {
-			return nil, err
-		}
-		for i, r := range rs {
-			if upto != nil && (r.Seq > upto.Result+1 || (r.Seq == upto.Result+1 && upto.TextOff == 0)) {
-				break
-			}
-			if i == fetchMaxResults {
-				full = true
-				break
-			}
-			var res rpc.Result
-			if json.Unmarshal(r.Data, &res) != nil {
-				continue
-			}
-			off := 0
-			if r.Seq == from.Result+1 {
-				off = from.TextOff
-			}
-			text := ""
-			if res.FinalText != nil {
-				text = *res.FinalText
-			}
-			end := len(text)
-			if upto != nil && r.Seq == upto.Result+1 {
-				end = upto.TextOff
-			}
-			piece, complete, ok := fitText(text[off:end], end == len(text), func(t string, c bool) int {
-				return jsonLen(withChunk(res, t, off, c))
-			}, room-boolInt(len(d.bucket.Results) > 0))
-			if !ok {
-				full = true
-				break
-			}
-			chunk := withChunk(res, piece, off, complete)
-			add(jsonLen(chunk), len(d.bucket.Results))
-			d.bucket.Results = append(d.bucket.Results, chunk)
-			if complete {
-				d.mark.Result, d.mark.TextOff = r.Seq, 0
-			} else {
-				d.mark.Result, d.mark.TextOff = r.Seq-1, off+len(piece)
-				full = true
-				break
-			}
-		}
+	// Results, chunking a long final_text. Components advance
+	// independently: one that does not fit leaves has_more set, and the
+	// others still make progress in the remaining room (so a verified
+	// workable max_bytes keeps working when an unchunkable event arrives
+	// ahead of the chunk it was verified with).
+	var rs []store.Result
+	rs, err = rt.db.ListResults(s.uid, from.Result, fetchMaxResults+1)
+	if err != nil {
+		return nil, err
 	}
+	nres := 0
+	rt.addResults(rs, from, upto, &d.mark, &d.bucket.Results, &nres, &room, &full, &cut)
 
 	// Stable rows: fragment_before, whole rows, fragment_after.
-	if !full && d.bucket.Screen != nil {
-		rt.addRows(s, d, from, upto, fr, &room, &full)
+	if d.bucket.Screen != nil && fr.stableCap > 0 {
+		rt.addRows(s, d, from, upto, fr, &room, &full, &cut)
 	}
-	d.hasMore = full
+	d.hasMore = full || cut
+	if d.hasMore && d.mark == from {
+		return nil, errTooSmall
+	}
+	if rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
+		return nil, errTooSmall // accounting slip: never emit an oversized document
+	}
 	return d, nil
+}
+
+// addResults appends the results in rs (ascending, seq > from.Result) to
+// out, chunking a final_text that does not fit, and advances mark.
+func (rt *runtime) addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, out *[]rpc.Result, nres, room *int, full, cut *bool) {
+	for _, r := range rs {
+		if r.Seq <= mark.Result {
+			continue
+		}
+		if upto != nil && (r.Seq > upto.Result+1 || (r.Seq == upto.Result+1 && upto.TextOff == 0)) {
+			*cut = true
+			return
+		}
+		if *nres >= fetchMaxResults {
+			*full = true
+			return
+		}
+		var res rpc.Result
+		if json.Unmarshal(r.Data, &res) != nil {
+			mark.Result, mark.TextOff = r.Seq, 0
+			continue
+		}
+		off := 0
+		if r.Seq == from.Result+1 {
+			off = from.TextOff
+		}
+		text := derefText(&res)
+		end := len(text)
+		if upto != nil && r.Seq == upto.Result+1 {
+			end = upto.TextOff
+		}
+		if off > end {
+			off = end
+		}
+		comma := boolInt(len(*out) > 0)
+		piece, complete, ok := fitText(text[off:end], end == len(text), func(t string, c bool) int {
+			return jsonLen(withChunk(res, t, off, c))
+		}, *room-comma)
+		if !ok {
+			*full = true
+			return
+		}
+		chunk := withChunk(res, piece, off, complete)
+		*room -= jsonLen(chunk) + comma
+		*out = append(*out, chunk)
+		*nres++
+		if complete {
+			mark.Result, mark.TextOff = r.Seq, 0
+			continue
+		}
+		mark.Result, mark.TextOff = r.Seq-1, off+len(piece)
+		if end == len(text) {
+			*full = true
+		} else {
+			*cut = true
+		}
+		return
+	}
 }
 
 func boolInt(b bool) int {
@@ -417,7 +594,7 @@ func fitText(text string, whole bool, size func(string, bool) int, room int) (st
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
 		cut := mid
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
+		for cut > 0 && cut < len(text) && !utf8.RuneStart(text[cut]) {
 			cut--
 		}
 		if size(text[:cut], false) <= room {
@@ -435,7 +612,7 @@ func fitText(text string, whole bool, size func(string, bool) int, room int) (st
 	return text[:lo], false, true
 }
 
-func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *sessionMark, fr *fetchReq, room *int, full *bool) {
+func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *sessionMark, fr *fetchReq, room *int, full, cut *bool) {
 	sc := d.bucket.Screen
 	limit := fr.stableCap
 	rows, err := s.rows.Read(from.Row+1, limit+2)
@@ -454,8 +631,13 @@ func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *session
 		if upto != nil && upto.Row+1 == r.ID {
 			end = upto.RowOff
 		}
-		frag := &rpc.Fragment{RowID: r.ID, Offset: from.RowOff}
-		piece, complete, ok := fitText(r.Text[from.RowOff:end], end == len(r.Text), func(t string, c bool) int {
+		if upto != nil && upto.Row < r.ID && end <= from.RowOff {
+			*cut = true
+			return
+		}
+		off := min(from.RowOff, end)
+		frag := &rpc.Fragment{RowID: r.ID, Offset: off}
+		piece, complete, ok := fitText(r.Text[off:end], end == len(r.Text), func(t string, c bool) int {
 			frag.Text, frag.Complete = t, c
 			return jsonLen(frag) + len(`,"fragment_before":`)
 		}, *room)
@@ -467,8 +649,12 @@ func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *session
 		*room -= jsonLen(frag) + len(`,"fragment_before":`)
 		sc.FragmentBefore = frag
 		if !complete {
-			d.mark.RowOff = from.RowOff + len(piece)
-			*full = true
+			d.mark.RowOff = off + len(piece)
+			if end == len(r.Text) {
+				*full = true
+			} else {
+				*cut = true
+			}
 			return
 		}
 		d.mark.Row, d.mark.RowOff = r.ID, 0
@@ -476,6 +662,7 @@ func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *session
 	}
 	for _, r := range rows[start:] {
 		if upto != nil && (r.ID > upto.Row+1 || (r.ID == upto.Row+1 && upto.RowOff == 0)) {
+			*cut = true
 			return
 		}
 		if len(sc.Stable) >= limit {
@@ -501,45 +688,52 @@ func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *session
 		}, *room)
 		if ok {
 			frag.Text = piece
+			*room -= jsonLen(frag) + len(`,"fragment_after":`)
 			sc.FragmentAfter = frag
 			d.mark.RowOff = len(piece)
 		}
-		*full = true
+		if partialEnd < len(r.Text) && ok && len(piece) == partialEnd {
+			*cut = true
+		} else {
+			*full = true
+		}
 		return
 	}
 }
 
-// baseline is a cursorless (or post-gap) document: current state, the
-// latest retained result, a stable tail, the live screen, and a fresh
-// cursor marking everything recorded so far.
-func (rt *runtime) baseline(s *session, fr *fetchReq, reason string, gaps, top []rpc.Gap) (any, error) {
-	s.mu.Lock()
-	mark := rt.currentMarkLocked(s)
-	s.mu.Unlock()
-	d, room, err := rt.skeleton(s, mark, fr)
+// baselineDoc renders a cursorless (or post-gap) document and mints its
+// position.
+func (rt *runtime) baselineDoc(s *session, fr *fetchReq, reason string, gaps, top []rpc.Gap) (any, error) {
+	d, err := fit(fr, func(fr *fetchReq) (*delta, error) { return rt.baseline(s, fr, gaps, top) })
 	if err != nil {
 		return nil, err
 	}
-	if d.bucket.Screen != nil {
-		d.bucket.Screen.Reset = reason == rpc.ReasonGap
+	cursor := rt.positions.mintSession(s.uid, d.mark)
+	return d.document(rt, reason, cursor), nil
+}
+
+// baseline is a bounded baseline: current state, the latest retained
+// result, a stable tail, the live screen, and a mark of everything
+// recorded so far (less any part of the latest result that did not fit).
+func (rt *runtime) baseline(s *session, fr *fetchReq, gaps, top []rpc.Gap) (*delta, error) {
+	s.mu.Lock()
+	mark := rt.currentMarkLocked(s)
+	s.mu.Unlock()
+	d, room, err := rt.skeleton(s, mark, fr, gaps, top)
+	if err != nil {
+		return nil, err
 	}
-	if gaps != nil {
-		d.bucket.Gaps = gaps
-		room -= jsonLen(gaps) - 2
-	}
-	if top != nil {
-		d.gaps = top
-		room -= jsonLen(top) - 2
-	}
-	if res, err := rt.latestResult(s); err == nil && res != nil {
-		piece, complete, ok := fitText(derefText(res), true, func(t string, c bool) int {
-			return jsonLen(withChunk(*res, t, 0, c))
-		}, room)
-		if ok {
-			chunk := withChunk(*res, piece, 0, complete)
-			room -= jsonLen(chunk)
-			d.bucket.Results = append(d.bucket.Results, chunk)
+	if d.bucket.Screen != nil && gaps != nil {
+		for _, g := range gaps {
+			if g.Component == "screen" {
+				d.bucket.Screen.Reset = true
+				r := "retention_overrun"
+				d.bucket.Screen.ResetReason = &r
+			}
 		}
+	}
+	if err := rt.baselineResult(s, &mark, nil, &d.bucket, &room, &d.hasMore); err != nil {
+		return nil, err
 	}
 	if d.bucket.Screen != nil && fr.stableCap > 0 {
 		tail, _ := s.rows.ReadBefore(mark.Row+1, fr.stableCap)
@@ -558,8 +752,87 @@ func (rt *runtime) baseline(s *session, fr *fetchReq, reason string, gaps, top [
 		}
 	}
 	d.mark = mark
-	cursor := rt.positions.mintSession(s.uid, mark)
-	return d.document(rt, reason, cursor), nil
+	if rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
+		return nil, errTooSmall
+	}
+	return d, nil
+}
+
+// baselineResult adds the latest result retained at or before mark (a
+// replay passes the mark it must reproduce as upto). A final_text that
+// does not fit is chunked and mark is set back to continue it.
+func (rt *runtime) baselineResult(s *session, mark, upto *sessionMark, b *rpc.FetchSession, room *int, hasMore *bool) error {
+	var (
+		res *rpc.Result
+		end = -1
+	)
+	if upto != nil && upto.TextOff > 0 {
+		rs, err := rt.db.ListResults(s.uid, upto.Result, 1)
+		if err != nil {
+			return err
+		}
+		if len(rs) == 1 && rs[0].Seq == upto.Result+1 {
+			var r rpc.Result
+			if json.Unmarshal(rs[0].Data, &r) == nil {
+				res, end = &r, upto.TextOff
+			}
+		}
+	} else {
+		lim := mark.Result
+		if upto != nil {
+			lim = upto.Result
+		}
+		var err error
+		if res, err = rt.resultAtOrBefore(s, lim); err != nil {
+			return err
+		}
+	}
+	if res == nil {
+		return nil
+	}
+	text := derefText(res)
+	if end < 0 || end > len(text) {
+		end = len(text)
+	}
+	comma := boolInt(len(b.Results) > 0)
+	piece, complete, ok := fitText(text[:end], end == len(text), func(t string, c bool) int {
+		return jsonLen(withChunk(*res, t, 0, c))
+	}, *room-comma)
+	if !ok {
+		mark.Result, mark.TextOff = res.ExecutionSeq-1, 0
+		*hasMore = true
+		return nil
+	}
+	chunk := withChunk(*res, piece, 0, complete)
+	*room -= jsonLen(chunk) + comma
+	b.Results = append(b.Results, chunk)
+	if complete {
+		if mark.Result < res.ExecutionSeq {
+			mark.Result, mark.TextOff = res.ExecutionSeq, 0
+		}
+	} else {
+		mark.Result, mark.TextOff = res.ExecutionSeq-1, len(piece)
+		*hasMore = true
+	}
+	return nil
+}
+
+// resultAtOrBefore is the newest retained result of s with seq <= lim.
+func (rt *runtime) resultAtOrBefore(s *session, lim uint64) (*rpc.Result, error) {
+	for seq := lim; seq > 0 && seq+8 > lim; seq-- {
+		rs, err := rt.db.ListResults(s.uid, seq-1, 1)
+		if err != nil {
+			return nil, err
+		}
+		if len(rs) == 1 && rs[0].Seq == seq {
+			var r rpc.Result
+			if err := json.Unmarshal(rs[0].Data, &r); err != nil {
+				return nil, err
+			}
+			return &r, nil
+		}
+	}
+	return nil, nil
 }
 
 func derefText(r *rpc.Result) string {
@@ -569,14 +842,464 @@ func derefText(r *rpc.Result) string {
 	return *r.FinalText
 }
 
+// ---- all:true -------------------------------------------------------------
+
+// stateful lists the Sessions that carry state (have a public ID), in
+// creation order.
+func (rt *runtime) stateful() []*session {
+	rt.mu.Lock()
+	list := make([]*session, 0, len(rt.sessions))
+	for _, s := range rt.sessions {
+		list = append(list, s)
+	}
+	rt.mu.Unlock()
+	type keyed struct {
+		s       *session
+		created int64
+	}
+	ks := make([]keyed, 0, len(list))
+	for _, s := range list {
+		s.mu.Lock()
+		id, created := s.rec.ID, s.rec.CreatedAtMS
+		s.mu.Unlock()
+		if id != "" {
+			ks = append(ks, keyed{s, created})
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if ks[i].created != ks[j].created {
+			return ks[i].created < ks[j].created
+		}
+		return ks[i].s.uid < ks[j].s.uid
+	})
+	out := make([]*session, len(ks))
+	for i, k := range ks {
+		out[i] = k.s
+	}
+	return out
+}
+
+// allDoc is an all:true document under construction.
+type allDoc struct {
+	buckets []rpc.FetchSession
+	gaps    []rpc.Gap
+	next    *allMark
+	hasMore bool
+	gap     bool
+}
+
+func (rt *runtime) allDocument(a *allDoc, reason string, cursor uint64) *rpc.FetchDocument {
+	return rt.newDocument(reason, a.hasMore, a.gaps, cursor, a.buckets)
+}
+
 // fetchAll is session.fetch with all:true. It pages at 32 Sessions and
 // rejects screen aggregation and until:"result".
-func (rt *runtime) fetchAll(ctx context.Context, p *rpc.SessionFetchParams, fr *fetchReq) (any, error) {
+func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 	if fr.untilRes {
 		return nil, rpc.InvalidField("until", "all:true does not support until:\"result\"")
 	}
-	if len(bytes.TrimSpace(p.Screen)) > 0 && !bytes.Equal(bytes.TrimSpace(p.Screen), []byte("false")) && !bytes.Equal(bytes.TrimSpace(p.Screen), []byte("null")) {
-		return nil, rpc.InvalidField("screen", "all:true does not aggregate screens")
+	if fr.screenSet {
+		return nil, rpc.InvalidField("screen", "all:true does not aggregate screens; fetch one Session for its screen")
 	}
-	return nil, rpc.Errorf(rpc.CodeInvalidArgument, "all:true is not implemented by this daemon version yet; fetch one Session at a time")
+	fr.screen = false
+	var pos *position
+	if fr.hasCursor {
+		p, err := rt.positions.get(allScope, fr.cursor)
+		if err != nil {
+			return nil, err
+		}
+		pos = p
+	}
+	var deadline <-chan time.Time
+	if fr.wait > 0 {
+		t := time.NewTimer(fr.wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	expired := false
+	for {
+		rt.mu.Lock()
+		changed := rt.allChanged
+		rt.mu.Unlock()
+		list := rt.stateful()
+		if len(list) > fetchAllSessions {
+			return nil, rpc.InvalidField("all", "this daemon holds %d Sessions with state, more than the %d one all:true position addresses; fetch one Session at a time", len(list), fetchAllSessions)
+		}
+		nextN, nextPos := uint64(0), (*position)(nil)
+		if pos != nil {
+			nextN, nextPos = rt.positions.successor(allScope, pos)
+		}
+		var upto *allMark
+		if nextPos != nil {
+			upto = nextPos.all
+		}
+		if pos == nil || pos.all.enumerating {
+			a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return rt.enumPage(list, pos, upto, fr) })
+			if err != nil {
+				return nil, err
+			}
+			var cursor uint64
+			if upto != nil && sameAllMark(a.next, upto) {
+				cursor = nextN
+			} else {
+				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
+			}
+			return rt.allDocument(a, rpc.ReasonSnapshot, cursor), nil
+		}
+		a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return rt.allDelta(list, pos.all, upto, fr) })
+		if err != nil {
+			return nil, err
+		}
+		advanced := !sameAllMark(a.next, pos.all)
+		if !(a.hasMore || advanced) && deadline != nil {
+			if err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		reason := rpc.ReasonTimeout
+		switch {
+		case a.gap:
+			reason = rpc.ReasonGap
+		case a.hasMore:
+			reason = rpc.ReasonPageFull
+		case len(a.buckets) > 0 && anyResults(a.buckets):
+			reason = rpc.ReasonResult
+		case advanced:
+			reason = rpc.ReasonChange
+		}
+		cursor := fr.cursor
+		if advanced {
+			if upto != nil && sameAllMark(a.next, upto) {
+				cursor = nextN
+			} else {
+				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
+			}
+		}
+		return rt.allDocument(a, reason, cursor), nil
+	}
+}
+
+func anyResults(bs []rpc.FetchSession) bool {
+	for _, b := range bs {
+		if len(b.Results) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func sameAllMark(a, b *allMark) bool {
+	if a.enumerating != b.enumerating || !slices.Equal(a.enum, b.enum) || len(a.marks) != len(b.marks) {
+		return false
+	}
+	for k, v := range a.marks {
+		if w, ok := b.marks[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// enumPage is one page of the cursorless all:true enumeration: a baseline
+// bucket for each of the next (up to 32) Sessions.
+func (rt *runtime) enumPage(list []*session, pos *position, upto *allMark, fr *fetchReq) (*allDoc, error) {
+	byUID := map[string]*session{}
+	for _, s := range list {
+		byUID[s.uid] = s
+	}
+	next := &allMark{marks: map[string]sessionMark{}, enumerating: true}
+	var todo []string
+	if pos == nil {
+		for _, s := range list {
+			todo = append(todo, s.uid)
+		}
+	} else {
+		for uid, m := range pos.all.marks {
+			if byUID[uid] != nil {
+				next.marks[uid] = m
+			}
+		}
+		for _, uid := range pos.all.enum {
+			if byUID[uid] != nil {
+				todo = append(todo, uid)
+			}
+		}
+	}
+	a := &allDoc{next: next}
+	room := fr.budget - rt.worstSize(nil, nil)
+	if room < minChunk {
+		return nil, errTooSmall
+	}
+	taken := 0
+	nres := 0
+	for _, uid := range todo {
+		s := byUID[uid]
+		if taken == fetchAllPage {
+			break
+		}
+		if upto != nil {
+			if _, ok := upto.marks[uid]; !ok {
+				break // the replayed page ended here
+			}
+		}
+		b, _ := rt.sessionBucket(s, sessionMark{}, fr, false)
+		cost := jsonLen(b) + boolInt(taken > 0)
+		if cost > room {
+			break
+		}
+		s.mu.Lock()
+		mark := rt.currentMarkLocked(s)
+		s.mu.Unlock()
+		var um *sessionMark
+		if upto != nil {
+			m := upto.marks[uid]
+			um = &m
+			mark = m
+		}
+		r := room - cost
+		more := false
+		if nres < fetchMaxResults || taken == 0 {
+			if err := rt.baselineResult(s, &mark, um, &b, &r, &more); err != nil {
+				return nil, err
+			}
+		} else if res, _ := rt.resultAtOrBefore(s, mark.Result); res != nil {
+			break // this Session's result belongs on the next page
+		}
+		if more && taken > 0 && len(b.Results) == 0 {
+			break // its result does not fit here; it leads the next page
+		}
+		nres += len(b.Results)
+		room = r
+		a.buckets = append(a.buckets, b)
+		next.marks[uid] = mark
+		taken++
+		if more {
+			a.hasMore = true
+		}
+	}
+	if taken == 0 && len(todo) > 0 {
+		return nil, errTooSmall
+	}
+	next.enum = append([]string{}, todo[taken:]...)
+	if len(next.enum) > 0 {
+		a.hasMore = true
+	} else {
+		next.enum, next.enumerating = nil, false
+	}
+	if rt.worstSize(a.gaps, a.buckets) > fr.budget {
+		return nil, errTooSmall
+	}
+	return a, nil
+}
+
+// allPending is one Session's unread state in an all:true delta.
+type allPending struct {
+	s       *session
+	from    sessionMark
+	upto    *sessionMark
+	events  []store.Event
+	results []store.Result
+	gaps    []rpc.Gap
+	top     []rpc.Gap
+	first   uint64 // seq of its first pending event, or max
+}
+
+// allDelta returns the Sessions that changed since prev: events as one
+// strictly ascending prefix across Sessions, then results.
+func (rt *runtime) allDelta(list []*session, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
+	next := &allMark{marks: map[string]sessionMark{}}
+	var pend []*allPending
+	for _, s := range list {
+		from := prev.marks[s.uid]
+		next.marks[s.uid] = from
+		p := &allPending{s: s, from: from, first: ^uint64(0)}
+		if upto != nil {
+			if m, ok := upto.marks[s.uid]; ok {
+				p.upto = &m
+			} else {
+				p.upto = &from
+			}
+		}
+		gaps, top := rt.gapsFor(s, from)
+		for _, g := range gaps {
+			if g.Component != "screen" { // all:true carries no screen
+				p.gaps = append(p.gaps, g)
+			}
+		}
+		p.top = top
+		if len(p.gaps)+len(p.top) > 0 {
+			p.first = 0
+			pend = append(pend, p)
+			continue
+		}
+		evs, err := rt.db.ReadEvents(from.Event, fetchMaxEvents+1, s.uid)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			if p.upto != nil && e.Seq > p.upto.Event {
+				break
+			}
+			p.events = append(p.events, e)
+		}
+		rs, err := rt.db.ListResults(s.uid, from.Result, fetchMaxResults+1)
+		if err != nil {
+			return nil, err
+		}
+		p.results = rs
+		if len(p.events) > 0 {
+			p.first = p.events[0].Seq
+		}
+		if len(p.events) > 0 || len(p.results) > 0 {
+			pend = append(pend, p)
+		}
+	}
+	// Sessions with the earliest pending events lead the page.
+	sort.SliceStable(pend, func(i, j int) bool { return pend[i].first < pend[j].first })
+	a := &allDoc{next: next}
+	everyone := pend
+	if len(pend) > fetchAllPage {
+		pend, a.hasMore = pend[:fetchAllPage], true
+	}
+	room := fr.budget - rt.worstSize(nil, nil)
+	if room < minChunk {
+		return nil, errTooSmall
+	}
+	type slot struct {
+		p *allPending
+		b rpc.FetchSession
+		m sessionMark
+	}
+	var slots []*slot
+	included := map[*session]*slot{}
+	for _, p := range pend {
+		b, _ := rt.sessionBucket(p.s, p.from, fr, false)
+		sl := &slot{p: p, b: b, m: p.from}
+		if len(p.gaps)+len(p.top) > 0 {
+			// A gap: a bounded baseline for this Session, fresh marks.
+			p.s.mu.Lock()
+			sl.m = rt.currentMarkLocked(p.s)
+			p.s.mu.Unlock()
+			if p.gaps != nil {
+				sl.b.Gaps = p.gaps
+			}
+		}
+		cost := jsonLen(sl.b) + boolInt(len(slots) > 0)
+		if cost+minChunk/2 > room {
+			a.hasMore = true
+			break
+		}
+		room -= cost
+		if len(p.gaps)+len(p.top) > 0 {
+			a.gap = true
+			for _, g := range p.top {
+				if !slices.Contains(a.gaps, g) {
+					c := jsonLen(g) + boolInt(len(a.gaps) > 0)
+					room -= c
+					a.gaps = append(a.gaps, g)
+				}
+			}
+			more := false
+			if err := rt.baselineResult(p.s, &sl.m, nil, &sl.b, &room, &more); err != nil {
+				return nil, err
+			}
+			a.hasMore = a.hasMore || more
+		}
+		slots = append(slots, sl)
+		included[p.s] = sl
+	}
+	// Events: one ascending prefix of everything pending, stopping at the
+	// first event of a Session not on this page.
+	var all []store.Event
+	owner := map[uint64]*allPending{}
+	for _, p := range everyone {
+		for _, e := range p.events {
+			all = append(all, e)
+			owner[e.Seq] = p
+		}
+	}
+	// Pending events of Sessions not on the page bound the prefix too.
+	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
+	limit := ^uint64(0)
+	for _, p := range everyone {
+		if len(p.events) == fetchMaxEvents+1 || (p.upto == nil && len(p.events) > fetchMaxEvents) {
+			limit = min(limit, p.events[len(p.events)-1].Seq)
+		}
+	}
+	nev := 0
+	full := false
+	for _, e := range all {
+		if e.Seq >= limit {
+			full = true
+			break
+		}
+		sl := included[owner[e.Seq].s]
+		if sl == nil || nev == fetchMaxEvents {
+			full = true
+			break
+		}
+		var ev rpc.Event
+		if json.Unmarshal(e.Data, &ev) != nil {
+			sl.m.Event = e.Seq
+			continue
+		}
+		c := jsonLen(ev) + boolInt(len(sl.b.Events) > 0)
+		if c > room {
+			full = true
+			break
+		}
+		room -= c
+		sl.b.Events = append(sl.b.Events, ev)
+		sl.m.Event = e.Seq
+		nev++
+	}
+	// Results, page order.
+	nres := 0
+	for _, sl := range slots {
+		if len(sl.p.gaps)+len(sl.p.top) > 0 {
+			continue
+		}
+		cut, rfull := false, false
+		rt.addResults(sl.p.results, sl.p.from, sl.p.upto, &sl.m, &sl.b.Results, &nres, &room, &rfull, &cut)
+		if rfull {
+			full = true
+			if nres >= fetchMaxResults {
+				break
+			}
+		}
+	}
+	// Buckets that did not advance are dropped; the rest commit.
+	for _, sl := range slots {
+		if sl.m == sl.p.from && len(sl.p.gaps)+len(sl.p.top) == 0 {
+			if len(sl.p.events) > 0 || len(sl.p.results) > 0 {
+				a.hasMore = true
+			}
+			continue
+		}
+		a.buckets = append(a.buckets, sl.b)
+		next.marks[sl.p.s.uid] = sl.m
+		// Anything of this Session left unread?
+		if len(sl.p.events) > 0 && sl.m.Event < sl.p.events[len(sl.p.events)-1].Seq {
+			a.hasMore = true
+		}
+		if len(sl.p.results) > 0 && (sl.m.Result < sl.p.results[len(sl.p.results)-1].Seq) && (sl.p.upto == nil || sl.m != *sl.p.upto) {
+			a.hasMore = true
+		}
+	}
+	for _, p := range everyone {
+		if included[p.s] == nil {
+			a.hasMore = true
+		}
+	}
+	if full {
+		a.hasMore = true
+	}
+	if a.hasMore && sameAllMark(next, prev) {
+		return nil, errTooSmall
+	}
+	if rt.worstSize(a.gaps, a.buckets) > fr.budget {
+		return nil, errTooSmall
+	}
+	return a, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"dlgt/harness"
@@ -35,7 +36,14 @@ type launchOpts struct {
 	env        map[string]string
 	rows, cols int
 	timeout    time.Duration
+	prompt     string // the first prompt, for a harness.LaunchPrompter
 }
+
+// prepareMu serializes harness Prepare calls: Claude's Prepare rewrites
+// the shared ~/.claude.json (read, modify, write to a per-process temp
+// name, rename), so concurrent launches corrupted it or lost each other's
+// trust entries and failed with LAUNCH_FAILED.
+var prepareMu sync.Mutex
 
 func newLaunchID() string {
 	var b [6]byte
@@ -58,8 +66,8 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	spec := harness.Spec{
 		ProviderID: rec.ProviderID, Resume: lo.resume, Cwd: rec.Cwd,
 		Model: rec.Model, Effort: rec.Effort, Options: rec.HarnessOptions,
-		AutoApprove: rec.AutoApprove, Env: lo.env, StateDir: stateDir,
-		HookArgv: harness.HookArgv(rt.opts.HookCommand, rt.paths.Socket, g.launchID),
+		AutoApprove: rec.AutoApprove, Env: lo.env, StateDir: stateDir, Prompt: lo.prompt,
+		HookArgv: harness.HookArgv(rt.opts.HookCommand, rt.paths.HookSocket, g.launchID),
 	}
 	if spec.Env == nil {
 		spec.Env = map[string]string{}
@@ -70,7 +78,9 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	if _, ok := spec.Env["DLGT_CODEX_BIN"]; !ok && rt.opts.CodexBin != "" {
 		spec.Env["DLGT_CODEX_BIN"] = rt.opts.CodexBin
 	}
+	prepareMu.Lock()
 	l, err := s.h.Prepare(spec)
+	prepareMu.Unlock()
 	if err != nil {
 		return nil, launchFailed(g.launchID, err)
 	}
@@ -96,6 +106,10 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	rt.wg.Add(1)
 	rt.mu.Unlock()
 	go rt.pump(s, g)
+	if l.ReadyAtSpawn && l.ProviderID != "" {
+		// dlgt's own launch operation: see harness.Launch.ReadyAtSpawn.
+		rt.applyEvidence(s, g.launchID, harness.Evidence{Kind: harness.KindReady, Event: "launch", ProviderID: l.ProviderID})
+	}
 
 	timer := time.NewTimer(lo.timeout)
 	defer timer.Stop()
@@ -105,10 +119,14 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	case <-g.exited:
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness exited before it was ready (%s)", g.exit)}
 	case <-timer.C:
+		// Wait for the pump: it persists the record on exit, which must
+		// not resurrect a Session the caller is about to discard.
 		proc.Kill()
+		<-g.exited
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness did not report ready within %s", lo.timeout)}
 	case <-ctx.Done():
 		proc.Kill()
+		<-g.exited
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: "the request was canceled during launch"}
 	}
 }

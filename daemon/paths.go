@@ -17,13 +17,16 @@ var (
 
 // Paths are the filesystem locations of one daemon version.
 type Paths struct {
-	Home    string // $DLGT_HOME: everything dlgt keeps, mode 0700
-	RunDir  string // $DLGT_HOME/run/<version>, mode 0700
-	Socket  string // $DLGT_HOME/run/<version>/dlgt.sock unless DLGT_SOCKET
-	DataDir string // $DLGT_HOME/data/<version>: this version's bbolt file and raw logs
-	DB      string
-	RawDir  string
-	Log     string // where an auto-started daemon writes its log
+	Home   string // $DLGT_HOME: everything dlgt keeps, mode 0700
+	RunDir string // $DLGT_HOME/run/<version>, mode 0700
+	Socket string // $DLGT_HOME/run/<version>/dlgt.sock unless DLGT_SOCKET
+	// HookSocket is where injected harness hooks deliver callbacks:
+	// Socket + ".hooks", beside it and as private.
+	HookSocket string
+	DataDir    string // $DLGT_HOME/data/<version>: this version's bbolt file and raw logs
+	DB         string
+	RawDir     string
+	Log        string // where an auto-started daemon writes its log
 }
 
 // ResolvePaths computes the paths for version from the environment:
@@ -57,6 +60,7 @@ func ResolvePaths(getenv func(string) string, version string) (Paths, error) {
 			return Paths{}, err
 		}
 	}
+	p.HookSocket = p.Socket + ".hooks"
 	p.DB = filepath.Join(p.DataDir, "dlgt.db")
 	p.RawDir = filepath.Join(p.DataDir, "raw")
 	p.Log = filepath.Join(p.RunDir, "daemon.log")

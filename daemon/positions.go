@@ -6,8 +6,9 @@ import (
 	"dlgt/rpc"
 )
 
-// Position retention bounds of the contract.
-const (
+// Position retention bounds of the contract. They are variables so tests
+// can lower them.
+var (
 	positionsPerSession = 64
 	positionsAll        = 256
 	positionsTotal      = 4096
@@ -25,11 +26,22 @@ type sessionMark struct {
 	Epoch   uint64 // screen epoch the reader has seen
 }
 
+// allMark is the watermark state of an all:true position: one mark per
+// Session that still exists and carries state, and, while the cursorless
+// enumeration is in progress, the Sessions still to enumerate.
+type allMark struct {
+	marks       map[string]sessionMark // by Session uid; never mutated after minting
+	enumerating bool
+	enum        []string // uids still to enumerate, in order
+}
+
 // position is one minted, immutable observation point.
 type position struct {
 	mark sessionMark
+	all  *allMark // for the all scope
 	// next is the position minted by the first advancing fetch from this
 	// one; replays are bounded by its mark, so they return the same window.
+	// Guarded by positions.mu.
 	next    uint64
 	nextSet bool
 }
@@ -64,6 +76,10 @@ func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
 func (ps *positions) mint(scope string, p *position) uint64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	return ps.mintLocked(scope, p)
+}
+
+func (ps *positions) mintLocked(scope string, p *position) uint64 {
 	ps.last[scope]++
 	n := ps.last[scope]
 	k := scopeKey{scope, n}
@@ -112,7 +128,7 @@ func (ps *positions) get(scope string, n uint64) (*position, error) {
 	defer ps.mu.Unlock()
 	p, ok := ps.held[scopeKey{scope, n}]
 	if !ok {
-		if n > ps.last[scope] {
+		if n > ps.last[scope] || n == 0 {
 			return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon has not minted position %d", n)
 		}
 		return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon no longer holds position %d", n)
@@ -120,19 +136,29 @@ func (ps *positions) get(scope string, n uint64) (*position, error) {
 	return p, nil
 }
 
-// link records that the first advancing fetch from (scope, from) minted to.
-func (ps *positions) link(scope string, from *position, to uint64) {
+// successor returns the position the first advancing fetch from p minted,
+// if it is still held: a replay of p is bounded by it.
+func (ps *positions) successor(scope string, p *position) (uint64, *position) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if !from.nextSet {
-		from.next, from.nextSet = to, true
+	if !p.nextSet {
+		return 0, nil
 	}
+	np, ok := ps.held[scopeKey{scope, p.next}]
+	if !ok {
+		return 0, nil
+	}
+	return p.next, np
 }
 
-// held reports whether (scope, n) is still retained, returning it.
-func (ps *positions) lookup(scope string, n uint64) (*position, bool) {
+// advance mints next (the position a fetch from `from` reached) and links
+// it as from's successor unless another fetch already did.
+func (ps *positions) advance(scope string, from, next *position) uint64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	p, ok := ps.held[scopeKey{scope, n}]
-	return p, ok
+	n := ps.mintLocked(scope, next)
+	if from != nil && !from.nextSet {
+		from.next, from.nextSet = n, true
+	}
+	return n
 }

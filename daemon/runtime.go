@@ -44,7 +44,7 @@ func (o Options) withDefaults() Options {
 		o.StopGrace = 5 * time.Second
 	}
 	if o.Harnesses == nil {
-		o.Harnesses = map[string]harness.Harness{"claude": harness.Claude{}}
+		o.Harnesses = map[string]harness.Harness{"claude": harness.Claude{}, "codex": harness.Codex{}}
 	}
 	if len(o.HookCommand) == 0 {
 		if exe, err := os.Executable(); err == nil {
@@ -123,6 +123,9 @@ func (rt *runtime) recover() error {
 			}
 			after = evs[len(evs)-1].Seq
 			s.lastEvent = after
+			for _, e := range evs {
+				s.noteEventLocked(e.Seq, rt.db.EventsEvictedThrough())
+			}
 		}
 		rt.mu.Lock()
 		rt.sessions[s.uid] = s
@@ -254,6 +257,7 @@ func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
 	})
 	if err == nil {
 		s.lastEvent = seq
+		s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
 	} else {
 		rt.log.Error("recording event", "type", ev.Type, "session", s.rec.ID, "err", err)
 	}
@@ -352,6 +356,10 @@ func (rt *runtime) methods() map[string]method {
 		rpc.MethodHookDeliver:       rt.hookDeliver,
 		rpc.MethodDaemonStatus:      rt.daemonStatus,
 		rpc.MethodDaemonShutdown:    rt.daemonShutdown,
+		rpc.MethodTerminalAttach:    rt.terminalAttach,
+		rpc.MethodTerminalInput:     rt.terminalInput,
+		rpc.MethodTerminalResize:    rt.terminalResize,
+		rpc.MethodTerminalDetach:    rt.terminalDetach,
 	}
 }
 

@@ -58,6 +58,9 @@ type execution struct {
 	done      chan struct{}
 	result    *rpc.Result
 	canceling bool
+	// turnID is the provider's id for this turn, from the evidence that
+	// confirmed the prompt, when it gives one (s.mu).
+	turnID string
 }
 
 func (e *execution) confirm() { e.submittedOnce.Do(func() { close(e.submitted) }) }
@@ -80,6 +83,9 @@ type generation struct {
 	ready    chan struct{} // closed on the provider's SessionStart
 	exited   chan struct{} // closed once the process exited and output drained
 	exit     pty.ExitStatus
+	// transcript is the provider transcript path, from the first hook
+	// naming it (s.mu).
+	transcript string
 }
 
 // session is one Session. mu guards every mutable field; one update
@@ -100,6 +106,10 @@ type session struct {
 	changed chan struct{}
 	// lastEvent is the seq of the newest event recorded for this Session.
 	lastEvent uint64
+	// eventSeqs are this Session's event seqs not yet known to be evicted,
+	// and lostEvent the newest one retention dropped (see fetch.go).
+	eventSeqs []uint64
+	lostEvent uint64
 	// lastOutput is when the PTY last produced output.
 	lastOutput time.Time
 

@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeclaude.Main(os.Args[1:]))
 	case "hook":
 		os.Exit(hookMain(os.Args[1:]))
+	case "daemon": // a daemon in a child process (crash_test.go)
+		os.Exit(childDaemonMain())
 	}
 	os.Exit(m.Run())
 }

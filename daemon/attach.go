@@ -1,0 +1,448 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// Interactive attach (internal.terminal.*). A human at a terminal either
+// takes the exclusive input lease of a Session (mode "write") or watches it
+// (mode "read"). The attach request is a stream: its ack carries the lease
+// token and a repaint of the live grid, then PTY output follows as
+// {"data_base64":...} lines until the client detaches, the connection
+// closes or the harness exits. Output is tailed from the Session's raw log,
+// so the pump never waits for a viewer; a viewer that cannot keep up
+// exceeds its connection's pending budget and is dropped (which also
+// releases a write lease).
+
+// Attach modes.
+const (
+	AttachWrite = "write"
+	AttachRead  = "read"
+)
+
+// Attach limits.
+const (
+	// maxAttachInput bounds one internal.terminal.input payload (decoded).
+	maxAttachInput = 64 << 10
+	// attachChunk bounds the raw bytes of one output line.
+	attachChunk = 32 << 10
+	// attachPoll is how often an attach stream looks for new output.
+	attachPoll = 15 * time.Millisecond
+	// redrawPause separates the two resizes that make the harness redraw.
+	redrawPause = 120 * time.Millisecond
+)
+
+// TerminalAttachParams are internal.terminal.attach's parameters. Rows and
+// Cols, when given with mode write, size the harness PTY to the attaching
+// terminal; the previous size is restored when the lease is released.
+type TerminalAttachParams struct {
+	Session string `json:"session"`
+	Mode    string `json:"mode,omitempty"`
+	Rows    int    `json:"rows,omitempty"`
+	Cols    int    `json:"cols,omitempty"`
+}
+
+// TerminalAttachAck is the stream's initial response.
+type TerminalAttachAck struct {
+	SessionID string `json:"session_id"`
+	Mode      string `json:"mode"`
+	// Token authorizes input, resize and detach (write mode only).
+	Token string `json:"token,omitempty"`
+	State string `json:"state"`
+	Rows  int    `json:"rows"`
+	Cols  int    `json:"cols"`
+	// RepaintBase64 clears the screen and draws the current live grid
+	// (text only; the harness redraws itself right after).
+	RepaintBase64 string `json:"repaint_base64"`
+	// Offset is the raw-log offset the streamed output starts at.
+	Offset int64 `json:"offset"`
+}
+
+// TerminalOutput is one streamed line: output bytes, or End when the
+// stream finishes ("detached", "exited", "released").
+type TerminalOutput struct {
+	DataBase64 string `json:"data_base64,omitempty"`
+	Offset     int64  `json:"offset,omitempty"`
+	End        string `json:"end,omitempty"`
+}
+
+// TerminalInputParams are internal.terminal.input's parameters.
+type TerminalInputParams struct {
+	Session    string `json:"session"`
+	Token      string `json:"token"`
+	DataBase64 string `json:"data_base64"`
+}
+
+// TerminalResizeParams are internal.terminal.resize's parameters.
+type TerminalResizeParams struct {
+	Session string `json:"session"`
+	Token   string `json:"token"`
+	Rows    int    `json:"rows"`
+	Cols    int    `json:"cols"`
+}
+
+// TerminalDetachParams are internal.terminal.detach's parameters.
+type TerminalDetachParams struct {
+	Session string `json:"session"`
+	Token   string `json:"token"`
+}
+
+// leaseState is what the daemon remembers about a held lease beyond its
+// token: the generation it was taken on, the size to restore, and a
+// channel closed on release. Kept beside session.attach (keyed by the
+// lease) so the session struct stays small.
+type leaseState struct {
+	gen        *generation
+	rows, cols int
+	released   chan struct{}
+}
+
+var leases = struct {
+	sync.Mutex
+	m map[*attachLease]*leaseState
+}{m: map[*attachLease]*leaseState{}}
+
+// resizeMu serializes PTY+emulator resizes of every Session (they are rare),
+// so the redraw nudge and a client's resize do not interleave.
+var resizeMu sync.Mutex
+
+func newAttachToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// terminalAttach starts an attach stream.
+func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p TerminalAttachParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	switch p.Mode {
+	case "":
+		p.Mode = AttachWrite
+	case AttachWrite, AttachRead:
+	default:
+		return nil, rpc.InvalidField("mode", "must be write or read")
+	}
+	if p.Rows < 0 || p.Cols < 0 || p.Rows > maxRows || p.Cols > maxCols {
+		return nil, rpc.InvalidField("rows", "terminal size must be within 1..%d rows and 1..%d cols", maxRows, maxCols)
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	g := s.gen
+	if g == nil || terminal(s.rec.State) {
+		state := s.rec.State
+		s.mu.Unlock()
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + state + " and has no live terminal (resume it first)"}
+	}
+	st := &attachStream{rt: rt, s: s, g: g, mode: p.Mode}
+	if p.Mode == AttachWrite {
+		if s.attach != nil {
+			s.mu.Unlock()
+			return nil, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: s.rec.ID, Message: "another client holds the attach lease (attach with --read-only to watch)"}
+		}
+		lease := &attachLease{token: newAttachToken()}
+		s.attach = lease
+		rows, cols := g.proc.Size()
+		ls := &leaseState{gen: g, rows: int(rows), cols: int(cols), released: make(chan struct{})}
+		leases.Lock()
+		leases.m[lease] = ls
+		leases.Unlock()
+		st.lease, st.ls = lease, ls
+		// The lease ends with the connection even if the stream never
+		// runs (the ack could not be sent); Run releases it earlier.
+		token := lease.token
+		context.AfterFunc(ctx, func() { rt.releaseLease(s, token) })
+		rt.log.Info("attach lease taken", "session", s.rec.ID, "peer_pid", peer.PID)
+	}
+	ack := TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: s.rec.State}
+	if st.lease != nil {
+		ack.Token = st.lease.token
+	}
+	s.mu.Unlock()
+
+	if st.lease != nil && p.Rows > 0 && p.Cols > 0 {
+		rt.resizeTerminal(s, g, p.Rows, p.Cols)
+	}
+	// Render the grid and note where streaming starts, under the emulator
+	// lock so the pump is not between the two.
+	s.termMu.Lock()
+	if s.screen != nil {
+		ack.RepaintBase64 = base64.StdEncoding.EncodeToString(repaint(s.screen.Live(), s.screen))
+		ack.Rows, ack.Cols = s.screen.Size()
+	}
+	_, ack.Offset = s.raw.Bounds()
+	s.termMu.Unlock()
+	st.ack, st.offset = ack, ack.Offset
+	return st, nil
+}
+
+// cursorer is the part of vt.Screen repaint needs.
+type cursorer interface{ Cursor() (int, int) }
+
+// repaint draws rows on a cleared screen and places the cursor.
+func repaint(rows []string, sc cursorer) []byte {
+	var b strings.Builder
+	b.WriteString("\x1b[0m\x1b[H\x1b[2J")
+	for i, r := range rows {
+		if i > 0 {
+			b.WriteString("\r\n")
+		}
+		b.WriteString(r)
+	}
+	y, x := sc.Cursor()
+	fmt.Fprintf(&b, "\x1b[%d;%dH", y+1, x+1)
+	return []byte(b.String())
+}
+
+// attachStream is one attach: it owns its lease (if any) for its lifetime.
+type attachStream struct {
+	rt     *runtime
+	s      *session
+	g      *generation
+	mode   string
+	lease  *attachLease
+	ls     *leaseState
+	ack    TerminalAttachAck
+	offset int64
+}
+
+func (a *attachStream) Ack() any { return a.ack }
+
+func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
+	if a.lease != nil {
+		defer a.rt.releaseLease(a.s, a.lease.token)
+	}
+	go a.rt.nudgeRedraw(a.s, a.g)
+	var released <-chan struct{}
+	if a.ls != nil {
+		released = a.ls.released
+	}
+	tick := time.NewTicker(attachPoll)
+	defer tick.Stop()
+	end := func(why string) error {
+		line, _ := rpc.Marshal(TerminalOutput{End: why})
+		return emit(line)
+	}
+	for {
+		// Drain what is there before looking at why we might stop, so the
+		// last output of an exiting harness reaches the viewer.
+		for {
+			data, _, next, more, err := a.s.raw.ReadAt(a.offset, attachChunk)
+			if err != nil {
+				return end("exited")
+			}
+			if len(data) == 0 {
+				break
+			}
+			line, _ := rpc.Marshal(TerminalOutput{DataBase64: base64.StdEncoding.EncodeToString(data), Offset: next - int64(len(data))})
+			if err := emit(line); err != nil {
+				return err // the client was dropped (too slow or gone)
+			}
+			a.offset = next
+			if !more {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-released:
+			return end("detached")
+		case <-a.g.exited:
+			// Output is drained by the pump before exited closes.
+			if data, _, _, _, err := a.s.raw.ReadAt(a.offset, 1); err == nil && len(data) > 0 {
+				continue
+			}
+			return end("exited")
+		case <-tick.C:
+		}
+	}
+}
+
+// nudgeRedraw makes the harness repaint: a same-size SIGWINCH is ignored,
+// so the PTY grows by one row and shrinks back.
+func (rt *runtime) nudgeRedraw(s *session, g *generation) {
+	rows, cols := g.proc.Size()
+	r, c := int(rows), int(cols)
+	other := r + 1
+	if other > maxRows {
+		other = r - 1
+	}
+	if other < 1 {
+		return
+	}
+	rt.resizeTerminal(s, g, other, c)
+	select {
+	case <-time.After(redrawPause):
+	case <-g.exited:
+		return
+	}
+	// Only undo our own change: a client resize in between wins.
+	if nr, nc := g.proc.Size(); int(nr) == other && int(nc) == c {
+		rt.resizeTerminal(s, g, r, c)
+	}
+}
+
+// resizeTerminal sets the emulator and the PTY of generation g to rows×cols
+// (emulator first, so the harness's redraw is parsed at the new size).
+func (rt *runtime) resizeTerminal(s *session, g *generation, rows, cols int) {
+	resizeMu.Lock()
+	defer resizeMu.Unlock()
+	s.mu.Lock()
+	live := s.gen == g
+	s.mu.Unlock()
+	if !live {
+		return
+	}
+	if r, c := g.proc.Size(); int(r) == rows && int(c) == cols {
+		return
+	}
+	s.termMu.Lock()
+	if s.screen != nil {
+		s.screen.Resize(rows, cols) // may call Reset, which takes s.mu
+	}
+	s.termMu.Unlock()
+	if err := g.proc.Resize(uint16(rows), uint16(cols)); err != nil {
+		rt.log.Debug("pty resize", "session", s.uid, "err", err)
+	}
+	s.mu.Lock()
+	if s.gen == g {
+		s.rec.Rows, s.rec.Cols = rows, cols
+		rt.persistLocked(s)
+	}
+	s.mu.Unlock()
+}
+
+// releaseLease frees s's lease if token still names it, restoring the PTY
+// size from before the attach. It reports whether the token was current.
+func (rt *runtime) releaseLease(s *session, token string) bool {
+	s.mu.Lock()
+	l := s.attach
+	if l == nil || subtle.ConstantTimeCompare([]byte(l.token), []byte(token)) != 1 {
+		s.mu.Unlock()
+		return false
+	}
+	s.attach = nil
+	id := s.rec.ID
+	s.mu.Unlock()
+	leases.Lock()
+	ls := leases.m[l]
+	delete(leases.m, l)
+	leases.Unlock()
+	if ls != nil {
+		close(ls.released)
+		rt.resizeTerminal(s, ls.gen, ls.rows, ls.cols)
+	}
+	rt.log.Info("attach lease released", "session", id)
+	return true
+}
+
+// leaseHolder checks token against s's lease and returns the generation
+// it was taken on.
+func leaseHolder(s *session, token string) (*generation, error) {
+	s.mu.Lock()
+	l := s.attach
+	g := s.gen
+	id := s.rec.ID
+	s.mu.Unlock()
+	if l == nil || token == "" || subtle.ConstantTimeCompare([]byte(l.token), []byte(token)) != 1 {
+		return nil, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: id, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
+	}
+	if g == nil {
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: "the harness process has exited"}
+	}
+	return g, nil
+}
+
+func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p TerminalInputParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if base64.StdEncoding.DecodedLen(len(p.DataBase64)) > maxAttachInput+3 {
+		return nil, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
+	}
+	data, err := base64.StdEncoding.DecodeString(p.DataBase64)
+	if err != nil {
+		return nil, rpc.InvalidField("data_base64", "not base64: %v", err)
+	}
+	if len(data) > maxAttachInput {
+		return nil, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	g, err := leaseHolder(s, p.Token)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > 0 {
+		if _, err := g.proc.Write(data); err != nil {
+			return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.snapshot().ID, Message: "writing to the harness: " + err.Error()}
+		}
+	}
+	return struct {
+		Written int `json:"written"`
+	}{len(data)}, nil
+}
+
+func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p TerminalResizeParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	if p.Rows < 1 || p.Rows > maxRows {
+		return nil, rpc.InvalidField("rows", "must be within 1..%d", maxRows)
+	}
+	if p.Cols < 1 || p.Cols > maxCols {
+		return nil, rpc.InvalidField("cols", "must be within 1..%d", maxCols)
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	g, err := leaseHolder(s, p.Token)
+	if err != nil {
+		return nil, err
+	}
+	rt.resizeTerminal(s, g, p.Rows, p.Cols)
+	return struct {
+		Rows int `json:"rows"`
+		Cols int `json:"cols"`
+	}{p.Rows, p.Cols}, nil
+}
+
+func (rt *runtime) terminalDetach(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p TerminalDetachParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return nil, err
+	}
+	if !rt.releaseLease(s, p.Token) {
+		return nil, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: s.snapshot().ID, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
+	}
+	return struct {
+		Detached bool        `json:"detached"`
+		Session  rpc.Session `json:"session"`
+	}{true, s.snapshot()}, nil
+}

@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"context"
+	"time"
+
+	"dlgt/harness"
+	"dlgt/rpc"
+)
+
+// Launch prompts: a harness.LaunchPrompter (Codex) reports a session only
+// once a turn starts, so a launch that has a prompt hands it to the
+// harness, which submits it itself. The execution is recorded before the
+// launch; the provider's ready evidence then moves the Session straight to
+// busy, and its UserPromptSubmit confirms the prompt as a typed prompt's
+// would.
+
+// beginLaunchExec records the execution of a launch prompt on a Session
+// that is starting or restarting, and mints its receipt cursor (a
+// create's starts at the Session's beginning).
+func (rt *runtime) beginLaunchExec(s *session, prompt string, fromCreate bool) (*execution, uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cursor uint64
+	if fromCreate {
+		cursor = rt.positions.mintSession(s.uid, sessionMark{})
+	} else {
+		cursor = rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
+	}
+	s.rec.LastExecSeq++
+	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
+	s.exec = e
+	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
+	return e, cursor
+}
+
+// launchExecFailedLocked gives a launch prompt's execution its result when
+// the launch failed.
+func (rt *runtime) launchExecFailedLocked(s *session, e *execution, err error) {
+	if e != nil && s.exec == e {
+		rt.finishExecLocked(s, rpc.StatusFailed, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "launch_failed", Message: err.Error()})
+	}
+}
+
+// launchReceipt waits up to SubmitWait (from the provider's ready
+// evidence) for the launch prompt's acknowledgement, and builds the
+// receipt.
+func (rt *runtime) launchReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *storedReceipt {
+	t := time.NewTimer(rt.opts.SubmitWait)
+	defer t.Stop()
+	select {
+	case <-e.submitted:
+	case <-e.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	st := &storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
+	}}
+	s.mu.Unlock()
+	rt.fillSubmission(&st.Receipt, e)
+	return st
+}
+
+// createWithLaunchPrompt launches a new Session with its first prompt. A
+// failure before the provider is bound removes every trace, as create.
+func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp harness.LaunchPrompter, lo launchOpts, prompt string) (*storedReceipt, error) {
+	if err := lp.LaunchPrompt(prompt); err != nil {
+		rt.discard(s)
+		return nil, rpc.InvalidField("prompt", "%v", err)
+	}
+	e, cursor := rt.beginLaunchExec(s, prompt, true)
+	lo.prompt = prompt
+	if _, err := rt.startGeneration(ctx, s, lo); err != nil {
+		rt.discard(s)
+		return nil, err
+	}
+	return rt.launchReceipt(ctx, s, e, cursor), nil
+}

@@ -1,0 +1,127 @@
+package daemon
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"dlgt/harness"
+)
+
+// transcriptPoll is how often a tailed transcript is checked for growth.
+const transcriptPoll = 100 * time.Millisecond
+
+// maxTranscriptLine bounds one buffered transcript line; longer lines are
+// skipped (lifecycle entries are small).
+const maxTranscriptLine = 8 << 20
+
+// tailing holds the generations whose transcript is being followed.
+var tailing sync.Map // *generation -> struct{}
+
+// tailTranscriptLocked follows the provider transcript named by a hook,
+// once per generation and only for harnesses that are a
+// harness.TranscriptSource: from the file's end now, lines the harness
+// maps to evidence go through applyEvidence under the generation's launch
+// id, bound to providerID (the thread whose transcript it is). It stops
+// when the generation exits. Called with s.mu held.
+func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, providerID string) {
+	src, ok := s.h.(harness.TranscriptSource)
+	if !ok || providerID == "" {
+		return
+	}
+	if _, dup := tailing.LoadOrStore(g, struct{}{}); dup {
+		return
+	}
+	var offset int64
+	if fi, err := os.Stat(path); err == nil {
+		offset = fi.Size()
+	}
+	rt.mu.Lock()
+	if rt.closing {
+		rt.mu.Unlock()
+		tailing.Delete(g)
+		return
+	}
+	rt.wg.Add(1)
+	rt.mu.Unlock()
+	go func() {
+		defer rt.wg.Done()
+		defer tailing.Delete(g)
+		t := &transcriptTail{path: path, offset: offset}
+		tick := time.NewTicker(transcriptPoll)
+		defer tick.Stop()
+		for {
+			for _, line := range t.read() {
+				ev := src.ParseTranscriptLine(line)
+				if ev.Kind == harness.KindIgnored {
+					continue
+				}
+				ev.ProviderID = providerID
+				rt.applyEvidence(s, g.launchID, ev)
+			}
+			select {
+			case <-g.exited:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+// transcriptTail reads complete lines appended to a file.
+type transcriptTail struct {
+	path    string
+	offset  int64
+	partial []byte
+	skip    bool // dropping an overlong line up to its newline
+}
+
+func (t *transcriptTail) read() [][]byte {
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() < t.offset {
+		// Truncated or replaced: start over at its end.
+		if err == nil {
+			t.offset, t.partial, t.skip = fi.Size(), nil, false
+		}
+		return nil
+	}
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return nil
+	}
+	var lines [][]byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		t.offset += int64(n)
+		chunk := buf[:n]
+		for len(chunk) > 0 {
+			i := bytes.IndexByte(chunk, '\n')
+			if i < 0 {
+				if !t.skip {
+					t.partial = append(t.partial, chunk...)
+					if len(t.partial) > maxTranscriptLine {
+						t.partial, t.skip = nil, true
+					}
+				}
+				break
+			}
+			if !t.skip {
+				line := append(t.partial, chunk[:i]...)
+				if len(line) > 0 {
+					lines = append(lines, line)
+				}
+			}
+			t.partial, t.skip = nil, false
+			chunk = chunk[i+1:]
+		}
+		if err != nil || n == 0 {
+			return lines
+		}
+	}
+}
