@@ -4,11 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"dlgt/daemon"
 	"dlgt/rpc"
@@ -30,6 +37,9 @@ func (e *env) connectConn(ctx context.Context) (net.Conn, error) {
 	p, err := e.paths()
 	if err != nil {
 		return nil, err
+	}
+	if sock := e.ownerSocket(ctx, p); sock != "" {
+		return dialSocket(ctx, sock)
 	}
 	c, err := dialSocket(ctx, p.Socket)
 	if err == nil {
@@ -102,4 +112,227 @@ func waitForDaemon(ctx context.Context, socket string, limit time.Duration) (net
 			delay *= 2
 		}
 	}
+}
+
+// ownerSocket finds the daemon that holds e.sessionRef when it is a
+// provider-qualified id (harness:provider-id) this version's daemon does
+// not hold: the versioned sockets of live daemons under $DLGT_HOME/run/
+// are asked in turn (session.read), so a command reaches the daemon that
+// owns the Session instead of starting a duplicate. It returns "" to use
+// this version's socket as usual: no qualified id, DLGT_SOCKET set, this
+// daemon holds the Session, or nobody does. The answer is remembered for
+// the command's later connections.
+func (e *env) ownerSocket(ctx context.Context, p daemon.Paths) string {
+	e.routeMu.Lock()
+	defer e.routeMu.Unlock()
+	if e.routed != nil {
+		return *e.routed
+	}
+	owner := ""
+	defer func() { e.routed = &owner }()
+	if !strings.Contains(e.sessionRef, ":") || e.getenv("DLGT_SOCKET") != "" {
+		return ""
+	}
+	switch holdsSession(ctx, p.Socket, e.sessionRef) {
+	case holdYes, holdUnknown:
+		return "" // ours, or ours answered oddly: let the command report it
+	}
+	socks, _ := filepath.Glob(filepath.Join(p.Home, "run", "*", "dlgt.sock"))
+	sort.Strings(socks)
+	for _, sock := range socks {
+		if sock == p.Socket {
+			continue
+		}
+		if holdsSession(ctx, sock, e.sessionRef) == holdYes {
+			owner = sock
+			return owner
+		}
+	}
+	return ""
+}
+
+type holding int
+
+const (
+	holdNo      holding = iota // NOT_FOUND, or no daemon answers there
+	holdYes                    // the daemon there holds the Session
+	holdUnknown                // a daemon answered with another error
+)
+
+// holdsSession asks the daemon at socket (if one answers) whether it holds
+// the Session ref.
+func holdsSession(ctx context.Context, socket, ref string) holding {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	nc, err := dialSocket(ctx, socket)
+	if err != nil {
+		return holdNo
+	}
+	c := rpc.NewClient(nc)
+	defer c.Close()
+	err = c.Call(ctx, rpc.MethodSessionRead, rpc.SessionReadParams{Session: ref}, nil)
+	switch {
+	case err == nil:
+		return holdYes
+	case errors.Is(err, rpc.ErrNotFound):
+		return holdNo
+	case errors.Is(err, rpc.ErrRPCUnavailable):
+		return holdNo
+	}
+	return holdUnknown
+}
+
+// progress is the one-line indicator a waiting `session fetch --wait`
+// shows on a terminal stderr: state, elapsed time and the last screen
+// line, refreshed every second from a second connection. It never writes
+// to stdout and clears its line before the command prints anything.
+type progress struct {
+	w      io.Writer
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+	// mu guards shown.
+	mu    sync.Mutex
+	shown bool
+}
+
+// progressEvery is the indicator's refresh interval.
+var progressEvery = time.Second
+
+func (e *env) startFetchProgress(cmd *cobra.Command, wait time.Duration) {
+	if !e.terminal(e.stderr) || e.progress != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(cmd.Context())
+	pr := &progress{w: e.stderr, cancel: cancel, done: make(chan struct{})}
+	e.progress = pr
+	cmd.SetOut(clearFirst{pr, cmd.OutOrStdout()})
+	cmd.SetErr(clearFirst{pr, cmd.ErrOrStderr()})
+	go pr.run(ctx, e, e.sessionRef, wait)
+}
+
+// clearFirst stops the indicator before passing output on.
+type clearFirst struct {
+	pr *progress
+	w  io.Writer
+}
+
+func (c clearFirst) Write(p []byte) (int, error) {
+	c.pr.stop()
+	return c.w.Write(p)
+}
+
+func (pr *progress) run(ctx context.Context, e *env, ref string, wait time.Duration) {
+	defer close(pr.done)
+	start := time.Now()
+	var c *rpc.Client
+	defer func() {
+		if c != nil {
+			c.Close()
+		}
+	}()
+	state, last := "", ""
+	t := time.NewTicker(progressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ref != "" {
+			if c == nil {
+				if nc, err := e.connectConn(ctx); err == nil {
+					c = rpc.NewClient(nc)
+				}
+			}
+			if c != nil {
+				state, last = pollSession(ctx, c, ref)
+			}
+		}
+		line := progressLine(ref, state, last, time.Since(start), wait, terminalWidth(pr.w))
+		pr.mu.Lock()
+		if ctx.Err() == nil {
+			io.WriteString(pr.w, "\r\x1b[2K"+line)
+			pr.shown = true
+		}
+		pr.mu.Unlock()
+	}
+}
+
+// pollSession reads the Session's state and its last non-blank screen line.
+func pollSession(ctx context.Context, c *rpc.Client, ref string) (state, last string) {
+	var read rpc.SessionReadResult
+	if err := c.Call(ctx, rpc.MethodSessionRead, rpc.SessionReadParams{Session: ref}, &read); err == nil {
+		state = read.Session.State
+	}
+	var page struct {
+		Lines []string `json:"lines"`
+	}
+	if err := c.Call(ctx, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: ref, Lines: 5}, &page); err == nil {
+		for i := len(page.Lines) - 1; i >= 0; i-- {
+			if l := strings.TrimSpace(page.Lines[i]); l != "" {
+				last = l
+				break
+			}
+		}
+	}
+	return state, last
+}
+
+// progressLine renders the indicator, clipped to width-1 columns so it
+// never wraps (a wrapped line could not be cleared with one CR).
+func progressLine(ref, state, last string, elapsed, wait time.Duration, width int) string {
+	parts := []string{"waiting"}
+	if ref != "" {
+		parts = append(parts, ref)
+	} else {
+		parts = append(parts, "all sessions")
+	}
+	if state != "" {
+		parts = append(parts, state)
+	}
+	parts = append(parts, fmtElapsed(elapsed)+"/"+fmtElapsed(wait))
+	if last != "" {
+		parts = append(parts, last)
+	}
+	s := strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, strings.Join(parts, " · "))
+	if width < 10 {
+		width = 80
+	}
+	rs := []rune(s)
+	if len(rs) > width-1 {
+		rs = append(rs[:width-2], '…')
+	}
+	return string(rs)
+}
+
+func fmtElapsed(d time.Duration) string {
+	d = d.Round(time.Second)
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	if h > 0 {
+		return fmt.Sprintf("%d:%02d:%02d", h, m, s)
+	}
+	return fmt.Sprintf("%d:%02d", m, s)
+}
+
+// stop ends the indicator and clears its line. Safe on nil and repeated.
+func (pr *progress) stop() {
+	if pr == nil {
+		return
+	}
+	pr.once.Do(func() {
+		pr.cancel()
+		<-pr.done
+		pr.mu.Lock()
+		if pr.shown {
+			io.WriteString(pr.w, "\r\x1b[2K")
+		}
+		pr.mu.Unlock()
+	})
 }

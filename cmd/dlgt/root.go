@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,6 +26,19 @@ type env struct {
 	stderr  io.Writer
 	// exe is the path of the dlgt executable (for auto-starting the daemon).
 	exe string
+	// isTerminal reports whether a stream is a terminal (nil: ask the
+	// kernel; tests fake it).
+	isTerminal func(f any) bool
+
+	// sessionRef is the SESSION the running command addresses, if any:
+	// connect routes a provider-qualified id to the daemon that owns it.
+	sessionRef string
+	// routed caches that routing decision ("" = this version's socket);
+	// routeMu guards it (the --wait indicator connects concurrently).
+	routeMu sync.Mutex
+	routed  *string
+	// progress is the running --wait indicator, stopped before exit.
+	progress *progress
 }
 
 func newEnv() *env {
@@ -52,6 +66,7 @@ func run(args []string, e *env) int {
 	root := newRootCommand(e)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	e.progress.stop()
 	var es exitStatus
 	switch {
 	case err == nil:
@@ -85,24 +100,63 @@ func newRootCommand(e *env) *cobra.Command {
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
+	session := newSessionCommand(e)
+	session.AddCommand(newSessionAttachCommand(e))
 	root.AddCommand(
 		newVersionCommand(e),
 		newDaemonCommand(e),
 		newRPCCommand(e),
 		newProfilesCommand(e),
 		newHookCommand(e),
-		newSessionCommand(e),
+		session,
+		newDoctorCommand(e),
 		newEventsCommand(e),
 		newScrollbackCommand(e),
 		newTranscriptCommand(e),
 		newModelsCommand(e),
 		newHarnessesCommand(e),
 	)
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		e.noteSession(cmd, args)
+		return nil
+	}
 	// Bad flags on a control command print the JSON failure (exit 1).
 	root.SetFlagErrorFunc(flagErrorJSON)
 	// Shell completion: cobra's default `completion` command.
 	root.CompletionOptions.DisableDefaultCmd = false
 	return root
+}
+
+// sessionArgCommands take SESSION as their first argument.
+var sessionArgCommands = map[string]bool{
+	"dlgt session send": true, "dlgt session fetch": true, "dlgt session read": true,
+	"dlgt session cancel": true, "dlgt session stop": true, "dlgt session restart": true,
+	"dlgt session attach": true, "dlgt scrollback": true, "dlgt transcript": true,
+}
+
+// noteSession records the Session a command addresses (for routing to the
+// daemon that owns it) and starts the --wait indicator of a fetch.
+func (e *env) noteSession(cmd *cobra.Command, args []string) {
+	path := cmd.CommandPath()
+	switch {
+	case sessionArgCommands[path] && len(args) > 0:
+		e.sessionRef = args[0]
+	case path == "dlgt events":
+		e.sessionRef, _ = cmd.Flags().GetString("session")
+	}
+	if path == "dlgt session fetch" {
+		if wait, err := cmd.Flags().GetDuration("wait"); err == nil && wait > 0 {
+			e.startFetchProgress(cmd, wait)
+		}
+	}
+}
+
+// terminal reports whether f (a stream of env) is a terminal.
+func (e *env) terminal(f any) bool {
+	if e.isTerminal != nil {
+		return e.isTerminal(f)
+	}
+	return fileIsTerminal(f)
 }
 
 // paths resolves this version's daemon paths from the command's env.

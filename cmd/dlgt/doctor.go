@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/daemon"
+	"dlgt/harness"
+	"dlgt/rpc"
+)
+
+// doctorCheck is one line of `dlgt doctor`'s report.
+type doctorCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// doctorHarnesses are the adapters doctor checks, with the variable that
+// overrides each binary and how to install it.
+var doctorHarnesses = []struct {
+	h        harness.Harness
+	override string
+	install  string
+}{
+	{harness.Claude{}, "DLGT_CLAUDE_BIN", "npm install -g @anthropic-ai/claude-code@%s"},
+	{harness.Codex{}, "DLGT_CODEX_BIN", "npm install -g @openai/codex@%s"},
+}
+
+// versionTimeout bounds one `--version` run.
+var versionTimeout = 15 * time.Second
+
+const doctorLong = `Check that dlgt can work here and print one JSON document:
+{"ok":true|false,"checks":[{"name","ok","detail","fix"}]}.
+
+Checks: each harness binary (DLGT_CLAUDE_BIN / DLGT_CODEX_BIN, else PATH)
+and its --version against the version dlgt is tested with; whether a
+daemon answers on this version's socket (or DLGT_SOCKET) and which
+version it is; and that the state directory is owned by you with mode
+0700. A failed check carries a "fix" hint. A harness that is simply not
+installed is not a failure (it is only needed for --harness NAME); a
+version other than the tested one is reported in "detail" but is not a
+failure either. Exit status 1 when any check failed.`
+
+func newDoctorCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "doctor",
+		Short:   "Check harness binaries, the daemon socket and the state directory",
+		Long:    doctorLong,
+		Example: `  dlgt doctor --pretty`,
+		Args:    jsonArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			checks := e.doctor(cmd.Context())
+			ok := true
+			for _, c := range checks {
+				ok = ok && c.OK
+			}
+			body, err := rpc.Marshal(struct {
+				OK     bool          `json:"ok"`
+				Checks []doctorCheck `json:"checks"`
+			}{ok, checks})
+			if err != nil {
+				return err
+			}
+			if err := writeJSONLine(cmd, body); err != nil {
+				return err
+			}
+			if !ok {
+				return exitStatus{exitError}
+			}
+			return nil
+		},
+	}
+	addPretty(cmd)
+	return cmd
+}
+
+func (e *env) doctor(ctx context.Context) []doctorCheck {
+	var checks []doctorCheck
+	env := map[string]string{"PATH": e.getenv("PATH")}
+	for _, dh := range doctorHarnesses {
+		if v := e.getenv(dh.override); v != "" {
+			env[dh.override] = v
+		}
+	}
+	for _, dh := range doctorHarnesses {
+		checks = append(checks, checkHarness(ctx, dh.h, env, dh.override, dh.install))
+	}
+	p, err := e.paths()
+	if err != nil {
+		return append(checks, doctorCheck{Name: "state_dir", Detail: err.Error(), Fix: "set DLGT_HOME (or HOME) to a directory you own"})
+	}
+	checks = append(checks, checkDaemon(ctx, p, e.getenv("DLGT_SOCKET") != ""))
+	checks = append(checks, checkStateDir(p)...)
+	return checks
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
+
+func checkHarness(ctx context.Context, h harness.Harness, env map[string]string, override, install string) doctorCheck {
+	info := h.Info()
+	c := doctorCheck{Name: "harness." + info.Name}
+	installHint := fmt.Sprintf(install, info.TestedVersion)
+	bin, err := h.Binary(env)
+	if err != nil {
+		c.OK = true
+		c.Detail = fmt.Sprintf("%s is not installed (needed only for --harness %s)", info.Name, info.Name)
+		c.Fix = fmt.Sprintf("to use it: %s, or set %s to its path", installHint, override)
+		return c
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		c.Detail = fmt.Sprintf("%s=%s is not an executable file", override, bin)
+		c.Fix = fmt.Sprintf("point %s at the %s executable, or unset it to use PATH", override, info.Name)
+		return c
+	}
+	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(vctx, bin, "--version")
+	cmd.Env = os.Environ()
+	if v := env[override]; v != "" {
+		cmd.Env = append(cmd.Env, override+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "PATH="+env["PATH"])
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		c.Detail = fmt.Sprintf("%s --version failed: %v: %s", bin, err, clip(strings.TrimSpace(string(out)), 200))
+		c.Fix = fmt.Sprintf("run %s --version yourself to see what is wrong; reinstall with: %s", bin, installHint)
+		return c
+	}
+	version := versionRE.FindString(string(out))
+	if version == "" {
+		c.Detail = fmt.Sprintf("%s --version printed no version: %q", bin, clip(strings.TrimSpace(string(out)), 200))
+		c.Fix = fmt.Sprintf("check that %s is %s; reinstall with: %s", bin, info.Name, installHint)
+		return c
+	}
+	c.OK = true
+	if version == info.TestedVersion {
+		c.Detail = fmt.Sprintf("%s %s at %s (the tested version)", info.Name, version, bin)
+	} else {
+		c.Detail = fmt.Sprintf("%s %s at %s; dlgt is tested with %s, so screen parsing may differ", info.Name, version, bin, info.TestedVersion)
+		c.Fix = "if Sessions misbehave, install the tested version: " + installHint
+	}
+	return c
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool) doctorCheck {
+	c := doctorCheck{Name: "daemon"}
+	others := otherDaemons(p)
+	var also string
+	if len(others) > 0 {
+		also = "; other versions' sockets: " + strings.Join(others, ", ")
+	}
+	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	nc, err := dialSocket(dctx, p.Socket)
+	if err != nil {
+		if _, serr := os.Lstat(p.Socket); serr == nil && !errors.Is(err, syscall.ENOENT) {
+			c.Detail = fmt.Sprintf("nothing answers on %s (a stale socket?): %v%s", p.Socket, err, also)
+			c.Fix = fmt.Sprintf("run `dlgt daemon status`; if no daemon is running, remove %s", p.Socket)
+			return c
+		}
+		c.OK = true
+		c.Detail = fmt.Sprintf("no daemon is running on %s (client commands start one)%s", p.Socket, also)
+		if pinned {
+			c.OK = false
+			c.Detail = fmt.Sprintf("no daemon answers on DLGT_SOCKET=%s (never auto-started)%s", p.Socket, also)
+			c.Fix = "start one with `DLGT_SOCKET=" + p.Socket + " dlgt daemon`, or unset DLGT_SOCKET"
+		}
+		return c
+	}
+	cl := rpc.NewClient(nc)
+	defer cl.Close()
+	var st daemon.DaemonStatus
+	if err := cl.Call(dctx, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
+		c.Detail = fmt.Sprintf("%s answered but not as a dlgt daemon: %v%s", p.Socket, err, also)
+		c.Fix = "stop whatever listens there (`dlgt daemon stop`), or point DLGT_SOCKET elsewhere"
+		return c
+	}
+	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d Sessions%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, also)
+	if st.Version != daemon.Version {
+		c.Detail = fmt.Sprintf("the daemon on %s is version %s but this client is %s%s", p.Socket, st.Version, daemon.Version, also)
+		c.Fix = "use the dlgt binary of the daemon's version, or unset DLGT_SOCKET so this version uses its own socket"
+		return c
+	}
+	c.OK = true
+	return c
+}
+
+// otherDaemons lists other versions' sockets under $DLGT_HOME/run/.
+func otherDaemons(p daemon.Paths) []string {
+	socks, _ := filepath.Glob(filepath.Join(p.Home, "run", "*", "dlgt.sock"))
+	sort.Strings(socks)
+	var out []string
+	for _, s := range socks {
+		if s != p.Socket {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkStateDir checks $DLGT_HOME and this version's directories: each
+// that exists must be a directory owned by this user with mode 0700.
+func checkStateDir(p daemon.Paths) []doctorCheck {
+	var checks []doctorCheck
+	for _, d := range []struct{ name, dir string }{{"state_dir", p.Home}, {"run_dir", p.RunDir}, {"data_dir", p.DataDir}} {
+		c := doctorCheck{Name: d.name}
+		fi, err := os.Lstat(d.dir)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			c.OK = true
+			c.Detail = d.dir + " does not exist yet (the daemon creates it with mode 0700)"
+		case err != nil:
+			c.Detail = err.Error()
+			c.Fix = "make " + d.dir + " readable by you, or set DLGT_HOME elsewhere"
+		case !fi.IsDir():
+			c.Detail = d.dir + " is not a directory"
+			c.Fix = "move it away, or set DLGT_HOME elsewhere"
+		default:
+			st := fi.Sys().(*syscall.Stat_t)
+			mode := fi.Mode().Perm()
+			switch {
+			case int(st.Uid) != os.Getuid():
+				c.Detail = fmt.Sprintf("%s is owned by uid %d, not by you (uid %d)", d.dir, st.Uid, os.Getuid())
+				c.Fix = fmt.Sprintf("sudo chown -R %d %s, or set DLGT_HOME to a directory of your own", os.Getuid(), d.dir)
+			case mode != 0o700:
+				c.Detail = fmt.Sprintf("%s has mode %04o, want 0700 (it holds the socket, transcripts and session data)", d.dir, mode)
+				c.Fix = "chmod 700 " + d.dir
+			default:
+				c.OK = true
+				c.Detail = fmt.Sprintf("%s is yours, mode 0700", d.dir)
+			}
+		}
+		checks = append(checks, c)
+		if d.name == "state_dir" && !c.OK {
+			break
+		}
+	}
+	return checks
+}
