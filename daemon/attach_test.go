@@ -164,9 +164,32 @@ func TestAttachLeaseInputObserveDetach(t *testing.T) {
 	}
 	w.waitOutput("MOCK-REPLY: typed by a human")
 	obs.waitOutput("MOCK-REPLY: typed by a human")
-	// The human's turn is not an execution (no result is retained for
-	// it); let its Stop hook arrive before the next semantic send.
-	time.Sleep(time.Second)
+	// The human's turn is an execution of its own: the Session is busy
+	// while the harness works on it, and its result is retained.
+	var read rpc.SessionReadResult
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		if read.Result != nil && read.Result.ExecutionSeq == 2 && read.Session.State == rpc.StateIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result for the typed turn: %+v", read)
+		}
+	}
+	if read.Result.FinalText == nil || *read.Result.FinalText != "MOCK-REPLY: typed by a human" {
+		t.Fatalf("typed turn result = %+v", read.Result)
+	}
+	var evs []rpc.Event
+	td.mustCall(rpc.MethodEventRead, rpc.EventReadParams{Session: id}, &evs)
+	busy := 0
+	for _, e := range evs {
+		if e.Type == rpc.EventSessionBusy && e.ExecutionSeq == 2 {
+			busy++
+		}
+	}
+	if busy != 1 {
+		t.Fatalf("session.busy events for the typed turn: %d", busy)
+	}
 
 	// Resize needs the token too and is applied to the PTY.
 	if err := td.call(rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: "bogus", Rows: 30, Cols: 100}, nil); !errors.Is(err, rpc.ErrInvalidArgument) {

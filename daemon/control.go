@@ -92,7 +92,10 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		}
 		return true
 	case harness.KindPromptSubmitted:
-		if e == nil || e.isConfirmed() {
+		if e == nil {
+			return rt.humanTurnLocked(s, ev)
+		}
+		if e.isConfirmed() {
 			return false
 		}
 		if ev.Prompt != nil && !promptMatches(*ev.Prompt, e.prompt) {
@@ -163,6 +166,24 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		return true // the process exit decides what it means
 	}
 	return false
+}
+
+// humanTurnLocked records a turn that someone started at the terminal (an
+// attached human typing a prompt): the harness is working, so the Session
+// is busy and semantic sends wait, and the turn gets an execution_seq and
+// a retained result like any other. s.mu held.
+func (rt *runtime) humanTurnLocked(s *session, ev harness.Evidence) bool {
+	if s.rec.State != rpc.StateIdle || ev.Prompt == nil {
+		return false
+	}
+	s.rec.LastExecSeq++
+	e := &execution{seq: s.rec.LastExecSeq, prompt: *ev.Prompt, startedAt: time.Now(),
+		submitted: make(chan struct{}), done: make(chan struct{}), turnID: ev.TurnID}
+	e.confirm()
+	s.exec = e
+	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
+	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+	return true
 }
 
 // promptMatches compares the provider's echo of a prompt with what dlgt

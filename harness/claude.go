@@ -462,6 +462,9 @@ type claudeHook struct {
 // payload's hook_event_name when it has one.
 func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 	var h claudeHook
+	if t := bytes.TrimSpace(payload); len(t) == 0 || t[0] != '{' {
+		return Evidence{}, fmt.Errorf("hook payload is not a JSON object")
+	}
 	if err := json.Unmarshal(payload, &h); err != nil {
 		return Evidence{}, fmt.Errorf("hook payload is not a JSON object: %v", err)
 	}
@@ -578,19 +581,27 @@ func toolCommand(input json.RawMessage) string {
 
 // sanitizeError turns a provider error value into a bounded message.
 func sanitizeError(raw json.RawMessage) string {
+	const unknown = "the provider reported a failure without details"
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
+		if strings.TrimSpace(s) == "" {
+			return unknown
+		}
 		return clipText(s, 1024)
 	}
 	var obj struct {
 		Message string `json:"message"`
 		Type    string `json:"type"`
 	}
-	if json.Unmarshal(raw, &obj) == nil && (obj.Message != "" || obj.Type != "") {
-		return clipText(strings.TrimSpace(obj.Type+": "+obj.Message), 1024)
+	if json.Unmarshal(raw, &obj) == nil {
+		msg := strings.Trim(strings.TrimSpace(obj.Type+": "+obj.Message), ": ")
+		if msg == "" {
+			return unknown
+		}
+		return clipText(msg, 1024)
 	}
-	if len(raw) == 0 {
-		return "provider reported a failure"
+	if t := strings.TrimSpace(string(raw)); t == "" || t == "null" {
+		return unknown
 	}
 	return clipText(string(raw), 1024)
 }
