@@ -1,0 +1,78 @@
+// Command mockserver runs dlgt's mock model API on 127.0.0.1 for trying dlgt
+// without an account: the Anthropic Messages API for Claude Code, or the
+// OpenAI Responses API for Codex. It prints the environment a client needs
+// and serves until interrupted.
+//
+//	go run ./harness/mockapi/mockserver -home /tmp/demo-home
+//
+// With -home it also seeds that directory as a Claude Code home (onboarding
+// done, the mock key approved), so the TUI starts without dialogs. The demo
+// script answers any prompt mentioning now.txt with a Bash tool call
+// `date > now.txt`, and everything else with "MOCK-REPLY: <prompt>".
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"dlgt/harness/mockapi"
+)
+
+const mockKey = "sk-ant-mock-key-0123456789abcdef"
+
+func main() {
+	kind := flag.String("kind", "anthropic", "anthropic (Claude Code) or responses (Codex)")
+	home := flag.String("home", "", "seed this directory as the client's HOME for Claude Code")
+	flag.Parse()
+	script := mockapi.Script{
+		mockapi.Contains("now.txt", mockapi.Reply{Tool: "date > now.txt", Text: "Wrote the date to now.txt."}),
+	}
+	var srv *mockapi.Server
+	switch *kind {
+	case "anthropic":
+		srv = mockapi.NewAnthropic(nil, script)
+	case "responses":
+		srv = mockapi.NewResponses(nil, script)
+	default:
+		fmt.Fprintln(os.Stderr, "mockserver: -kind must be anthropic or responses")
+		os.Exit(2)
+	}
+	defer srv.Close()
+	if *home != "" {
+		if err := seedClaudeHome(*home); err != nil {
+			fmt.Fprintln(os.Stderr, "mockserver:", err)
+			os.Exit(1)
+		}
+		abs, _ := filepath.Abs(*home)
+		fmt.Printf("export HOME=%s\n", abs)
+	}
+	if *kind == "anthropic" {
+		fmt.Printf("export ANTHROPIC_BASE_URL=%s\nexport ANTHROPIC_API_KEY=%s\nexport CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n", srv.URL(), mockKey)
+	} else {
+		fmt.Printf("# Codex: model_provider=mock with base_url=%s/v1, wire_api=responses, env_key=MOCK_API_KEY\nexport MOCK_API_KEY=mock\n", srv.URL())
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	<-sig
+}
+
+// seedClaudeHome writes the .claude.json a fresh Claude Code TUI needs to
+// start without first-run dialogs against the mock.
+func seedClaudeHome(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	state := map[string]any{
+		"hasCompletedOnboarding":        true,
+		"hasSeenAutoDefaultNotice":      true,
+		"bypassPermissionsModeAccepted": true,
+		"customApiKeyResponses":         map[string]any{"approved": []string{mockKey[len(mockKey)-20:]}, "rejected": []string{}},
+	}
+	data, _ := json.MarshalIndent(state, "", "  ")
+	return os.WriteFile(filepath.Join(dir, ".claude.json"), data, 0o600)
+}
