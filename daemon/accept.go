@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -180,11 +181,12 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json
 	}
 	replay, res, err := rt.receipts.reserve(p.RequestID, digest)
 	if err != nil {
-		return nil, err
+		return nil, rt.reserveError(err)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
 	}
+	ctx = withAcceptance(ctx, p.RequestID, res)
 	autoApprove := p.AutoApprove == nil || *p.AutoApprove
 	rec := sessionRecord{
 		UID: newUID(), Alias: alias, Title: p.Title, Harness: h.Name(), Cwd: p.Cwd,
@@ -193,7 +195,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json
 	}
 	st, err := rt.create(ctx, rec, p.Alias != "", launchOpts{env: p.Environment, rows: rows, cols: cols, timeout: timeout}, p.Prompt)
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
-		rt.log.Error("storing receipt", "err", ferr)
+		return nil, rt.receiptError(st, ferr)
 	}
 	if err != nil {
 		return nil, err
@@ -207,7 +209,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json
 func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*storedReceipt, error) {
 	s, err := rt.newSessionObject(rec)
 	if err != nil {
-		return nil, err
+		return nil, rt.storageError("the new Session's logs", "nothing was created; retry once the state directory is writable", err)
 	}
 	rt.mu.Lock()
 	if rt.closing {
@@ -244,11 +246,38 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, SessionID: s.rec.ID, Message: "the harness exited right after starting"}
 	}
 	s.mu.Unlock()
-	return rt.accept(ctx, s, prompt, true)
+	st, err := rt.accept(ctx, s, prompt, true)
+	if err != nil {
+		// The first prompt could not be accepted (its record could not be
+		// stored): the caller is told nothing was created, so the new
+		// Session goes, like a failed launch.
+		rt.abandon(s, g)
+		var re *rpc.Error
+		if errors.As(err, &re) {
+			re.SessionID = ""
+		}
+		return nil, err
+	}
+	return st, nil
+}
+
+// abandon kills a new Session's harness and forgets the Session, when
+// its creation fails after the launch.
+func (rt *runtime) abandon(s *session, g *generation) {
+	s.mu.Lock()
+	// generationExited leaves a stopping Session alone.
+	s.rec.State = rpc.StateStopping
+	s.mu.Unlock()
+	g.proc.Kill()
+	<-g.exited
+	rt.discard(s)
 }
 
 // discard forgets a Session whose launch failed before binding.
 func (rt *runtime) discard(s *session) {
+	s.mu.Lock()
+	s.unsaved = nil // a retried write must not bring it back
+	s.mu.Unlock()
 	rt.mu.Lock()
 	delete(rt.sessions, s.uid)
 	if rt.aliases[s.rec.Alias] == s {
@@ -282,7 +311,30 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
 	s.exec = e
 	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
-	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+	// The execution is accepted only once its record is stored: when the
+	// state directory is full or read-only it is undone before the
+	// prompt is delivered, and no event says otherwise.
+	prev := s.rec.State
+	s.rec.State = rpc.StateBusy
+	// The provisional receipt goes first: a crash after it but before the
+	// record leaves a receipt for an execution that never started, which
+	// a retry recognizes (receipts.recorded) and runs; the other order
+	// would leave an execution no retry can replay.
+	rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
+		Submission: rpc.SubmissionPending,
+	}})
+	if err := rt.persistLocked(s); err != nil {
+		s.exec, s.rec.ActiveExec, s.rec.State = nil, nil, prev
+		s.rec.LastExecSeq--
+		rt.persistLocked(s) // best effort, in case the record was written after all
+		id := s.rec.ID
+		s.mu.Unlock()
+		rerr := rt.storageError("the Session record", "the prompt was not delivered; retry once the state directory is writable", err)
+		rerr.SessionID = id
+		return nil, rerr
+	}
+	rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
 	g := s.gen
 	s.mu.Unlock()
 
@@ -395,11 +447,12 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, params json.R
 	}
 	replay, res, rerr := rt.receipts.reserve(p.RequestID, digest)
 	if rerr != nil {
-		return nil, rerr
+		return nil, rt.reserveError(rerr)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
 	}
+	ctx = withAcceptance(ctx, p.RequestID, res)
 	var st *storedReceipt
 	if p.Resume {
 		st, err = rt.resumeAndSend(ctx, s, &p)
@@ -407,10 +460,31 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, params json.R
 		st, err = rt.accept(ctx, s, p.Prompt, false)
 	}
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
-		rt.log.Error("storing receipt", "err", ferr)
+		return nil, rt.receiptError(st, ferr)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return st.Receipt, nil
+}
+
+// reserveError maps a reservation failure; a receipt that still cannot
+// be stored is answered as when it was first refused.
+func (rt *runtime) reserveError(err error) error {
+	var u *errUnsavedReceipt
+	if errors.As(err, &u) {
+		return rt.receiptError(u.st, u.err)
+	}
+	return err
+}
+
+// receiptError is the answer to an acceptance whose receipt could not be
+// stored. The prompt was delivered, so the error says so; the receipt is
+// kept in memory and a retry of the same request_id stores and returns
+// it (receipts.reserve) rather than acting twice.
+func (rt *runtime) receiptError(st *storedReceipt, err error) error {
+	rt.log.Error("storing receipt", "session", st.Receipt.Session.ID, "err", err)
+	rerr := rt.storageError("the receipt", "execution "+itoa(st.Receipt.ExecutionSeq)+" was accepted and its prompt delivered; repeat this request_id (do not choose a new one) to get its receipt once the state directory is writable", err)
+	rerr.SessionID = st.Receipt.Session.ID
+	return rerr
 }

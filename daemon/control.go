@@ -343,6 +343,10 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 	if lp, ok := s.h.(harness.LaunchPrompter); ok && lp.LaunchPrompt(p.Prompt) == nil {
 		e, cursor = rt.beginLaunchExec(s, p.Prompt, false)
 		lo.prompt = p.Prompt
+		rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+			Session: s.snapshot(), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
+			Submission: rpc.SubmissionPending,
+		}})
 	}
 	if _, err := rt.startGeneration(ctx, s, lo); err != nil {
 		s.mu.Lock()

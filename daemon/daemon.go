@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"dlgt/rpc"
@@ -57,16 +58,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer db.Close()
 
-	l, cleanup, err := listenOwned(p.Socket)
+	l, err := listenOwned(p.Socket)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	hl, hookCleanup, err := listenOwned(p.HookSocket)
+	defer l.cleanup()
+	hl, err := listenOwned(p.HookSocket)
 	if err != nil {
 		return err
 	}
-	defer hookCleanup()
+	defer hl.cleanup()
 
 	rt, err := newRuntime(db, p, log, cfg.Options)
 	if err != nil {
@@ -89,6 +90,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer hookSrv.Close()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(srvCtx, l) }()
+	go watchSockets(srvCtx, log, l, hl)
 	select {
 	case <-srvCtx.Done():
 	case err := <-serveErr:
@@ -116,24 +118,139 @@ func (h hookOnly) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request)
 	return h.rt.ServeRPC(ctx, peer, req)
 }
 
-// listenOwned binds path (see listen) and returns a cleanup that closes the
-// listener and removes the path only if it still names our socket.
-func listenOwned(path string) (net.Listener, func(), error) {
+// socketCheckInterval is how often the daemon checks that its socket
+// paths still name the sockets it bound; a path deleted (or replaced by
+// a stale file) while it runs is bound again, so clients can reconnect.
+const socketCheckInterval = 2 * time.Second
+
+// ownedSocket is a listener on a socket path the daemon owns. When the
+// path is deleted while the daemon runs, rebind binds it again (with
+// listen's bind hygiene) and Accept continues on the new socket; the
+// server never sees the switch.
+type ownedSocket struct {
+	path string
+
+	// mu guards the fields that follow.
+	mu      sync.Mutex
+	l       *net.UnixListener
+	info    os.FileInfo // the bound socket file, to recognize it
+	closed  bool
+	lastErr string // last rebind failure logged, to log each once
+}
+
+// listenOwned binds path (see listen).
+func listenOwned(path string) (*ownedSocket, error) {
 	l, err := listen(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	info, err := os.Lstat(path)
 	if err != nil {
 		l.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return l, func() {
-		l.Close()
-		if sameFile(path, info) {
-			os.Remove(path)
+	return &ownedSocket{path: path, l: l, info: info}, nil
+}
+
+// Accept waits on the current socket; a socket replaced by rebind ends
+// its Accept with an error, and Accept continues on the new one.
+func (o *ownedSocket) Accept() (net.Conn, error) {
+	for {
+		o.mu.Lock()
+		l := o.l
+		o.mu.Unlock()
+		c, err := l.Accept()
+		if err == nil {
+			return c, nil
 		}
-	}, nil
+		o.mu.Lock()
+		swapped := o.l != l && !o.closed
+		o.mu.Unlock()
+		if !swapped {
+			return nil, err
+		}
+	}
+}
+
+func (o *ownedSocket) Addr() net.Addr {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.l.Addr()
+}
+
+// Close stops accepting; the path is left alone (see cleanup).
+func (o *ownedSocket) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	return o.l.Close()
+}
+
+// cleanup closes the listener and removes the path only if it still
+// names our socket.
+func (o *ownedSocket) cleanup() {
+	o.Close()
+	o.mu.Lock()
+	info := o.info
+	o.mu.Unlock()
+	if sameFile(o.path, info) {
+		os.Remove(o.path)
+	}
+}
+
+// rebind binds the path again when it no longer names our socket. A path
+// taken by something listen refuses to replace (a live daemon, a file
+// that is not a socket) is left alone and the failure logged once.
+func (o *ownedSocket) rebind(log *slog.Logger) {
+	o.mu.Lock()
+	if o.closed || sameFile(o.path, o.info) {
+		o.mu.Unlock()
+		return
+	}
+	o.mu.Unlock()
+	nl, err := listen(o.path)
+	var info os.FileInfo
+	if err == nil {
+		if info, err = os.Lstat(o.path); err != nil {
+			nl.Close()
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil {
+		if msg := err.Error(); msg != o.lastErr {
+			o.lastErr = msg
+			log.Error("socket path no longer names the daemon's socket; cannot bind it again", "socket", o.path, "err", err)
+		}
+		return
+	}
+	if o.closed {
+		nl.Close()
+		if sameFile(o.path, info) {
+			os.Remove(o.path)
+		}
+		return
+	}
+	old := o.l
+	o.l, o.info, o.lastErr = nl, info, ""
+	old.Close()
+	log.Warn("socket path was deleted or replaced while running; bound it again", "socket", o.path)
+}
+
+// watchSockets rebinds deleted socket paths until ctx is done.
+func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) {
+	t := time.NewTicker(socketCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			for _, o := range socks {
+				o.rebind(log)
+			}
+		}
+	}
 }
 
 func newInstanceID() string {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -228,18 +230,17 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		deadline = t.C
 	}
 	expired := false
+	// wokeFrom is the generation whose change woke this long-poll, if
+	// its last wait ended that way.
+	var wokeFrom <-chan struct{}
 	for {
-		s.mu.Lock()
-		changed := s.changed
-		blocked := s.rec.State == rpc.StateBlocked
-		boundDone := bound > 0 && (s.exec == nil || s.exec.seq != bound)
-		s.mu.Unlock()
-
 		if pos == nil {
+			v := viewOf(s)
+			blocked, boundDone := v.blocked, v.boundDone(bound)
 			// A cursorless call is a baseline; until:result waits for the
 			// bound execution first.
 			if fr.untilRes && bound > 0 && !boundDone && !blocked && deadline != nil {
-				if err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+				if _, err := waitChange(ctx, v.changed, &deadline, &expired); err != nil {
 					return nil, err
 				}
 				continue
@@ -258,18 +259,15 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 			return rt.baselineDoc(s, fr, reason, nil, nil)
 		}
 
-		if gaps, top := rt.gapsFor(s, pos.mark); len(gaps)+len(top) > 0 {
-			return rt.baselineDoc(s, fr, rpc.ReasonGap, gaps, top)
+		st := rt.fetchStep(s, pos, fr, wokeFrom)
+		if st.err != nil {
+			return nil, st.err
 		}
-		nextN, nextPos := rt.positions.successor(s.uid, pos)
-		var upto *sessionMark
-		if nextPos != nil {
-			upto = &nextPos.mark
+		d := st.d
+		if st.gap {
+			return d.document(rt, rpc.ReasonGap, st.cursor), nil
 		}
-		d, err := fit(fr, func(fr *fetchReq) (*delta, error) { return rt.buildDelta(s, pos.mark, upto, fr) })
-		if err != nil {
-			return nil, err
-		}
+		blocked, boundDone := st.view.blocked, st.view.boundDone(bound)
 		gotBound := false
 		for _, r := range d.bucket.Results {
 			if r.ExecutionSeq == bound && (r.FinalTextComplete == nil || *r.FinalTextComplete) {
@@ -285,8 +283,13 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 			done = d.hasMore || advanced
 		}
 		if !done && deadline != nil {
-			if err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+			woken, err := waitChange(ctx, st.view.changed, &deadline, &expired)
+			if err != nil {
 				return nil, err
+			}
+			wokeFrom = nil
+			if woken {
+				wokeFrom = st.view.changed
 			}
 			continue
 		}
@@ -303,33 +306,152 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		}
 		cursor := fr.cursor
 		if advanced {
-			if upto != nil && d.mark == *upto {
-				cursor = nextN
-			} else {
-				cursor = rt.positions.advance(s.uid, pos, &position{mark: d.mark})
-			}
+			cursor = st.advanceCursor(rt, s.uid, pos)
 		}
 		return d.document(rt, reason, cursor), nil
 	}
 }
 
-// waitChange blocks until changed closes, the deadline passes (which
-// clears it and sets expired) or ctx ends.
-func waitChange(ctx context.Context, changed <-chan struct{}, deadline *<-chan time.Time, expired *bool) error {
+// sessionView is what a fetch reads of a Session's state before
+// rendering: the change generation (closed on the next change), whether
+// it is blocked, and its active execution.
+type sessionView struct {
+	changed <-chan struct{}
+	blocked bool
+	execSeq uint64 // 0: none active
+}
+
+func viewOf(s *session) sessionView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := sessionView{changed: s.changed, blocked: s.rec.State == rpc.StateBlocked}
+	if s.exec != nil {
+		v.execSeq = s.exec.seq
+	}
+	return v
+}
+
+// boundDone reports whether execution bound (until:result) has ended.
+func (v sessionView) boundDone(bound uint64) bool {
+	return bound > 0 && (v.execSeq == 0 || v.execSeq != bound)
+}
+
+// fetchShareWakes lets long-polls woken by the same change share one
+// rendering (see fetchStep). Benchmarks turn it off for comparison.
+var fetchShareWakes = true
+
+// shareMaxAge bounds how old a shared rendering a woken waiter accepts.
+const shareMaxAge = time.Second
+
+// stepResult is one evaluation of a position: the Session view it was
+// rendered under, then either a gap baseline (with its minted position)
+// or a delta with the successor position bounding it. Once ready it is
+// read-only, so every waiter sharing it renders the same document.
+type stepResult struct {
+	ready chan struct{} // closed once the fields below are set
+	at    time.Time
+
+	view   sessionView
+	err    error
+	d      *delta
+	gap    bool
+	cursor uint64 // gap: the baseline's position
+	upto   *sessionMark
+	nextN  uint64
+
+	once sync.Once
+	adv  uint64 // the position an advancing delta reached
+}
+
+// advanceCursor is the position d reached from pos: the successor when
+// the delta replayed up to it, else one minted (and linked) once for
+// every waiter sharing this result.
+func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint64 {
+	st.once.Do(func() {
+		if st.upto != nil && st.d.mark == *st.upto {
+			st.adv = st.nextN
+		} else {
+			st.adv = rt.positions.advance(uid, pos, &position{mark: st.d.mark})
+		}
+	})
+	return st.adv
+}
+
+// fetchStep evaluates pos for s. The rendering depends only on the
+// position, the normalized bounds (screen, stable cap, max_bytes) and the
+// recorded state, and every change to that state closes s.changed after
+// it is made. So long-polls woken by the same change (wokeFrom closing)
+// share one evaluation made after it: the first renders, the others wait
+// for it without touching the Session or the store, and each then acts
+// on the view it was rendered under (waiting on that generation if it
+// brought nothing for them). A call that was not woken renders afresh.
+func (rt *runtime) fetchStep(s *session, pos *position, fr *fetchReq, wokeFrom <-chan struct{}) *stepResult {
+	if !fetchShareWakes || wokeFrom == nil {
+		st := &stepResult{}
+		rt.evalStep(st, s, pos, fr)
+		return st
+	}
+	k := shareKey{pos: pos, screen: fr.screen, stableCap: fr.stableCap, maxBytes: fr.maxBytes, wokeFrom: wokeFrom}
+	st, leader := rt.positions.shares.join(s.uid, k)
+	if !leader {
+		<-st.ready
+		return st
+	}
+	defer func() {
+		if st.d == nil && st.err == nil {
+			st.err = rpc.Errorf(rpc.CodeInternal, "evaluating position failed") // evalStep panicked
+		}
+		close(st.ready)
+	}()
+	rt.evalStep(st, s, pos, fr)
+	return st
+}
+
+func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchReq) {
+	st.view = viewOf(s)
+	if gaps, top := rt.gapsFor(s, pos.mark, fr.screen && fr.stableCap > 0); len(gaps)+len(top) > 0 {
+		st.gap = true
+		st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return rt.baseline(s, fr, gaps, top) })
+		if st.err == nil {
+			st.cursor = rt.positions.mintSession(s.uid, st.d.mark)
+		}
+		return
+	}
+	var nextPos *position
+	st.nextN, nextPos = rt.positions.successor(s.uid, pos)
+	if nextPos != nil {
+		st.upto = &nextPos.mark
+	}
+	st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return rt.buildDelta(s, pos.mark, st.upto, fr) })
+}
+
+// fetchParkHook, when set (benchmarks), is called each time a long-poll
+// is about to park.
+var fetchParkHook atomic.Pointer[func()]
+
+// waitChange blocks until changed closes (woken), the deadline passes
+// (which clears it and sets expired) or ctx ends.
+func waitChange(ctx context.Context, changed <-chan struct{}, deadline *<-chan time.Time, expired *bool) (woken bool, err error) {
+	if h := fetchParkHook.Load(); h != nil {
+		(*h)()
+	}
 	select {
 	case <-changed:
+		return true, nil
 	case <-*deadline:
 		*deadline, *expired = nil, true
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
-	return nil
+	return false, nil
 }
 
 // gapsFor reports retention overruns since mark: per-Session components
+// (screen only for a reader that takes stable rows, since one that does
+// not has lost nothing when rows are evicted)
 // (screen, results) and scope-wide ones (events).
-func (rt *runtime) gapsFor(s *session, m sessionMark) (gaps, top []rpc.Gap) {
-	if m.Row+1 < s.rows.First() {
+func (rt *runtime) gapsFor(s *session, m sessionMark, rows bool) (gaps, top []rpc.Gap) {
+	if rows && m.Row+1 < s.rows.First() {
 		gaps = append(gaps, rpc.Gap{Component: "screen", Reason: "retention_overrun"})
 	}
 	if m.Result < rt.db.ResultsEvictedThrough(s.uid) {
@@ -374,6 +496,58 @@ func (rt *runtime) newDocument(reason string, hasMore bool, gaps []rpc.Gap, curs
 func jsonLen(v any) int {
 	b, _ := rpc.Marshal(v)
 	return len(b)
+}
+
+// jsonStrLen is jsonLen(s) without rendering: the wire encoding escapes
+// '"', '\\' and control bytes, U+2028/U+2029, and replaces invalid UTF-8
+// with \ufffd (HTML characters are not escaped).
+func jsonStrLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"' || b == '\\':
+				n += 2
+			case b >= 0x20:
+				n++
+			case b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1, c == '\u2028', c == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// chunkSizer returns jsonLen(withChunk(r, t, off, c)) as a function of
+// (t, c), rendering the result only once per c.
+func chunkSizer(r rpc.Result, off int) func(string, bool) int {
+	var fixed [2]int
+	empty := ""
+	return func(t string, c bool) int {
+		if t == "" && r.FinalText == nil {
+			return jsonLen(withChunk(r, t, off, c)) // final_text stays null
+		}
+		i := boolInt(c)
+		if fixed[i] == 0 {
+			r2 := r
+			r2.FinalText = &empty
+			fixed[i] = jsonLen(withChunk(r2, "", off, c)) - len(`""`)
+		}
+		return fixed[i] + jsonStrLen(t)
+	}
 }
 
 // worstSize is the size of a document with the longest reason and cursor.
@@ -540,9 +714,7 @@ func (rt *runtime) addResults(rs []store.Result, from sessionMark, upto, mark *s
 			off = end
 		}
 		comma := boolInt(len(*out) > 0)
-		piece, complete, ok := fitText(text[off:end], end == len(text), func(t string, c bool) int {
-			return jsonLen(withChunk(res, t, off, c))
-		}, *room-comma)
+		piece, complete, ok := fitText(text[off:end], end == len(text), chunkSizer(res, off), *room-comma)
 		if !ok {
 			*full = true
 			return
@@ -673,7 +845,7 @@ func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *session
 		if upto != nil && r.ID == upto.Row+1 {
 			partialEnd = upto.RowOff
 		}
-		cost := jsonLen(r.Text) + boolInt(len(sc.Stable) > 0)
+		cost := jsonStrLen(r.Text) + boolInt(len(sc.Stable) > 0)
 		if partialEnd == len(r.Text) && cost <= *room {
 			*room -= cost
 			sc.Stable = append(sc.Stable, r.Text)
@@ -740,7 +912,7 @@ func (rt *runtime) baseline(s *session, fr *fetchReq, gaps, top []rpc.Gap) (*del
 		// Keep the newest rows that fit.
 		i := len(tail)
 		for i > 0 {
-			cost := jsonLen(tail[i-1].Text) + boolInt(i < len(tail))
+			cost := jsonStrLen(tail[i-1].Text) + boolInt(i < len(tail))
 			if cost > room {
 				break
 			}
@@ -795,9 +967,7 @@ func (rt *runtime) baselineResult(s *session, mark, upto *sessionMark, b *rpc.Fe
 		end = len(text)
 	}
 	comma := boolInt(len(b.Results) > 0)
-	piece, complete, ok := fitText(text[:end], end == len(text), func(t string, c bool) int {
-		return jsonLen(withChunk(*res, t, 0, c))
-	}, *room-comma)
+	piece, complete, ok := fitText(text[:end], end == len(text), chunkSizer(*res, 0), *room-comma)
 	if !ok {
 		mark.Result, mark.TextOff = res.ExecutionSeq-1, 0
 		*hasMore = true
@@ -952,7 +1122,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 		}
 		advanced := !sameAllMark(a.next, pos.all)
 		if !(a.hasMore || advanced) && deadline != nil {
-			if err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+			if _, err := waitChange(ctx, changed, &deadline, &expired); err != nil {
 				return nil, err
 			}
 			continue
@@ -1121,13 +1291,8 @@ func (rt *runtime) allDelta(list []*session, prev, upto *allMark, fr *fetchReq) 
 				p.upto = &from
 			}
 		}
-		gaps, top := rt.gapsFor(s, from)
-		for _, g := range gaps {
-			if g.Component != "screen" { // all:true carries no screen
-				p.gaps = append(p.gaps, g)
-			}
-		}
-		p.top = top
+		// all:true carries no screen, so row eviction is no gap for it.
+		p.gaps, p.top = rt.gapsFor(s, from, false)
 		if len(p.gaps)+len(p.top) > 0 {
 			p.first = 0
 			pend = append(pend, p)

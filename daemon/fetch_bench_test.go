@@ -3,9 +3,11 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,97 +17,128 @@ import (
 
 // Wake-up latency: from a recorded Stop (harness evidence applied through
 // applyEvidence, exactly as internal.hook does) to each long-polling
-// session.fetch until:"result" returning, with 1, 100 and 1,000
-// concurrent waiters. Run with:
+// session.fetch until:"result" having its response line encoded (as the
+// server writes it), with 1, 100 and 1,000 concurrent waiters. The clock
+// starts only once every waiter is parked. Run with:
 //
-//	go test -run x -bench 'FetchWake|FetchBaseline' -benchtime 20x ./daemon/
+//	go test -run '^$' -bench 'FetchWake|FetchBaseline' -benchtime 20x ./daemon/
+//
+// share=false turns off the rendering woken waiters share (fetchShareWakes),
+// for comparison on the same machine state.
 func BenchmarkFetchWake(b *testing.B) {
-	for _, n := range []int{1, 100, 1000} {
-		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
-			rt := newFetchRuntime(b)
-			s := addSession(b, rt, "w")
-			s.mu.Lock()
-			s.gen = &generation{launchID: "internal:bench"}
-			s.mu.Unlock()
-			var lat, wake []time.Duration
-			text := "done"
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				doc, _ := fetchDoc(b, rt, map[string]any{"session": "claude:w", "screen": false})
-				startExec(rt, s)
-				var (
-					wg      sync.WaitGroup
-					started sync.WaitGroup
-					mu      sync.Mutex
-					t0, t1  time.Time
-					applied = make(chan struct{})
-					stopped = make(chan struct{})
-				)
-				params, _ := json.Marshal(map[string]any{"session": "claude:w", "cursor": doc.Cursor, "until": "result", "wait_ms": 60000, "screen": false})
-				for w := 0; w < n; w++ {
-					wg.Add(1)
-					started.Add(1)
-					go func() {
-						defer wg.Done()
-						started.Done()
-						res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params)
-						<-stopped
-						now := time.Now()
-						<-applied
-						d, w := now.Sub(t0), max(0, now.Sub(t1))
-						if err != nil || res.(*rpc.FetchDocument).Reason != rpc.ReasonResult {
-							b.Errorf("waiter: %v %v", err, res)
-						}
-						mu.Lock()
-						lat = append(lat, d)
-						wake = append(wake, w)
-						mu.Unlock()
-					}()
+	for _, share := range []bool{true, false} {
+		for _, n := range []int{1, 100, 1000} {
+			b.Run(fmt.Sprintf("share=%v/waiters=%d", share, n), func(b *testing.B) {
+				defer func(old bool) { fetchShareWakes = old }(fetchShareWakes)
+				fetchShareWakes = share
+				benchFetchWake(b, n)
+			})
+		}
+	}
+}
+
+func benchFetchWake(b *testing.B, n int) {
+	rt := newFetchRuntime(b)
+	s := addSession(b, rt, "w")
+	s.mu.Lock()
+	s.gen = &generation{launchID: "internal:bench"}
+	s.mu.Unlock()
+	var parked atomic.Int64
+	hook := func() { parked.Add(1) }
+	fetchParkHook.Store(&hook)
+	defer fetchParkHook.Store(nil)
+	var lat, wake []time.Duration
+	text := "done"
+	id := json.RawMessage(`1`)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		doc, _ := fetchDoc(b, rt, map[string]any{"session": "claude:w", "screen": false})
+		startExec(rt, s)
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			t0, t1  time.Time
+			applied = make(chan struct{})
+			stopped = make(chan struct{})
+		)
+		parked.Store(0)
+		params, _ := json.Marshal(map[string]any{"session": "claude:w", "cursor": doc.Cursor, "until": "result", "wait_ms": 60000, "screen": false})
+		for w := 0; w < n; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params)
+				var line []byte
+				if err == nil {
+					line = rpc.MarshalResponse(id, res, nil)
 				}
-				started.Wait()
-				time.Sleep(50*time.Millisecond + time.Duration(n)*50*time.Microsecond) // let them park
-				b.StartTimer()
-				t0 = time.Now()
-				close(stopped)
-				rt.applyEvidence(s, "internal:bench", harness.Evidence{Kind: harness.KindStop, FinalText: &text})
-				t1 = time.Now()
-				close(applied)
-				wg.Wait()
-			}
-			b.StopTimer()
-			// stop-*: from the Stop evidence arriving (its result, state
-			// and event are persisted first); wake-*: from the Stop being
-			// recorded (applyEvidence returned) to the response.
-			for _, m := range []struct {
-				name string
-				d    []time.Duration
-			}{{"stop", lat}, {"wake", wake}} {
-				sort.Slice(m.d, func(i, j int) bool { return m.d[i] < m.d[j] })
-				b.ReportMetric(float64(m.d[len(m.d)/2].Microseconds()), m.name+"-p50-µs")
-				b.ReportMetric(float64(m.d[len(m.d)*99/100].Microseconds()), m.name+"-p99-µs")
-			}
-		})
+				now := time.Now()
+				select {
+				case <-stopped:
+				default:
+					b.Errorf("waiter returned before the Stop: %v %v", err, res)
+				}
+				<-applied
+				d, w := now.Sub(t0), max(0, now.Sub(t1))
+				if err != nil || res.(*rpc.FetchDocument).Reason != rpc.ReasonResult || len(line) == 0 {
+					b.Errorf("waiter: %v %v", err, res)
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				wake = append(wake, w)
+				mu.Unlock()
+			}()
+		}
+		// Every waiter has evaluated its position and is about to block.
+		for parked.Load() < int64(n) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		time.Sleep(5 * time.Millisecond)
+		b.StartTimer()
+		t0 = time.Now()
+		close(stopped)
+		rt.applyEvidence(s, "internal:bench", harness.Evidence{Kind: harness.KindStop, FinalText: &text})
+		t1 = time.Now()
+		close(applied)
+		wg.Wait()
+	}
+	b.StopTimer()
+	// stop-*: from the Stop evidence arriving (its result, state and
+	// event are persisted first); wake-*: from the Stop being recorded
+	// (applyEvidence returned) to the encoded response.
+	for _, m := range []struct {
+		name string
+		d    []time.Duration
+	}{{"stop", lat}, {"wake", wake}} {
+		sort.Slice(m.d, func(i, j int) bool { return m.d[i] < m.d[j] })
+		b.ReportMetric(float64(m.d[len(m.d)/2].Microseconds()), m.name+"-p50-µs")
+		b.ReportMetric(float64(m.d[len(m.d)*99/100].Microseconds()), m.name+"-p99-µs")
 	}
 }
 
 // Baseline fetch throughput over the socket against a Session with
-// output, on one connection and on 16.
+// output, on one connection and on 16. A connection is replaced before
+// it reaches the server's per-connection rate limit (the limit is not
+// what this measures); the redial is inside the timing.
 func BenchmarkFetchBaseline(b *testing.B) {
 	td := startTestDaemon(b)
 	r := td.create(b, "bench-1", "[[flood 400]] [[long 200]] fill")
 	td.waitResult(b, r.Session.ID, r.Cursor)
+	const perConn = rpc.DefaultRateLimit * 9 / 10
 	for _, conns := range []int{1, 16} {
 		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
 			ctx := context.Background()
-			clients := make([]*rpc.Client, conns)
-			for i := range clients {
+			dial := func() *rpc.Client {
 				c, err := rpc.Dial(ctx, td.paths.Socket)
 				if err != nil {
 					b.Fatal(err)
 				}
-				defer c.Close()
-				clients[i] = c
+				return c
+			}
+			clients := make([]*rpc.Client, conns)
+			for i := range clients {
+				clients[i] = dial()
 			}
 			params := map[string]any{"session": r.Session.ID}
 			b.ResetTimer()
@@ -119,9 +152,24 @@ func BenchmarkFetchBaseline(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					defer func() { c.Close() }()
 					for j := 0; j < share; j++ {
+						fresh := false
+						if j > 0 && j%perConn == 0 {
+							c.Close()
+							c, fresh = dial(), true
+						}
 						var doc rpc.FetchDocument
-						if err := c.Call(ctx, rpc.MethodSessionFetch, params, &doc); err != nil {
+						err := c.Call(ctx, rpc.MethodSessionFetch, params, &doc)
+						// The server may not have released the replaced
+						// connection yet (at most 16 at once).
+						for try := 0; fresh && errors.Is(err, rpc.ErrRPCUnavailable) && try < 1000; try++ {
+							c.Close()
+							time.Sleep(time.Millisecond)
+							c = dial()
+							err = c.Call(ctx, rpc.MethodSessionFetch, params, &doc)
+						}
+						if err != nil {
 							b.Error(err)
 							return
 						}

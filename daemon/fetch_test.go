@@ -626,6 +626,26 @@ func TestFetchGapScreen(t *testing.T) {
 	}
 }
 
+// A reader that takes no stable rows loses nothing when rows are evicted:
+// it must not be thrown back to a baseline (which would skip its events).
+func TestFetchNoGapForScreenlessReader(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "a")
+	for _, screen := range []any{false, 0} {
+		start, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "screen": screen})
+		rows := make([]string, store.RowRetention+50)
+		for i := range rows {
+			rows[i] = fmt.Sprint("r", i)
+		}
+		s.rows.Append(1, rows...)
+		s.rows.Flush()
+		doc, raw := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": start.Cursor, "screen": screen})
+		if doc.Reason == rpc.ReasonGap || len(doc.Sessions[0].Gaps) != 0 {
+			t.Fatalf("screen %v: %s", screen, raw)
+		}
+	}
+}
+
 func TestFetchGapResults(t *testing.T) {
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "a")

@@ -61,7 +61,7 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	g := &generation{launchID: newLaunchID(), ready: make(chan struct{}), exited: make(chan struct{})}
 	stateDir := filepath.Join(rt.paths.DataDir, "launch", s.uid)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return nil, err
+		return nil, rt.storageError("the launch directory", "nothing was started; retry once the state directory is writable", err)
 	}
 	spec := harness.Spec{
 		ProviderID: rec.ProviderID, Resume: lo.resume, Cwd: rec.Cwd,

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"sync"
+	"time"
 
 	"dlgt/rpc"
 )
@@ -63,10 +64,14 @@ type positions struct {
 	held  map[scopeKey]*position
 	order map[string][]uint64 // per scope, oldest first
 	fifo  []scopeKey          // global, oldest first
+
+	// shares holds the renderings long-polls woken by a change share.
+	shares fetchShares
 }
 
 func newPositions() *positions {
-	return &positions{last: map[string]uint64{}, held: map[scopeKey]*position{}, order: map[string][]uint64{}}
+	return &positions{last: map[string]uint64{}, held: map[scopeKey]*position{}, order: map[string][]uint64{},
+		shares: fetchShares{by: map[string]map[shareKey]*stepResult{}}}
 }
 
 func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
@@ -161,4 +166,81 @@ func (ps *positions) advance(scope string, from, next *position) uint64 {
 		from.next, from.nextSet = n, true
 	}
 	return n
+}
+
+// shareKey names one shared evaluation: of a position, under the request
+// bounds that shape the document (the rest of a request only decides when
+// to answer and with which reason), by the long-polls one change woke.
+type shareKey struct {
+	pos       *position
+	screen    bool
+	stableCap int
+	maxBytes  int
+	wokeFrom  <-chan struct{}
+}
+
+// fetchShares holds, per scope, the evaluations woken long-polls share.
+// Each is dropped shareMaxAge after it starts, or earlier once a later
+// change superseded it.
+type fetchShares struct {
+	mu sync.RWMutex
+	by map[string]map[shareKey]*stepResult
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// stale: too old to share, or superseded by a later change (every
+// long-poll woken by k.wokeFrom that joins it would wake again at once).
+func (e *stepResult) stale(now time.Time) bool {
+	return now.Sub(e.at) >= shareMaxAge || (closed(e.ready) && closed(e.view.changed))
+}
+
+// join returns the evaluation for k: a recent one (leader false: wait for
+// its ready), or a new one the caller must complete and then close ready.
+func (fs *fetchShares) join(scope string, k shareKey) (st *stepResult, leader bool) {
+	now := time.Now()
+	fs.mu.RLock()
+	e := fs.by[scope][k]
+	fs.mu.RUnlock()
+	if e != nil && now.Sub(e.at) < shareMaxAge {
+		return e, false
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	m := fs.by[scope]
+	if e := m[k]; e != nil && now.Sub(e.at) < shareMaxAge {
+		return e, false
+	}
+	if m == nil {
+		m = map[shareKey]*stepResult{}
+		fs.by[scope] = m
+	}
+	for kk, e := range m {
+		if e.stale(now) {
+			delete(m, kk)
+		}
+	}
+	st = &stepResult{ready: make(chan struct{}), at: now}
+	m[k] = st
+	time.AfterFunc(shareMaxAge, func() { fs.drop(scope, k, st) })
+	return st, true
+}
+
+// drop forgets st if it is still k's evaluation.
+func (fs *fetchShares) drop(scope string, k shareKey, st *stepResult) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if m := fs.by[scope]; m[k] == st {
+		delete(m, k)
+		if len(m) == 0 {
+			delete(fs.by, scope)
+		}
+	}
 }

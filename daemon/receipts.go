@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -43,30 +44,80 @@ func payloadDigest(method string, params json.RawMessage) (string, error) {
 
 // storedReceipt is a retained acceptance receipt.
 type storedReceipt struct {
-	Digest     string      `json:"digest"`
+	Digest string `json:"digest"`
+	// State is "" for a settled receipt, receiptProvisional while its
+	// acceptance is still running, receiptVoid when that acceptance failed
+	// after a provisional write (a void receipt counts as absent).
+	State      string      `json:"state,omitempty"`
 	SessionUID string      `json:"session_uid"`
 	Receipt    rpc.Receipt `json:"receipt"`
+}
+
+const (
+	receiptProvisional = "provisional"
+	receiptVoid        = "void"
+)
+
+// acceptanceKey carries an acceptance's request_id and reservation in its
+// context, so the code that records the execution can store the
+// provisional receipt.
+type acceptanceKey struct{}
+
+type acceptance struct {
+	id  string
+	res *reservation
+}
+
+func withAcceptance(ctx context.Context, id string, res *reservation) context.Context {
+	return context.WithValue(ctx, acceptanceKey{}, acceptance{id, res})
+}
+
+// provisional stores the receipt of an acceptance whose execution was just
+// recorded, before the prompt is delivered or the harness launched: if the
+// daemon dies before the acceptance settles, a retry of the same
+// request_id replays this receipt (its execution then has an interrupted
+// result) instead of running the prompt a second time. Best effort: a
+// failed write is reported by finish's own write.
+func (r *receipts) provisional(ctx context.Context, st storedReceipt) {
+	a, ok := ctx.Value(acceptanceKey{}).(acceptance)
+	if !ok {
+		return
+	}
+	st.Digest, st.State = a.res.digest, receiptProvisional
+	data, _ := json.Marshal(st)
+	if r.db.PutReceipt(a.id, data) == nil {
+		a.res.provisional = true
+	}
 }
 
 // reservation holds a request_id while its acceptance runs, so a
 // concurrent duplicate waits for the winner instead of acting twice.
 type reservation struct {
-	digest string
-	done   chan struct{}
-	stored *storedReceipt // set on success
+	digest      string
+	provisional bool // a provisional receipt was stored
+	done        chan struct{}
+	stored      *storedReceipt // set on success
 }
 
 // receipts is the idempotency table: in-flight reservations in memory,
 // settled receipts in the store (the last 1,024 are kept).
 type receipts struct {
 	db *store.DB
-	// mu guards inflight.
+	// recorded reports whether a provisional receipt's execution was
+	// recorded on its Session; one that was not never started, so its
+	// request_id is free to run.
+	recorded func(st *storedReceipt) bool
+	// mu guards inflight and unsaved.
 	mu       sync.Mutex
 	inflight map[string]*reservation
+	// unsaved are settled receipts whose store failed (disk full): a
+	// retry of the id stores the receipt then replays it, so the
+	// acceptance is acknowledged once, and only once it is stored.
+	unsaved map[string]*storedReceipt
 }
 
 func newReceipts(db *store.DB) *receipts {
-	return &receipts{db: db, inflight: map[string]*reservation{}}
+	return &receipts{db: db, inflight: map[string]*reservation{}, unsaved: map[string]*storedReceipt{}}
 }
 
 func validateRequestID(id string) error {
@@ -97,12 +148,37 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 			}
 			continue // the winner failed and stored nothing: try ourselves
 		}
+		if st, ok := r.unsaved[id]; ok {
+			defer r.mu.Unlock()
+			if st.Digest != digest {
+				return nil, nil, errDifferentPayload
+			}
+			data, _ := json.Marshal(st)
+			if err := r.db.PutReceipt(id, data); err != nil {
+				return nil, nil, &errUnsavedReceipt{st: st, err: err}
+			}
+			delete(r.unsaved, id)
+			return st, nil, nil
+		}
 		data, err := r.db.GetReceipt(id)
 		if err == nil {
 			r.mu.Unlock()
 			var st storedReceipt
 			if err := json.Unmarshal(data, &st); err != nil {
 				return nil, nil, err
+			}
+			if st.State == receiptVoid || (st.State == receiptProvisional && r.recorded != nil && !r.recorded(&st)) {
+				// Nothing ran under this id: it is free, as after a failed
+				// acceptance. Re-check for a concurrent retry first.
+				r.mu.Lock()
+				if _, busy := r.inflight[id]; busy {
+					r.mu.Unlock()
+					continue
+				}
+				res := &reservation{digest: digest, done: make(chan struct{})}
+				r.inflight[id] = res
+				r.mu.Unlock()
+				return nil, res, nil
 			}
 			if st.Digest != digest {
 				return nil, nil, errDifferentPayload
@@ -124,8 +200,12 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 // nothing so the same id may be retried.
 func (r *receipts) finish(id string, res *reservation, st *storedReceipt) error {
 	var err error
+	if st == nil && res.provisional {
+		data, _ := json.Marshal(storedReceipt{Digest: res.digest, State: receiptVoid})
+		r.db.PutReceipt(id, data)
+	}
 	if st != nil {
-		st.Digest = res.digest
+		st.Digest, st.State = res.digest, ""
 		data, _ := json.Marshal(st)
 		if err = r.db.PutReceipt(id, data); err == nil {
 			res.stored = st
@@ -133,7 +213,20 @@ func (r *receipts) finish(id string, res *reservation, st *storedReceipt) error 
 	}
 	r.mu.Lock()
 	delete(r.inflight, id)
+	if err != nil {
+		r.unsaved[id] = st
+	}
 	r.mu.Unlock()
 	close(res.done)
 	return err
 }
+
+// errUnsavedReceipt is a retry of an acceptance whose receipt still
+// cannot be stored.
+type errUnsavedReceipt struct {
+	st  *storedReceipt
+	err error
+}
+
+func (e *errUnsavedReceipt) Error() string { return e.err.Error() }
+func (e *errUnsavedReceipt) Unwrap() error { return e.err }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlgt/harness"
@@ -79,6 +80,8 @@ type runtime struct {
 	allChanged chan struct{}
 	closing    bool
 	wg         sync.WaitGroup // process pumps and launches
+	// retrying is set while retryLoop runs (storage.go).
+	retrying atomic.Bool
 }
 
 func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime, error) {
@@ -90,6 +93,7 @@ func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime
 		allChanged: make(chan struct{}),
 	}
 	rt.receipts = newReceipts(db)
+	rt.receipts.recorded = rt.executionRecorded
 	rt.positions = newPositions()
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
@@ -156,6 +160,20 @@ func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
 		return nil, err
 	}
 	return &session{uid: rec.UID, h: h, rows: rows, raw: raw, rec: rec, changed: make(chan struct{})}, nil
+}
+
+// executionRecorded reports whether the execution a provisional receipt
+// names exists on its Session.
+func (rt *runtime) executionRecorded(st *storedReceipt) bool {
+	rt.mu.Lock()
+	s := rt.sessions[st.SessionUID]
+	rt.mu.Unlock()
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.LastExecSeq >= st.Receipt.ExecutionSeq
 }
 
 // rawLogCap bounds each Session's raw PTY log.
@@ -237,12 +255,13 @@ func clipRef(s string) string {
 
 func normalizeAlias(a string) string { return strings.TrimPrefix(a, "@") }
 
-// persistLocked writes the Session record. s.mu held.
-func (rt *runtime) persistLocked(s *session) {
+// persistLocked writes the Session record. s.mu held. A failure is
+// logged; callers that acknowledge something on the strength of the
+// record (accept) check the error.
+func (rt *runtime) persistLocked(s *session) error {
 	s.rec.UpdatedAtMS = nowMS()
-	if err := rt.db.PutSession(s.uid, s.rec.marshal()); err != nil {
-		rt.log.Error("persisting session", "uid", s.uid, "err", err)
-	}
+	// A retried write stores the record as it is then.
+	return rt.storeLocked(s, "session record", func() error { return rt.db.PutSession(s.uid, s.rec.marshal()) })
 }
 
 // emitLocked records a lifecycle event for s and wakes observers. s.mu held.
@@ -251,16 +270,17 @@ func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
 	if ev.SessionID == "" {
 		ev.SessionID = s.rec.ID
 	}
-	seq, err := rt.db.AppendEvent(s.uid, func(seq uint64) ([]byte, error) {
-		ev.Seq = seq
-		return rpc.Marshal(ev)
+	rt.storeLocked(s, "event "+ev.Type, func() error {
+		seq, err := rt.db.AppendEvent(s.uid, func(seq uint64) ([]byte, error) {
+			ev.Seq = seq
+			return rpc.Marshal(ev)
+		})
+		if err == nil {
+			s.lastEvent = seq
+			s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
+		}
+		return err
 	})
-	if err == nil {
-		s.lastEvent = seq
-		s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
-	} else {
-		rt.log.Error("recording event", "type", ev.Type, "session", s.rec.ID, "err", err)
-	}
 	s.notifyLocked()
 	rt.notifyAll()
 }
@@ -296,9 +316,8 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 		res.FinalTextSource = rpc.TextSourceMissing
 	}
 	data, _ := rpc.Marshal(res)
-	if err := rt.db.PutResult(s.uid, e.seq, data); err != nil {
-		rt.log.Error("retaining result", "session", s.rec.ID, "exec", e.seq, "err", err)
-	}
+	seq := e.seq
+	rt.storeLocked(s, "result", func() error { return rt.db.PutResult(s.uid, seq, data) })
 	e.result = res
 	close(e.done)
 	s.exec = nil

@@ -112,6 +112,9 @@ type session struct {
 	lostEvent uint64
 	// lastOutput is when the PTY last produced output.
 	lastOutput time.Time
+	// unsaved are writes that failed for want of space, retried in
+	// order before any later one (storage.go).
+	unsaved []pendingWrite
 
 	// termMu guards screen (the pump writes, readers render the live grid).
 	termMu sync.Mutex

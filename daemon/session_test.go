@@ -304,18 +304,30 @@ func TestConcurrentSendsOneAccepted(t *testing.T) {
 	if ok != 1 || busy != 1 {
 		t.Fatalf("ok=%d busy=%d, want 1 and 1", ok, busy)
 	}
-	// The refused send left no trace: exactly execution 2 exists.
+	// The accepted send completes as execution 2 ...
 	var read rpc.SessionReadResult
 	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	for {
 		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: r.Session.ID}, &read)
-		if read.Session.State == rpc.StateIdle {
+		if read.Session.State == rpc.StateIdle && read.Result != nil && read.Result.ExecutionSeq == 2 {
 			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result for execution 2: %+v", read)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if read.Result == nil || read.Result.ExecutionSeq != 2 {
-		t.Fatalf("latest result = %+v", read.Result)
+	// ... and the refused one left no trace: no other execution began.
+	var evs []rpc.Event
+	td.mustCall(rpc.MethodEventRead, rpc.EventReadParams{Session: r.Session.ID}, &evs)
+	var begun []uint64
+	for _, e := range evs {
+		if e.Type == rpc.EventSessionBusy {
+			begun = append(begun, e.ExecutionSeq)
+		}
+	}
+	if len(begun) != 2 || begun[0] != 1 || begun[1] != 2 {
+		t.Fatalf("executions begun: %v, want [1 2]", begun)
 	}
 }
 

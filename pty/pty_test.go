@@ -403,8 +403,14 @@ func TestBlockedWriteReturnsOnExit(t *testing.T) {
 
 	writeErr := make(chan error, 1)
 	go func() {
-		_, err := p.Write(line) // blocks: the buffer is full
-		writeErr <- err
+		// Blocks once the buffer is full (it may drain a little first
+		// under load, so keep writing until a Write fails).
+		for {
+			if _, err := p.Write(line); err != nil {
+				writeErr <- err
+				return
+			}
+		}
 	}()
 	if err := p.Signal(syscall.SIGUSR2); err != nil { // only the child exits
 		t.Fatal(err)

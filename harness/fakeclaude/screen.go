@@ -52,6 +52,13 @@ func (s *screen) setFooter(f string) {
 	io.WriteString(s.out, clearLine+f)
 }
 
+// footerText is the current footer line.
+func (s *screen) footerText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.footer
+}
+
 // raw writes bytes as they are (mode switches).
 func (s *screen) raw(p string) {
 	s.mu.Lock()

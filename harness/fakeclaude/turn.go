@@ -3,6 +3,7 @@ package fakeclaude
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,12 +16,14 @@ import (
 )
 
 // script is what a prompt's [[directives]] ask of the turn. The steps run
-// in this order: tool, flood, slow, crash/hang, then the reply (echo or
+// in this order: tool, flood, raw, bigline, slow, crash/hang, then the reply (echo or
 // long replace the text; fail and noreply change how the turn ends).
 type script struct {
 	tool    string // [[tool CMD]]: one Bash tool call running CMD
 	hasTool bool
 	flood   int           // [[flood N]]: N numbered 80-column output lines
+	raw     []byte        // [[raw HEX]]: these bytes as they are, then CR LF
+	bigline int           // [[bigline N]]: one line of N bytes, no line break until its end
 	slow    time.Duration // [[slow N]]: N ms of spinner, interruptible
 	crash   bool          // [[crash]]: exit(1) mid-turn, no Stop
 	hang    bool          // [[hang]]: ignore SIGTERM/SIGHUP/SIGINT, never finish
@@ -50,6 +53,10 @@ func parseScript(prompt string) script {
 			s.tool, s.hasTool = arg, arg != ""
 		case "flood":
 			s.flood = n
+		case "raw":
+			s.raw, _ = hex.DecodeString(strings.Join(strings.Fields(arg), ""))
+		case "bigline":
+			s.bigline = n
 		case "slow":
 			s.slow = time.Duration(n) * time.Millisecond
 		case "long":
@@ -124,6 +131,12 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 		}
 	}
 	if sc.flood > 0 && !f.flood(ctx, sc.flood) {
+		return interrupted()
+	}
+	if len(sc.raw) > 0 {
+		f.scr.raw(clearLine + string(sc.raw) + "\r\n" + clearLine + f.scr.footerText())
+	}
+	if sc.bigline > 0 && !f.bigLine(ctx, sc.bigline) {
 		return interrupted()
 	}
 	if sc.slow > 0 && !f.spin(ctx, sc.slow) {
@@ -271,6 +284,28 @@ func (f *fake) flood(ctx context.Context, n int) bool {
 		}
 		f.scr.println(lines...)
 	}
+	return ctx.Err() == nil
+}
+
+// bigLineText is the repeating text of a [[bigline N]] line.
+const bigLineText = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// bigLine prints one line of n bytes (bigLineText repeated) in 64 KiB
+// writes, then CR LF. It reports false when interrupted.
+func (f *fake) bigLine(ctx context.Context, n int) bool {
+	chunk := strings.Repeat(bigLineText, 64<<10/len(bigLineText))
+	f.scr.raw(clearLine)
+	for off := 0; off < n; {
+		if ctx.Err() != nil {
+			return false
+		}
+		// Keep the pattern aligned to the absolute offset.
+		start := off % len(bigLineText)
+		m := min(n-off, len(chunk)-start)
+		f.scr.raw(chunk[start : start+m])
+		off += m
+	}
+	f.scr.raw("\r\n" + clearLine + f.scr.footerText())
 	return ctx.Err() == nil
 }
 
