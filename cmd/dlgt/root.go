@@ -79,6 +79,15 @@ func run(args []string, e *env) int {
 	}
 }
 
+// exitStatusHelp closes every command's help.
+const exitStatusHelp = `
+Exit statuses:
+  0  success, including every fetch observation (timeout, blocked, a failed
+     execution are reported inside the JSON document)
+  1  usage, configuration, identity, launch, cursor or RPC error
+  3  CANCEL_TIMEOUT     4  SESSION_BLOCKED     5  SESSION_BUSY
+`
+
 const rootLong = `dlgt lets one coding agent delegate to another.
 
 A local daemon hosts Claude Code and Codex sessions under PTYs, learns their
@@ -100,6 +109,8 @@ func newRootCommand(e *env) *cobra.Command {
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
+	// Every command's help ends with the exit statuses.
+	root.SetUsageTemplate(root.UsageTemplate() + exitStatusHelp)
 	session := newSessionCommand(e)
 	session.AddCommand(newSessionAttachCommand(e))
 	root.AddCommand(
