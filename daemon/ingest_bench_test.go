@@ -137,7 +137,6 @@ func BenchmarkIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer db.Close()
-		buf := make([]byte, 64<<10)
 		var newHeap, idleHeap float64
 		i := 0
 		for b.Loop() {
@@ -164,21 +163,13 @@ func BenchmarkIngest(b *testing.B) {
 			b.StartTimer()
 
 			proc := startCat(b, file)
-			for {
-				n, err := proc.Read(buf)
-				if n > 0 {
-					chunk := buf[:n]
-					if _, werr := raw.Write(chunk); werr != nil {
-						b.Fatal(werr)
-					}
-					screen.Write(chunk)
+			if err := pumpOutput(proc, make([]byte, pumpChunk), func(chunk []byte) {
+				if _, werr := raw.Write(chunk); werr != nil {
+					b.Fatal(werr)
 				}
-				if err != nil {
-					if !errors.Is(err, io.EOF) {
-						b.Fatal(err)
-					}
-					break
-				}
+				screen.Write(chunk)
+			}); err != nil && !errors.Is(err, io.EOF) {
+				b.Fatal(err)
 			}
 			if err := rows.Flush(); err != nil {
 				b.Fatal(err)

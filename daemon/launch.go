@@ -173,27 +173,19 @@ func (rt *runtime) screenCallbacks(s *session, proc *pty.Process) vt.Callbacks {
 // emulator until EOF, then records the process exit.
 func (rt *runtime) pump(s *session, g *generation) {
 	defer rt.wg.Done()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := g.proc.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			if _, werr := s.raw.Write(chunk); werr != nil {
-				rt.log.Warn("raw log write", "session", s.uid, "err", werr)
-			}
-			s.termMu.Lock()
-			s.screen.Write(chunk)
-			s.termMu.Unlock()
-			s.mu.Lock()
-			s.lastOutput = time.Now()
-			s.mu.Unlock()
+	err := pumpOutput(g.proc, make([]byte, pumpChunk), func(chunk []byte) {
+		if _, werr := s.raw.Write(chunk); werr != nil {
+			rt.log.Warn("raw log write", "session", s.uid, "err", werr)
 		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				rt.log.Debug("pty read ended", "session", s.uid, "err", err)
-			}
-			break
-		}
+		s.termMu.Lock()
+		s.screen.Write(chunk)
+		s.termMu.Unlock()
+		s.mu.Lock()
+		s.lastOutput = time.Now()
+		s.mu.Unlock()
+	})
+	if !errors.Is(err, io.EOF) {
+		rt.log.Debug("pty read ended", "session", s.uid, "err", err)
 	}
 	// The child may outlive its output (EIO first); wait for it, bounded.
 	select {
