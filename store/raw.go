@@ -34,12 +34,21 @@ type RawLog struct {
 	dir, uid string
 	segLimit int64
 
-	// mu guards the fields that follow. Write and Close take it exclusively,
-	// ReadAt and Bounds shared.
+	// mu guards the fields that follow. Every method takes it exclusively:
+	// readers first write out pending bytes.
 	mu     sync.RWMutex
 	segs   []*rawSeg // oldest first; 1 or 2 entries; the last one is written
 	closed bool
+	// pend holds written bytes not yet in a file: PTY output arrives a few
+	// KiB at a time, and one write(2) per chunk was a fifth of the ingest
+	// path's time. Every reader flushes it first, so it is never visible
+	// as missing; a crash loses at most rawPendMax bytes of raw log (the
+	// stable rows are in bbolt).
+	pend []byte
 }
+
+// rawPendMax bounds the bytes a RawLog holds before writing them out.
+const rawPendMax = 64 << 10
 
 type rawSeg struct {
 	start int64
@@ -129,6 +138,35 @@ func (l *RawLog) Write(p []byte) (int, error) {
 	if l.closed {
 		return 0, ErrClosed
 	}
+	if len(l.pend)+len(p) <= rawPendMax {
+		l.pend = append(l.pend, p...)
+		return len(p), nil
+	}
+	if err := l.flushLocked(); err != nil {
+		return 0, err
+	}
+	if len(p) <= rawPendMax {
+		l.pend = append(l.pend, p...)
+		return len(p), nil
+	}
+	return l.writeLocked(p)
+}
+
+// flushLocked writes the pending bytes out. On failure they are dropped
+// (as an unbuffered write would have lost them) and the error returned.
+// l.mu must be held exclusively.
+func (l *RawLog) flushLocked() error {
+	if len(l.pend) == 0 {
+		return nil
+	}
+	_, err := l.writeLocked(l.pend)
+	l.pend = l.pend[:0]
+	return err
+}
+
+// writeLocked appends p to the segment files, rotating as needed. l.mu
+// must be held exclusively.
+func (l *RawLog) writeLocked(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		cur := l.segs[len(l.segs)-1]
@@ -180,10 +218,13 @@ func (l *RawLog) ReadAt(after int64, limit int) (data []byte, start int64, next 
 	if limit <= 0 {
 		limit = DefaultRawPage
 	}
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
 		return nil, 0, 0, false, ErrClosed
+	}
+	if err := l.flushLocked(); err != nil {
+		return nil, 0, 0, false, err
 	}
 	first, end := l.segs[0].start, l.segs[len(l.segs)-1].end()
 	start = min(max(after, first), end)
@@ -208,17 +249,25 @@ func (l *RawLog) ReadAt(after int64, limit int) (data []byte, start int64, next 
 // Bounds returns the retained start offset and the end offset (total bytes
 // ever written).
 func (l *RawLog) Bounds() (retainedStart, end int64) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		// A failed write drops the pending bytes, as an unbuffered Write
+		// would have; the bounds then describe what is on disk.
+		l.flushLocked()
+	}
 	return l.segs[0].start, l.segs[len(l.segs)-1].end()
 }
 
-// Sync fsyncs the current segment.
+// Sync writes out pending bytes and fsyncs the current segment.
 func (l *RawLog) Sync() error {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closed {
 		return ErrClosed
+	}
+	if err := l.flushLocked(); err != nil {
+		return err
 	}
 	return l.segs[len(l.segs)-1].f.Sync()
 }
@@ -231,7 +280,7 @@ func (l *RawLog) Close() error {
 		return ErrClosed
 	}
 	l.closed = true
-	err := l.segs[len(l.segs)-1].f.Sync()
+	err := errors.Join(l.flushLocked(), l.segs[len(l.segs)-1].f.Sync())
 	return errors.Join(err, l.closeFiles())
 }
 
