@@ -341,6 +341,13 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	if err := writeKeys(ctx, g.proc, s.h.Submit(prompt)); err != nil {
 		rt.log.Warn("prompt delivery failed", "session", s.rec.ID, "err", err)
 	}
+	return rt.awaitReceipt(ctx, s, e, cursor), nil
+}
+
+// awaitReceipt waits up to SubmitWait for the provider's acknowledgement
+// of execution e (a typed prompt, or a launch prompt from the provider's
+// ready evidence on), and builds its receipt.
+func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *storedReceipt {
 	t := time.NewTimer(rt.opts.SubmitWait)
 	defer t.Stop()
 	select {
@@ -355,7 +362,7 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	}}
 	s.mu.Unlock()
 	rt.fillSubmission(&st.Receipt, e)
-	return st, nil
+	return st
 }
 
 // sendableLocked checks that s can accept work now.

@@ -360,7 +360,7 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 		return nil, err
 	}
 	if e != nil {
-		return rt.launchReceipt(ctx, s, e, cursor), nil
+		return rt.awaitReceipt(ctx, s, e, cursor), nil
 	}
 	return rt.accept(ctx, s, p.Prompt, false)
 }

@@ -42,27 +42,6 @@ func (rt *runtime) launchExecFailedLocked(s *session, e *execution, err error) {
 	}
 }
 
-// launchReceipt waits up to SubmitWait (from the provider's ready
-// evidence) for the launch prompt's acknowledgement, and builds the
-// receipt.
-func (rt *runtime) launchReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *storedReceipt {
-	t := time.NewTimer(rt.opts.SubmitWait)
-	defer t.Stop()
-	select {
-	case <-e.submitted:
-	case <-e.done:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	st := &storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
-		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
-	}}
-	s.mu.Unlock()
-	rt.fillSubmission(&st.Receipt, e)
-	return st
-}
-
 // createWithLaunchPrompt launches a new Session with its first prompt. A
 // failure before the provider is bound removes every trace, as create.
 func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp harness.LaunchPrompter, lo launchOpts, prompt string) (*storedReceipt, error) {
@@ -76,5 +55,5 @@ func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp ha
 		rt.discard(s)
 		return nil, err
 	}
-	return rt.launchReceipt(ctx, s, e, cursor), nil
+	return rt.awaitReceipt(ctx, s, e, cursor), nil
 }
