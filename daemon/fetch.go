@@ -265,7 +265,7 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		}
 		d := st.d
 		if st.gap {
-			return d.document(rt, rpc.ReasonGap, st.cursor), nil
+			return st.document(rt, rpc.ReasonGap, st.cursor), nil
 		}
 		blocked, boundDone := st.view.blocked, st.view.boundDone(bound)
 		gotBound := false
@@ -308,7 +308,7 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		if advanced {
 			cursor = st.advanceCursor(rt, s.uid, pos)
 		}
-		return d.document(rt, reason, cursor), nil
+		return st.document(rt, reason, cursor), nil
 	}
 }
 
@@ -361,6 +361,32 @@ type stepResult struct {
 
 	once sync.Once
 	adv  uint64 // the position an advancing delta reached
+
+	shared bool // woken long polls share it (fetchStep)
+	docMu  sync.Mutex
+	docs   []*rpc.FetchDocument // sealed, by reason and cursor
+}
+
+// document renders the response for reason and cursor. A shared
+// evaluation renders and seals each distinct document once (waiters
+// differ at most in reason and cursor), so a thousand woken long polls
+// encode one document, not a thousand.
+func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
+	if !st.shared {
+		return st.d.document(rt, reason, cursor)
+	}
+	c := rpc.FormatPosition(cursor)
+	st.docMu.Lock()
+	defer st.docMu.Unlock()
+	for _, doc := range st.docs {
+		if doc.Reason == reason && doc.Cursor == c {
+			return doc
+		}
+	}
+	doc := st.d.document(rt, reason, cursor)
+	doc.Seal()
+	st.docs = append(st.docs, doc)
+	return doc
 }
 
 // advanceCursor is the position d reached from pos: the successor when

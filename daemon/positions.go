@@ -227,7 +227,7 @@ func (fs *fetchShares) join(scope string, k shareKey) (st *stepResult, leader bo
 			delete(m, kk)
 		}
 	}
-	st = &stepResult{ready: make(chan struct{}), at: now}
+	st = &stepResult{ready: make(chan struct{}), at: now, shared: true}
 	m[k] = st
 	time.AfterFunc(shareMaxAge, func() { fs.drop(scope, k, st) })
 	return st, true

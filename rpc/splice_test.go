@@ -32,3 +32,23 @@ func TestMarshalResponseSpliceMatchesStructEncoding(t *testing.T) {
 		}
 	}
 }
+
+// A sealed document answers with the bytes its fields encode to.
+func TestSealedDocumentMatchesStructEncoding(t *testing.T) {
+	text := "done <&> \u2028"
+	doc := &FetchDocument{SchemaVersion: 1, Reason: ReasonResult, Gaps: []Gap{}, Cursor: "12",
+		Sessions: []FetchSession{{Session: Session{ID: "claude:x"}, Events: []Event{}, Results: []Result{{ExecutionSeq: 3, Status: StatusCompleted, FinalText: &text}}}}}
+	want := MarshalResponse(json.RawMessage(`"r"`), doc, nil)
+	doc.Seal()
+	if doc.wire == nil {
+		t.Fatal("Seal stored no encoding")
+	}
+	for _, id := range []json.RawMessage{json.RawMessage(`"r"`), json.RawMessage(` "r" `)} {
+		if got := MarshalResponse(id, doc, nil); !bytes.Equal(got, want) {
+			t.Errorf("id %q: sealed\n%s\nunsealed\n%s", id, got, want)
+		}
+	}
+	if b, _ := Marshal(doc); !bytes.Contains(want, b) {
+		t.Errorf("the seal leaked into the encoding: %s", b)
+	}
+}

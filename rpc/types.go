@@ -341,6 +341,18 @@ type FetchDocument struct {
 	Gaps          []Gap          `json:"gaps"`
 	Cursor        string         `json:"cursor"`
 	Sessions      []FetchSession `json:"sessions"`
+
+	wire []byte // set by Seal
+}
+
+// Seal encodes d once, for every response that carries it: long polls
+// woken by one change return the same document, and encoding it per
+// response was most of the cost of waking a thousand of them. d must not
+// change after Seal.
+func (d *FetchDocument) Seal() {
+	if b, err := marshalCompact(d); err == nil {
+		d.wire = b
+	}
 }
 
 // ScreenSize is a terminal size.

@@ -360,7 +360,7 @@ func MarshalResponse(id json.RawMessage, result any, rerr *Error) []byte {
 	if rerr != nil {
 		resp.Error = rerr
 	} else {
-		b, err := marshalCompact(result)
+		b, err := encodeResult(result)
 		if err != nil {
 			resp.Error = Errorf(CodeInternal, "encoding result: %v", err)
 		} else if compactToken(id) {
@@ -380,6 +380,15 @@ func MarshalResponse(id json.RawMessage, result any, rerr *Error) []byte {
 		line, _ = marshalCompact(Response{ID: emptyID, Error: Errorf(CodeInternal, "encoding response: %v", err)})
 	}
 	return append(line, '\n')
+}
+
+// encodeResult is the compact encoding of a result, reusing a sealed
+// document's.
+func encodeResult(result any) ([]byte, error) {
+	if d, ok := result.(*FetchDocument); ok && d.wire != nil {
+		return d.wire, nil
+	}
+	return marshalCompact(result)
 }
 
 // compactToken reports whether id is one JSON value with no whitespace
