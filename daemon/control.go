@@ -125,19 +125,16 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 		e.confirm()
-		var res *rpc.Result
 		if ev.Kind == harness.KindStop {
 			text, source := rt.finalText(s, e, ev)
-			res = rt.finishExecLocked(s, rpc.StatusCompleted, text, source, nil)
+			rt.endTurnLocked(s, rpc.StatusCompleted, text, source, nil)
 		} else {
-			res = rt.finishExecLocked(s, rpc.StatusFailed, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "provider_error", Message: ev.Error})
+			rt.endTurnLocked(s, rpc.StatusFailed, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "provider_error", Message: ev.Error})
 		}
-		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
 		return true
 	case harness.KindIdlePrompt:
 		if e != nil && e.canceling {
-			res := rt.finishExecLocked(s, rpc.StatusCanceled, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "canceled", Message: "canceled by request"})
-			rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+			rt.endTurnLocked(s, rpc.StatusCanceled, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "canceled", Message: "canceled by request"})
 			return true
 		}
 		return false
@@ -152,8 +149,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		if e.canceling {
 			status, rerr = rpc.StatusCanceled, &rpc.ResultError{Code: "canceled", Message: "canceled by request"}
 		}
-		res := rt.finishExecLocked(s, status, "", rpc.TextSourceMissing, rerr)
-		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+		rt.endTurnLocked(s, status, "", rpc.TextSourceMissing, rerr)
 		return true
 	case harness.KindRetrying:
 		if e == nil {
@@ -166,6 +162,16 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		return true // the process exit decides what it means
 	}
 	return false
+}
+
+// endTurnLocked retains the active execution's result and makes s idle:
+// the result, the record and session.idle are stored in one transaction.
+// s.mu held.
+func (rt *runtime) endTurnLocked(s *session, status, text, source string, rerr *rpc.ResultError) {
+	rt.oneTxLocked(s, func() {
+		res := rt.finishExecLocked(s, status, text, source, rerr)
+		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+	})
 }
 
 // humanTurnLocked records a turn that someone started at the terminal (an

@@ -261,7 +261,7 @@ func normalizeAlias(a string) string { return strings.TrimPrefix(a, "@") }
 func (rt *runtime) persistLocked(s *session) error {
 	s.rec.UpdatedAtMS = nowMS()
 	// A retried write stores the record as it is then.
-	return rt.storeLocked(s, "session record", func() error { return rt.db.PutSession(s.uid, s.rec.marshal()) })
+	return rt.storeLocked(s, "session record", func(w store.Writer) error { return w.PutSession(s.uid, s.rec.marshal()) })
 }
 
 // emitLocked records a lifecycle event for s and wakes observers. s.mu held.
@@ -270,19 +270,20 @@ func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
 	if ev.SessionID == "" {
 		ev.SessionID = s.rec.ID
 	}
-	rt.storeLocked(s, "event "+ev.Type, func() error {
-		seq, err := rt.db.AppendEvent(s.uid, func(seq uint64) ([]byte, error) {
+	rt.storeLocked(s, "event "+ev.Type, func(w store.Writer) error {
+		seq, err := w.AppendEvent(s.uid, func(seq uint64) ([]byte, error) {
 			ev.Seq = seq
 			return rpc.Marshal(ev)
 		})
 		if err == nil {
-			s.lastEvent = seq
-			s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
+			w.AfterCommit(func() {
+				s.lastEvent = seq
+				s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
+			})
 		}
 		return err
 	})
-	s.notifyLocked()
-	rt.notifyAll()
+	rt.changedLocked(s)
 }
 
 // setStateLocked changes state, persists, and emits the event if any.
@@ -292,8 +293,7 @@ func (rt *runtime) setStateLocked(s *session, state string, ev *rpc.Event) {
 	if ev != nil {
 		rt.emitLocked(s, *ev)
 	} else {
-		s.notifyLocked()
-		rt.notifyAll()
+		rt.changedLocked(s)
 	}
 }
 
@@ -317,7 +317,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	}
 	data, _ := rpc.Marshal(res)
 	seq := e.seq
-	rt.storeLocked(s, "result", func() error { return rt.db.PutResult(s.uid, seq, data) })
+	rt.storeLocked(s, "result", func(w store.Writer) error { return w.PutResult(s.uid, seq, data) })
 	e.result = res
 	close(e.done)
 	s.exec = nil

@@ -115,6 +115,8 @@ type session struct {
 	// unsaved are writes that failed for want of space, retried in
 	// order before any later one (storage.go).
 	unsaved []pendingWrite
+	// txWrites collects writes inside oneTxLocked (storage.go).
+	txWrites *[]pendingWrite
 
 	// termMu guards screen (the pump writes, readers render the live grid).
 	termMu sync.Mutex

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dlgt/rpc"
+	"dlgt/store"
 )
 
 // Storage failures (the state directory's disk full or read-only) are
@@ -61,21 +62,26 @@ const storeRetryInterval = time.Second
 // it an interrupted result instead of losing it.
 type pendingWrite struct {
 	what string
-	do   func() error
+	do   func(w store.Writer) error
 }
 
 // storeLocked runs a Session write behind any pending ones. A write that
 // fails for an environmental reason (diskCause) is queued for retry;
 // the error is returned either way so callers that acknowledge something
-// on the strength of the write can refuse. s.mu held.
-func (rt *runtime) storeLocked(s *session, what string, do func() error) error {
+// on the strength of the write can refuse. Inside oneTxLocked the write
+// is collected instead, and nil returned. s.mu held.
+func (rt *runtime) storeLocked(s *session, what string, do func(w store.Writer) error) error {
+	if s.txWrites != nil {
+		*s.txWrites = append(*s.txWrites, pendingWrite{what, do})
+		return nil
+	}
 	if err := rt.retryUnsavedLocked(s); err != nil {
 		if what != "session record" || len(s.unsaved) == 0 || s.unsaved[len(s.unsaved)-1].what != what {
 			s.unsaved = append(s.unsaved, pendingWrite{what, do})
 		}
 		return err
 	}
-	err := do()
+	err := do(rt.db)
 	if err == nil {
 		return nil
 	}
@@ -94,7 +100,7 @@ func (rt *runtime) retryUnsavedLocked(s *session) error {
 	n := 0
 	var err error
 	for len(s.unsaved) > 0 {
-		if err = s.unsaved[0].do(); err != nil {
+		if err = s.unsaved[0].do(rt.db); err != nil {
 			break
 		}
 		s.unsaved = s.unsaved[1:]
@@ -106,6 +112,50 @@ func (rt *runtime) retryUnsavedLocked(s *session) error {
 		rt.notifyAll()
 	}
 	return err
+}
+
+// oneTxLocked runs fn, which changes s, and stores every write fn makes
+// in one transaction: a turn's end writes its result, the idle record and
+// session.idle, and one fsync instead of three is most of the time from
+// a Stop to its long polls waking. Observers are woken once, after the
+// commit (or after the writes were queued for retry). Writes made under
+// fn must not be acknowledged on the strength of their error (it is nil).
+// s.mu held.
+func (rt *runtime) oneTxLocked(s *session, fn func()) {
+	var writes []pendingWrite
+	s.txWrites = &writes
+	func() {
+		defer func() { s.txWrites = nil }()
+		fn()
+	}()
+	if len(writes) == 0 {
+		return
+	}
+	whats := make([]string, len(writes))
+	for i, w := range writes {
+		whats[i] = w.what
+	}
+	rt.storeLocked(s, strings.Join(whats, ", "), func(store.Writer) error {
+		return rt.db.Update(func(tx *store.Tx) error {
+			for _, w := range writes {
+				if err := w.do(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	rt.changedLocked(s)
+}
+
+// changedLocked wakes s's observers and all:true waiters, unless inside
+// oneTxLocked (which wakes them once its writes are stored). s.mu held.
+func (rt *runtime) changedLocked(s *session) {
+	if s.txWrites != nil {
+		return
+	}
+	s.notifyLocked()
+	rt.notifyAll()
 }
 
 // startRetry starts the retry loop unless it runs.

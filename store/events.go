@@ -28,56 +28,9 @@ func (db *DB) AppendEvent(sessionUID string, build func(seq uint64) ([]byte, err
 		return 0, checkName(sessionUID)
 	}
 	var seq, evicted uint64
-	err := db.update(func(tx *bolt.Tx) error {
-		meta, events, index := tx.Bucket(bucketMeta), tx.Bucket(bucketEvents), tx.Bucket(bucketEventsBySess)
-		seq = getU64(meta, keyEventSeq) + 1
-		data, err := build(seq)
-		if err != nil {
-			return err
-		}
-		val := binary.AppendUvarint(nil, uint64(len(sessionUID)))
-		val = append(append(val, sessionUID...), data...)
-		events.FillPercent = appendFillPercent
-		if err := events.Put(encodeU64(seq), val); err != nil {
-			return err
-		}
-		if sessionUID != "" {
-			ib, err := index.CreateBucketIfNotExists([]byte(sessionUID))
-			if err != nil {
-				return err
-			}
-			ib.FillPercent = appendFillPercent
-			if err := ib.Put(encodeU64(seq), []byte{}); err != nil {
-				return err
-			}
-		}
-		if err := meta.Put(keyEventSeq, encodeU64(seq)); err != nil {
-			return err
-		}
-		// events holds exactly the seqs (evicted, seq].
-		evicted = getU64(meta, keyEventsEvicted)
-		if seq-evicted <= eventRetention {
-			return nil
-		}
-		for ; seq-evicted > eventRetention; evicted++ {
-			k := encodeU64(evicted + 1)
-			if uid, _, ok := decodeEvent(events.Get(k)); ok && uid != "" {
-				if ib := index.Bucket([]byte(uid)); ib != nil {
-					if err := ib.Delete(k); err != nil {
-						return err
-					}
-					if k, _ := ib.Cursor().First(); k == nil {
-						if err := index.DeleteBucket([]byte(uid)); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			if err := events.Delete(k); err != nil {
-				return err
-			}
-		}
-		return meta.Put(keyEventsEvicted, encodeU64(evicted))
+	err := db.update(func(tx *bolt.Tx) (err error) {
+		seq, evicted, err = putEvent(tx, sessionUID, build)
+		return err
 	})
 	if err != nil {
 		return 0, err
@@ -85,6 +38,60 @@ func (db *DB) AppendEvent(sessionUID string, build func(seq uint64) ([]byte, err
 	storeMax(&db.lastEventSeq, seq)
 	storeMax(&db.eventsEvicted, evicted)
 	return seq, nil
+}
+
+// putEvent is AppendEvent inside tx; it returns the event's seq and the
+// events evicted through, to be published once tx commits.
+func putEvent(tx *bolt.Tx, sessionUID string, build func(seq uint64) ([]byte, error)) (seq, evicted uint64, err error) {
+	meta, events, index := tx.Bucket(bucketMeta), tx.Bucket(bucketEvents), tx.Bucket(bucketEventsBySess)
+	seq = getU64(meta, keyEventSeq) + 1
+	data, err := build(seq)
+	if err != nil {
+		return 0, 0, err
+	}
+	val := binary.AppendUvarint(nil, uint64(len(sessionUID)))
+	val = append(append(val, sessionUID...), data...)
+	events.FillPercent = appendFillPercent
+	if err := events.Put(encodeU64(seq), val); err != nil {
+		return 0, 0, err
+	}
+	if sessionUID != "" {
+		ib, err := index.CreateBucketIfNotExists([]byte(sessionUID))
+		if err != nil {
+			return 0, 0, err
+		}
+		ib.FillPercent = appendFillPercent
+		if err := ib.Put(encodeU64(seq), []byte{}); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := meta.Put(keyEventSeq, encodeU64(seq)); err != nil {
+		return 0, 0, err
+	}
+	// events holds exactly the seqs (evicted, seq].
+	evicted = getU64(meta, keyEventsEvicted)
+	if seq-evicted <= eventRetention {
+		return seq, evicted, nil
+	}
+	for ; seq-evicted > eventRetention; evicted++ {
+		k := encodeU64(evicted + 1)
+		if uid, _, ok := decodeEvent(events.Get(k)); ok && uid != "" {
+			if ib := index.Bucket([]byte(uid)); ib != nil {
+				if err := ib.Delete(k); err != nil {
+					return 0, 0, err
+				}
+				if k, _ := ib.Cursor().First(); k == nil {
+					if err := index.DeleteBucket([]byte(uid)); err != nil {
+						return 0, 0, err
+					}
+				}
+			}
+		}
+		if err := events.Delete(k); err != nil {
+			return 0, 0, err
+		}
+	}
+	return seq, evicted, meta.Put(keyEventsEvicted, encodeU64(evicted))
 }
 
 // ReadEvents returns up to limit events with seq > after in ascending order

@@ -23,9 +23,11 @@ func (db *DB) PutSession(uid string, data []byte) error {
 	if err := checkName(uid); err != nil {
 		return err
 	}
-	return db.update(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSessions).Put([]byte(uid), data)
-	})
+	return db.update(func(tx *bolt.Tx) error { return putSession(tx, uid, data) })
+}
+
+func putSession(tx *bolt.Tx, uid string, data []byte) error {
+	return tx.Bucket(bucketSessions).Put([]byte(uid), data)
 }
 
 // GetSession returns the session record for uid, or ErrNotFound.
@@ -107,38 +109,40 @@ func (db *DB) PutResult(uid string, execSeq uint64, data []byte) error {
 	if err := checkName(uid); err != nil {
 		return err
 	}
-	return db.update(func(tx *bolt.Tx) error {
-		b, err := tx.Bucket(bucketResults).CreateBucketIfNotExists([]byte(uid))
-		if err != nil {
-			return err
+	return db.update(func(tx *bolt.Tx) error { return putResult(tx, uid, execSeq, data) })
+}
+
+func putResult(tx *bolt.Tx, uid string, execSeq uint64, data []byte) error {
+	b, err := tx.Bucket(bucketResults).CreateBucketIfNotExists([]byte(uid))
+	if err != nil {
+		return err
+	}
+	if err := b.Put(encodeU64(execSeq), data); err != nil {
+		return err
+	}
+	var evict []uint64
+	n, total := 0, 0
+	c := b.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		n++
+		total += len(v)
+		if n > 1 && (n > ResultRetention || total > ResultRetentionBytes) {
+			evict = append(evict, decodeU64(k))
 		}
-		if err := b.Put(encodeU64(execSeq), data); err != nil {
-			return err
-		}
-		var evict []uint64
-		n, total := 0, 0
-		c := b.Cursor()
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			n++
-			total += len(v)
-			if n > 1 && (n > ResultRetention || total > ResultRetentionBytes) {
-				evict = append(evict, decodeU64(k))
-			}
-		}
-		if len(evict) == 0 {
-			return nil
-		}
-		for _, seq := range evict {
-			if err := b.Delete(encodeU64(seq)); err != nil {
-				return err
-			}
-		}
-		wm := tx.Bucket(bucketResultsEvict)
-		if evict[0] > getU64(wm, []byte(uid)) { // evict[0] is the newest evicted
-			return wm.Put([]byte(uid), encodeU64(evict[0]))
-		}
+	}
+	if len(evict) == 0 {
 		return nil
-	})
+	}
+	for _, seq := range evict {
+		if err := b.Delete(encodeU64(seq)); err != nil {
+			return err
+		}
+	}
+	wm := tx.Bucket(bucketResultsEvict)
+	if evict[0] > getU64(wm, []byte(uid)) { // evict[0] is the newest evicted
+		return wm.Put([]byte(uid), encodeU64(evict[0]))
+	}
+	return nil
 }
 
 // ListResults returns up to limit results of uid with seq > afterSeq in
