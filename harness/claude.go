@@ -215,8 +215,14 @@ func claudeSettings(hookArgv []string) map[string]any {
 }
 
 // trustClaudeProject sets projects[cwd].hasTrustDialogAccepted in the
-// Claude state file, touching nothing else, replacing it atomically.
+// Claude state file, touching nothing else, replacing it atomically. A
+// project already trusted (every resume and restart) is left alone
+// without taking the lock, so a lock left behind by a killed Claude
+// delays only first launches.
 func trustClaudeProject(path, cwd string) error {
+	if claudeTrusts(path, cwd) {
+		return nil
+	}
 	return withClaudeConfigLock(path, func() error {
 		state := map[string]any{}
 		mode := os.FileMode(0o600)
@@ -273,13 +279,28 @@ func trustClaudeProject(path, cwd string) error {
 	})
 }
 
+// claudeTrusts reports whether the state file at path already trusts cwd.
+func claudeTrusts(path, cwd string) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var state struct {
+		Projects map[string]struct {
+			Trusted bool `json:"hasTrustDialogAccepted"`
+		} `json:"projects"`
+	}
+	return json.Unmarshal(data, &state) == nil && state.Projects[cwd].Trusted
+}
+
 // Claude Code guards its config file with a lock directory beside it
 // (path + ".lock", created with mkdir, considered stale after 30 s): taking
 // the same lock keeps a running Claude from rewriting the file between our
-// read and our write and dropping the trust entry.
+// read and our write and dropping the trust entry. A Claude killed while
+// holding it leaves the lock behind, so the wait outlasts the staleness.
 const (
 	claudeLockStale = 30 * time.Second
-	claudeLockWait  = 10 * time.Second
+	claudeLockWait  = claudeLockStale + 5*time.Second
 )
 
 func withClaudeConfigLock(path string, fn func() error) error {

@@ -68,3 +68,36 @@ func TestTrustClaudeProjectConcurrentAndLocked(t *testing.T) {
 		t.Fatalf("projects = %d (%v): %s", len(st.Projects), err, data)
 	}
 }
+
+// A project already trusted needs no write, so a lock left behind by a
+// killed Claude does not stand in the way of a resume; an untrusted one
+// waits for the lock.
+func TestTrustClaudeProjectAlreadyTrustedSkipsLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".claude.json")
+	if err := os.WriteFile(path, []byte(`{"projects": {"/a": {"hasTrustDialogAccepted": true}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(path+".lock", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- trustClaudeProject(path, "/a") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("trusting a trusted project waited for the lock")
+	}
+	go func() { done <- trustClaudeProject(path, "/b") }()
+	select {
+	case err := <-done:
+		t.Fatalf("an untrusted project was written past a held lock: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	os.Remove(path + ".lock")
+	if err := <-done; err != nil || !claudeTrusts(path, "/b") || !claudeTrusts(path, "/a") {
+		t.Fatalf("after the lock was released: %v", err)
+	}
+}
