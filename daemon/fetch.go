@@ -230,9 +230,9 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		deadline = t.C
 	}
 	expired := false
-	// wokeFrom is the generation whose change woke this long-poll, if
-	// its last wait ended that way.
-	var wokeFrom <-chan struct{}
+	// next is the evaluation made for this long poll after the change it
+	// waited for (shared with every long poll that waited likewise).
+	var next *stepResult
 	for {
 		if pos == nil {
 			v := viewOf(s)
@@ -259,7 +259,12 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 			return rt.baselineDoc(s, fr, reason, nil, nil)
 		}
 
-		st := rt.fetchStep(s, pos, fr, wokeFrom)
+		st := next
+		if st == nil {
+			st = &stepResult{}
+			rt.evalStep(st, s, pos, fr)
+		}
+		next = nil
 		if st.err != nil {
 			return nil, st.err
 		}
@@ -283,13 +288,14 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 			done = d.hasMore || advanced
 		}
 		if !done && deadline != nil {
-			woken, err := waitChange(ctx, st.view.changed, &deadline, &expired)
+			var err error
+			if fetchShareWakes {
+				next, err = rt.awaitShared(ctx, s, pos, fr, st.view.changed, &deadline, &expired)
+			} else {
+				_, err = waitChange(ctx, st.view.changed, &deadline, &expired)
+			}
 			if err != nil {
 				return nil, err
-			}
-			wokeFrom = nil
-			if woken {
-				wokeFrom = st.view.changed
 			}
 			continue
 		}
@@ -337,11 +343,8 @@ func (v sessionView) boundDone(bound uint64) bool {
 }
 
 // fetchShareWakes lets long-polls woken by the same change share one
-// rendering (see fetchStep). Benchmarks turn it off for comparison.
+// rendering (see awaitShared). Benchmarks turn it off for comparison.
 var fetchShareWakes = true
-
-// shareMaxAge bounds how old a shared rendering a woken waiter accepts.
-const shareMaxAge = time.Second
 
 // stepResult is one evaluation of a position: the Session view it was
 // rendered under, then either a gap baseline (with its minted position)
@@ -349,7 +352,6 @@ const shareMaxAge = time.Second
 // read-only, so every waiter sharing it renders the same document.
 type stepResult struct {
 	ready chan struct{} // closed once the fields below are set
-	at    time.Time
 
 	view   sessionView
 	err    error
@@ -362,9 +364,12 @@ type stepResult struct {
 	once sync.Once
 	adv  uint64 // the position an advancing delta reached
 
-	shared bool // woken long polls share it (fetchStep)
-	docMu  sync.Mutex
-	docs   []*rpc.FetchDocument // sealed, by reason and cursor
+	shared  bool          // long polls share it (awaitShared)
+	abandon chan struct{} // closed when every waiter left before the change
+	waiters int           // guarded by fetchShares.mu
+
+	docMu sync.Mutex
+	docs  []*rpc.FetchDocument // sealed, by reason and cursor
 }
 
 // document renders the response for reason and cursor. A shared
@@ -403,34 +408,33 @@ func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint
 	return st.adv
 }
 
-// fetchStep evaluates pos for s. The rendering depends only on the
-// position, the normalized bounds (screen, stable cap, max_bytes) and the
-// recorded state, and every change to that state closes s.changed after
-// it is made. So long-polls woken by the same change (wokeFrom closing)
-// share one evaluation made after it: the first renders, the others wait
-// for it without touching the Session or the store, and each then acts
-// on the view it was rendered under (waiting on that generation if it
-// brought nothing for them). A call that was not woken renders afresh.
-func (rt *runtime) fetchStep(s *session, pos *position, fr *fetchReq, wokeFrom <-chan struct{}) *stepResult {
-	if !fetchShareWakes || wokeFrom == nil {
-		st := &stepResult{}
-		rt.evalStep(st, s, pos, fr)
-		return st
+// awaitShared parks a long poll on pos until the change that closes
+// changed, and returns the evaluation of pos made after it; nil if the
+// deadline passed first (which clears it and sets expired). The rendering
+// depends only on the position, the normalized bounds (screen, stable
+// cap, max_bytes) and the recorded state, and every change to that state
+// closes s.changed after it is made. So long polls parked on the same
+// position and bounds share one evaluation made after the change, each
+// then acting on the view it was rendered under (parking again on that
+// generation if it brought nothing for them).
+func (rt *runtime) awaitShared(ctx context.Context, s *session, pos *position, fr *fetchReq, changed <-chan struct{}, deadline *<-chan time.Time, expired *bool) (*stepResult, error) {
+	k := shareKey{pos: pos, screen: fr.screen, stableCap: fr.stableCap, maxBytes: fr.maxBytes, wokeFrom: changed}
+	bounds := *fr
+	st := rt.positions.shares.park(s.uid, k, func(st *stepResult) { rt.evalStep(st, s, pos, &bounds) })
+	if h := fetchParkHook.Load(); h != nil {
+		(*h)()
 	}
-	k := shareKey{pos: pos, screen: fr.screen, stableCap: fr.stableCap, maxBytes: fr.maxBytes, wokeFrom: wokeFrom}
-	st, leader := rt.positions.shares.join(s.uid, k)
-	if !leader {
-		<-st.ready
-		return st
+	select {
+	case <-st.ready:
+		return st, nil
+	case <-*deadline:
+		*deadline, *expired = nil, true
+		rt.positions.shares.leave(s.uid, k, st)
+		return nil, nil
+	case <-ctx.Done():
+		rt.positions.shares.leave(s.uid, k, st)
+		return nil, ctx.Err()
 	}
-	defer func() {
-		if st.d == nil && st.err == nil {
-			st.err = rpc.Errorf(rpc.CodeInternal, "evaluating position failed") // evalStep panicked
-		}
-		close(st.ready)
-	}()
-	rt.evalStep(st, s, pos, fr)
-	return st
 }
 
 func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchReq) {

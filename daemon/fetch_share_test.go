@@ -260,3 +260,91 @@ func mustUint(t testing.TB, s string) uint64 {
 	}
 	return n
 }
+
+// The parking lot: waiters of one key share one evaluation made only
+// after the change; the last waiter to leave before the change abandons
+// it (nothing evaluates); a waiter that parks after the change gets an
+// evaluation of its own at once; a panicking evaluation answers INTERNAL
+// instead of taking the daemon down.
+func TestFetchSharesParkingLot(t *testing.T) {
+	fs := &fetchShares{by: map[string]map[shareKey]*stepResult{}}
+	pos := &position{}
+	changed := make(chan struct{})
+	k := shareKey{pos: pos, maxBytes: 1, wokeFrom: changed}
+	var evals atomic.Int64
+	eval := func(st *stepResult) {
+		evals.Add(1)
+		select {
+		case <-changed:
+		default:
+			t.Error("evaluated before the change")
+		}
+		st.d = &delta{}
+	}
+	lotSize := func() int {
+		fs.mu.Lock()
+		defer fs.mu.Unlock()
+		return len(fs.by["s"])
+	}
+
+	// Abandoned: both waiters leave before the change.
+	a := fs.park("s", k, eval)
+	if b := fs.park("s", k, eval); b != a {
+		t.Fatal("two waiters of one key got two evaluations")
+	}
+	fs.leave("s", k, a)
+	if lotSize() != 1 {
+		t.Fatal("abandoned while a waiter remained")
+	}
+	fs.leave("s", k, a)
+	select {
+	case <-a.abandon:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not abandoned after the last waiter left")
+	}
+	if lotSize() != 0 {
+		t.Error("abandoned evaluation still parked")
+	}
+
+	// Shared: many waiters, one evaluation after the change.
+	var sts []*stepResult
+	for range 50 {
+		sts = append(sts, fs.park("s", k, eval))
+	}
+	select {
+	case <-sts[0].ready:
+		t.Fatal("ready before the change")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(changed)
+	<-sts[0].ready
+	for _, st := range sts {
+		if st != sts[0] {
+			t.Fatal("waiters of one key got different evaluations")
+		}
+	}
+	if evals.Load() != 1 || sts[0].d == nil || sts[0].err != nil {
+		t.Fatalf("%d evaluations, d %v, err %v", evals.Load(), sts[0].d, sts[0].err)
+	}
+	if lotSize() != 0 {
+		t.Error("evaluated entry still parked")
+	}
+
+	// Late: the change has happened, so a new parker is evaluated at once.
+	late := fs.park("s", k, eval)
+	select {
+	case <-late.ready:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a waiter parked after its change was not answered")
+	}
+	if late == sts[0] || evals.Load() != 2 {
+		t.Errorf("late waiter reused the old evaluation (%d evaluations)", evals.Load())
+	}
+
+	// Panic.
+	boom := fs.park("s", shareKey{pos: pos, wokeFrom: changed}, func(*stepResult) { panic("boom") })
+	<-boom.ready
+	if rpc.AsError(boom.err).Code != rpc.CodeInternal || boom.d != nil {
+		t.Errorf("panicking evaluation: d %v, err %v", boom.d, boom.err)
+	}
+}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"sync"
-	"time"
 
 	"dlgt/rpc"
 )
@@ -170,7 +169,8 @@ func (ps *positions) advance(scope string, from, next *position) uint64 {
 
 // shareKey names one shared evaluation: of a position, under the request
 // bounds that shape the document (the rest of a request only decides when
-// to answer and with which reason), by the long-polls one change woke.
+// to answer and with which reason), made after the change that closes
+// wokeFrom.
 type shareKey struct {
 	pos       *position
 	screen    bool
@@ -179,68 +179,80 @@ type shareKey struct {
 	wokeFrom  <-chan struct{}
 }
 
-// fetchShares holds, per scope, the evaluations woken long-polls share.
-// Each is dropped shareMaxAge after it starts, or earlier once a later
-// change superseded it.
+// fetchShares is where long polls park (see awaitShared). Long polls
+// parked on the same key wait for one evaluation: a goroutine of the key
+// waits for the change, evaluates, and only then wakes them, once. A
+// thousand long polls woken by one Stop therefore neither render a
+// thousand times nor wake twice (once for the change, once more for
+// whichever of them rendered).
 type fetchShares struct {
-	mu sync.RWMutex
-	by map[string]map[shareKey]*stepResult
+	mu sync.Mutex
+	by map[string]map[shareKey]*stepResult // awaiting their change, by scope
 }
 
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// stale: too old to share, or superseded by a later change (every
-// long-poll woken by k.wokeFrom that joins it would wake again at once).
-func (e *stepResult) stale(now time.Time) bool {
-	return now.Sub(e.at) >= shareMaxAge || (closed(e.ready) && closed(e.view.changed))
-}
-
-// join returns the evaluation for k: a recent one (leader false: wait for
-// its ready), or a new one the caller must complete and then close ready.
-func (fs *fetchShares) join(scope string, k shareKey) (st *stepResult, leader bool) {
-	now := time.Now()
-	fs.mu.RLock()
-	e := fs.by[scope][k]
-	fs.mu.RUnlock()
-	if e != nil && now.Sub(e.at) < shareMaxAge {
-		return e, false
-	}
+// park returns the evaluation the caller waits for under k, counting it
+// as a waiter; the first waiter's eval makes it.
+func (fs *fetchShares) park(scope string, k shareKey, eval func(*stepResult)) *stepResult {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	m := fs.by[scope]
-	if e := m[k]; e != nil && now.Sub(e.at) < shareMaxAge {
-		return e, false
+	if st := m[k]; st != nil {
+		st.waiters++
+		return st
 	}
 	if m == nil {
 		m = map[shareKey]*stepResult{}
 		fs.by[scope] = m
 	}
-	for kk, e := range m {
-		if e.stale(now) {
-			delete(m, kk)
-		}
-	}
-	st = &stepResult{ready: make(chan struct{}), at: now, shared: true}
+	st := &stepResult{ready: make(chan struct{}), shared: true, abandon: make(chan struct{}), waiters: 1}
 	m[k] = st
-	time.AfterFunc(shareMaxAge, func() { fs.drop(scope, k, st) })
-	return st, true
+	go fs.evaluate(scope, k, st, eval)
+	return st
 }
 
-// drop forgets st if it is still k's evaluation.
-func (fs *fetchShares) drop(scope string, k shareKey, st *stepResult) {
+// evaluate waits for k's change, then makes st and wakes its waiters. A
+// long poll that parks under k after the change starts an evaluation of
+// its own (made at once, as its change has happened).
+func (fs *fetchShares) evaluate(scope string, k shareKey, st *stepResult, eval func(*stepResult)) {
+	select {
+	case <-k.wokeFrom:
+	case <-st.abandon:
+		return
+	}
+	fs.forget(scope, k, st)
+	defer func() {
+		if r := recover(); r != nil {
+			st.d, st.err = nil, rpc.Errorf(rpc.CodeInternal, "evaluating position failed: %v", r)
+		}
+		close(st.ready)
+	}()
+	eval(st)
+}
+
+// leave uncounts a waiter that stopped waiting (deadline, cancel); the
+// last one to leave before the change abandons the evaluation.
+func (fs *fetchShares) leave(scope string, k shareKey, st *stepResult) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if m := fs.by[scope]; m[k] == st {
-		delete(m, k)
-		if len(m) == 0 {
-			delete(fs.by, scope)
-		}
+	st.waiters--
+	if st.waiters == 0 && fs.by[scope][k] == st {
+		fs.forgetLocked(scope, k)
+		close(st.abandon)
+	}
+}
+
+func (fs *fetchShares) forget(scope string, k shareKey, st *stepResult) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.by[scope][k] == st {
+		fs.forgetLocked(scope, k)
+	}
+}
+
+func (fs *fetchShares) forgetLocked(scope string, k shareKey) {
+	m := fs.by[scope]
+	delete(m, k)
+	if len(m) == 0 {
+		delete(fs.by, scope)
 	}
 }
