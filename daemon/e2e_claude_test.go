@@ -111,6 +111,11 @@ func (e *e2eClaude) call(t *testing.T, method string, params, out any) {
 	}
 }
 
+func (e *e2eClaude) accept(t *testing.T, method string, params any, r *rpc.Receipt) {
+	t.Helper()
+	e.td.accept(t, method, params, r)
+}
+
 // fetchUntilResult is one session.fetch until:"result" from cursor.
 func (e *e2eClaude) fetchUntilResult(t *testing.T, id, cursor string, wait time.Duration) rpc.FetchDocument {
 	t.Helper()
@@ -169,7 +174,7 @@ func (e *e2eClaude) waitPrompt(t *testing.T, prompt string) int {
 func (e *e2eClaude) send(t *testing.T, id, prompt, reqID string) rpc.Receipt {
 	t.Helper()
 	var r rpc.Receipt
-	e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: reqID}, &r)
+	e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: reqID}, &r)
 	if r.Submission != rpc.SubmissionConfirmed {
 		t.Fatalf("send %s: submission = %q, want confirmed (receipt %+v)", reqID, r.Submission, r)
 	}
@@ -294,7 +299,7 @@ func TestClaudeE2E(t *testing.T) {
 			const prompt = "hello from the dlgt e2e test"
 			var r rpc.Receipt
 			start := time.Now()
-			e.call(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
 				Title: "e2e claude", Harness: "claude", Cwd: cwd, Prompt: prompt,
 				RequestID: "e2e-1", Environment: e.env,
 			}, &r)
@@ -351,7 +356,7 @@ func TestClaudeE2E(t *testing.T) {
 			}
 			const prompt = "back after a resume"
 			var r rpc.Receipt
-			e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "e2e-4", Resume: true, Environment: e.env}, &r)
+			e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "e2e-4", Resume: true, Environment: e.env}, &r)
 			if r.Session.ID != id || r.ExecutionSeq != 4 || r.Submission != rpc.SubmissionConfirmed {
 				t.Fatalf("resume receipt = %+v", r)
 			}
@@ -408,7 +413,7 @@ func TestClaudeE2E(t *testing.T) {
 			cwd := t.TempDir()
 			no := false
 			var r rpc.Receipt
-			e.call(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
 				Title: "e2e permission", Harness: "claude", Cwd: cwd, Prompt: "E2E-TOOL please run it",
 				RequestID: "e2e-perm-1", Environment: e.env, AutoApprove: &no,
 				HarnessOptions: []string{"permission-mode=default"},
@@ -530,7 +535,7 @@ func TestClaudeE2EDaemonKill9(t *testing.T) {
 		Prompt: "E2E-SLOW a turn the daemon will not see end", RequestID: "e2e-k9-1", Environment: env}
 	var r rpc.Receipt
 	start := time.Now()
-	td.mustCall(rpc.MethodSessionCreate, create, &r)
+	td.accept(t, rpc.MethodSessionCreate, create, &r)
 	t.Logf("latency: create -> confirmed receipt %v (child daemon)", time.Since(start).Round(time.Millisecond))
 	if r.Submission != rpc.SubmissionConfirmed || !strings.HasPrefix(r.Session.ID, "claude:") {
 		t.Fatalf("receipt = %+v", r)
@@ -563,7 +568,7 @@ func TestClaudeE2EDaemonKill9(t *testing.T) {
 
 	const prompt = "back after the daemon was killed"
 	var r2 rpc.Receipt
-	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "e2e-k9-2", Resume: true, Environment: env}, &r2)
+	td.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "e2e-k9-2", Resume: true, Environment: env}, &r2)
 	if r2.Session.ID != id || r2.ExecutionSeq != 2 || r2.Submission != rpc.SubmissionConfirmed {
 		t.Fatalf("resume receipt = %+v", r2)
 	}

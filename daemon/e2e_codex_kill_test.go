@@ -153,7 +153,7 @@ stream_max_retries = 0
 		Prompt: "E2E-SLOW a turn the daemon will not see end", RequestID: "cx-k9-1", Environment: env}
 	var r rpc.Receipt
 	start := time.Now()
-	td.mustCall(rpc.MethodSessionCreate, create, &r)
+	td.accept(t, rpc.MethodSessionCreate, create, &r)
 	t.Logf("latency: create -> confirmed receipt %v (child daemon)", time.Since(start).Round(time.Millisecond))
 	if r.Submission != rpc.SubmissionConfirmed || r.ExecutionSeq != 1 || !strings.HasPrefix(r.Session.ID, "codex:") {
 		t.Fatalf("receipt = %+v", r)
@@ -232,7 +232,7 @@ stream_max_retries = 0
 
 	const prompt = "back after the daemon was killed"
 	var r2 rpc.Receipt
-	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "cx-k9-2", Resume: true, Environment: env}, &r2)
+	td.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "cx-k9-2", Resume: true, Environment: env}, &r2)
 	if r2.Session.ID != id || r2.ExecutionSeq != 2 || r2.Submission != rpc.SubmissionConfirmed {
 		t.Fatalf("resume receipt = %+v", r2)
 	}

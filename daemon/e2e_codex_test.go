@@ -175,7 +175,7 @@ func TestCodexE2E(t *testing.T) {
 			const prompt = "hello from the dlgt codex e2e test"
 			var r rpc.Receipt
 			start := time.Now()
-			e.call(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
 				Title: "e2e codex", Harness: "codex", Cwd: cwd, Prompt: prompt,
 				RequestID: "cx-1", Environment: e.env,
 			}, &r)
@@ -259,7 +259,7 @@ func TestCodexE2E(t *testing.T) {
 			noCodexLeft(t, mark, 3*time.Second)
 			const prompt = "back after a resume"
 			var r rpc.Receipt
-			e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "cx-7", Resume: true, Environment: e.env}, &r)
+			e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: "cx-7", Resume: true, Environment: e.env}, &r)
 			if r.Session.ID != id || r.ExecutionSeq != 7 || r.Submission != rpc.SubmissionConfirmed {
 				t.Fatalf("resume receipt = %+v", r)
 			}
@@ -299,7 +299,7 @@ func TestCodexE2E(t *testing.T) {
 		{"PermissionBlocks", func(t *testing.T) {
 			no := false
 			var r rpc.Receipt
-			e.call(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
 				Title: "e2e codex permission", Harness: "codex", Cwd: t.TempDir(), Prompt: "E2E-TOOL please run it",
 				RequestID: "cx-perm-1", Environment: e.env, AutoApprove: &no,
 			}, &r)

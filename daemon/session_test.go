@@ -174,6 +174,23 @@ func (td *testDaemon) mustCall(method string, params, out any) {
 	}
 }
 
+// accept makes a session.create or session.send with the real CLIs. A
+// harness that starts slowly (a loaded machine) leaves the receipt
+// "pending"; repeating the request_id refreshes it, as the contract tells
+// a client to, for up to a minute.
+func (td *testDaemon) accept(t testing.TB, method string, params any, r *rpc.Receipt) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if err := td.call(method, params, r); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		if r.Submission != rpc.SubmissionPending || time.Now().After(deadline) {
+			return
+		}
+		t.Logf("%s: receipt pending, refreshing it", method)
+	}
+}
+
 func (td *testDaemon) create(t testing.TB, reqID, prompt string) rpc.Receipt {
 	t.Helper()
 	var r rpc.Receipt
