@@ -223,6 +223,25 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 	s.mu.Lock()
 	bound := s.rec.LastExecSeq
 	s.mu.Unlock()
+	if pos == nil {
+		return rt.fetchBaseline(ctx, s, fr, bound)
+	}
+	lp := &longPoll{rt: rt, s: s, pos: pos, fr: fr, bound: bound}
+	if fr.wait > 0 {
+		lp.deadline = time.Now().Add(fr.wait)
+	}
+	st := &stepResult{}
+	rt.evalStep(st, s, pos, fr)
+	if res, done, err := lp.decide(st); done {
+		return res, err
+	}
+	lp.first = st
+	return lp, nil
+}
+
+// fetchBaseline answers a cursorless fetch: a baseline, which until:result
+// holds back until the bound execution ends (or blocks, or the wait ends).
+func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchReq, bound uint64) (any, error) {
 	var deadline <-chan time.Time
 	if fr.wait > 0 {
 		t := time.NewTimer(fr.wait)
@@ -230,92 +249,181 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		deadline = t.C
 	}
 	expired := false
-	// next is the evaluation made for this long poll after the change it
-	// waited for (shared with every long poll that waited likewise).
-	var next *stepResult
 	for {
-		if pos == nil {
-			v := viewOf(s)
-			blocked, boundDone := v.blocked, v.boundDone(bound)
-			// A cursorless call is a baseline; until:result waits for the
-			// bound execution first.
-			if fr.untilRes && bound > 0 && !boundDone && !blocked && deadline != nil {
-				if _, err := waitChange(ctx, v.changed, &deadline, &expired); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			reason := rpc.ReasonSnapshot
-			if fr.untilRes {
-				switch {
-				case boundDone:
-					reason = rpc.ReasonResult
-				case blocked:
-					reason = rpc.ReasonBlocked
-				case expired:
-					reason = rpc.ReasonTimeout
-				}
-			}
-			return rt.baselineDoc(s, fr, reason, nil, nil)
-		}
-
-		st := next
-		if st == nil {
-			st = &stepResult{}
-			rt.evalStep(st, s, pos, fr)
-		}
-		next = nil
-		if st.err != nil {
-			return nil, st.err
-		}
-		d := st.d
-		if st.gap {
-			return st.document(rt, rpc.ReasonGap, st.cursor), nil
-		}
-		blocked, boundDone := st.view.blocked, st.view.boundDone(bound)
-		gotBound := false
-		for _, r := range d.bucket.Results {
-			if r.ExecutionSeq == bound && (r.FinalTextComplete == nil || *r.FinalTextComplete) {
-				gotBound = true
-			}
-		}
-		advanced := d.mark != pos.mark
-		var done bool
-		if fr.untilRes {
-			alreadyHad := boundDone && pos.mark.Result >= bound
-			done = d.hasMore || gotBound || alreadyHad || bound == 0 || blocked
-		} else {
-			done = d.hasMore || advanced
-		}
-		if !done && deadline != nil {
-			var err error
-			if fetchShareWakes {
-				next, err = rt.awaitShared(ctx, s, pos, fr, st.view.changed, &deadline, &expired)
-			} else {
-				_, err = waitChange(ctx, st.view.changed, &deadline, &expired)
-			}
-			if err != nil {
+		v := viewOf(s)
+		blocked, boundDone := v.blocked, v.boundDone(bound)
+		if fr.untilRes && bound > 0 && !boundDone && !blocked && deadline != nil {
+			if _, err := waitChange(ctx, v.changed, &deadline, &expired); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		reason := rpc.ReasonTimeout
-		switch {
-		case d.hasMore:
-			reason = rpc.ReasonPageFull
-		case gotBound || (fr.untilRes && boundDone && pos.mark.Result >= bound) || (!fr.untilRes && len(d.bucket.Results) > 0):
-			reason = rpc.ReasonResult
-		case blocked && (fr.untilRes || advanced):
-			reason = rpc.ReasonBlocked
-		case advanced:
-			reason = rpc.ReasonChange
+		reason := rpc.ReasonSnapshot
+		if fr.untilRes {
+			switch {
+			case boundDone:
+				reason = rpc.ReasonResult
+			case blocked:
+				reason = rpc.ReasonBlocked
+			case expired:
+				reason = rpc.ReasonTimeout
+			}
 		}
-		cursor := fr.cursor
-		if advanced {
-			cursor = st.advanceCursor(rt, s.uid, pos)
-		}
-		return st.document(rt, reason, cursor), nil
+		return rt.baselineDoc(s, fr, reason, nil, nil)
 	}
+}
+
+// longPoll is a session.fetch from a position that waits for a change.
+// It holds no goroutine while it waits: it is parked in the runtime's
+// fetchShares under its position, bounds and the change generation it
+// saw, and the evaluation made after that change is handed to it
+// (onStep), on the goroutine that made it. Either it answers then, or it
+// parks again on the generation that evaluation was made under. Its
+// deadline timer answers it with a fresh evaluation.
+type longPoll struct {
+	rt       *runtime
+	s        *session
+	pos      *position
+	fr       *fetchReq
+	bound    uint64    // until:result's execution
+	deadline time.Time // zero: answer at once
+
+	first *stepResult // the evaluation that decided to wait (Start parks on it)
+
+	// mu serializes the long poll's transitions (parked, evaluated,
+	// expired, canceled, answered). Lock order: mu, then fetchShares.mu
+	// or the Session's.
+	mu       sync.Mutex
+	respond  func(any, error)
+	timer    *time.Timer
+	entry    *shareEntry // where it is parked, if it is
+	key      shareKey
+	expired  bool
+	finished bool
+}
+
+// Start parks the long poll (rpc.Deferred).
+func (lp *longPoll) Start(respond func(any, error)) (stop func()) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.respond = respond
+	lp.timer = time.AfterFunc(time.Until(lp.deadline), lp.expire)
+	lp.parkLocked(lp.first.view.changed)
+	lp.first = nil
+	return lp.cancel
+}
+
+// parkLocked waits for the change that closes changed.
+func (lp *longPoll) parkLocked(changed <-chan struct{}) {
+	lp.key = shareKey{pos: lp.pos, screen: lp.fr.screen, stableCap: lp.fr.stableCap, maxBytes: lp.fr.maxBytes, wokeFrom: changed}
+	if !fetchShareWakes {
+		lp.key.solo = lp
+	}
+	rt, s, pos, bounds := lp.rt, lp.s, lp.pos, *lp.fr
+	lp.entry = rt.positions.shares.park(s.uid, lp.key, lp, func(st *stepResult) { rt.evalStep(st, s, pos, &bounds) })
+	if h := fetchParkHook.Load(); h != nil {
+		(*h)()
+	}
+}
+
+// onStep acts on the evaluation made after the change it was parked on.
+func (lp *longPoll) onStep(st *stepResult) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.finished {
+		return
+	}
+	lp.entry = nil
+	if res, done, err := lp.decide(st); done {
+		lp.finishLocked(res, err)
+		return
+	}
+	lp.parkLocked(st.view.changed)
+}
+
+// expire ends the wait: a parked long poll is answered from a fresh
+// evaluation; one an evaluation is being handed to sees expired there.
+func (lp *longPoll) expire() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.finished {
+		return
+	}
+	lp.expired = true
+	if lp.entry == nil || !lp.rt.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp) {
+		return
+	}
+	lp.entry = nil
+	st := &stepResult{}
+	lp.rt.evalStep(st, lp.s, lp.pos, lp.fr)
+	res, _, err := lp.decide(st)
+	lp.finishLocked(res, err)
+}
+
+// cancel answers at once with the request's end (the connection is gone).
+func (lp *longPoll) cancel() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.finished {
+		return
+	}
+	if lp.entry != nil {
+		lp.rt.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp)
+		lp.entry = nil
+	}
+	lp.finishLocked(nil, context.Canceled)
+}
+
+func (lp *longPoll) finishLocked(res any, err error) {
+	lp.finished = true
+	lp.timer.Stop()
+	lp.respond(res, err)
+}
+
+// decide turns an evaluation into the answer, or reports that the long
+// poll waits on (done false) for a later change.
+func (lp *longPoll) decide(st *stepResult) (res any, done bool, err error) {
+	rt, pos, fr, bound := lp.rt, lp.pos, lp.fr, lp.bound
+	if st.err != nil {
+		return nil, true, st.err
+	}
+	d := st.d
+	if st.gap {
+		return st.document(rt, rpc.ReasonGap, st.cursor), true, nil
+	}
+	blocked, boundDone := st.view.blocked, st.view.boundDone(bound)
+	gotBound := false
+	for _, r := range d.bucket.Results {
+		if r.ExecutionSeq == bound && (r.FinalTextComplete == nil || *r.FinalTextComplete) {
+			gotBound = true
+		}
+	}
+	advanced := d.mark != pos.mark
+	if fr.untilRes {
+		alreadyHad := boundDone && pos.mark.Result >= bound
+		done = d.hasMore || gotBound || alreadyHad || bound == 0 || blocked
+	} else {
+		done = d.hasMore || advanced
+	}
+	if !done && !lp.deadline.IsZero() && !lp.expired {
+		return nil, false, nil
+	}
+	reason := rpc.ReasonTimeout
+	switch {
+	case d.hasMore:
+		reason = rpc.ReasonPageFull
+	case gotBound || (fr.untilRes && boundDone && pos.mark.Result >= bound) || (!fr.untilRes && len(d.bucket.Results) > 0):
+		reason = rpc.ReasonResult
+	case blocked && (fr.untilRes || advanced):
+		reason = rpc.ReasonBlocked
+	case advanced:
+		reason = rpc.ReasonChange
+	}
+	cursor := fr.cursor
+	if advanced {
+		cursor = st.advanceCursor(rt, lp.s.uid, pos)
+	}
+	return st.document(rt, reason, cursor), true, nil
 }
 
 // sessionView is what a fetch reads of a Session's state before
@@ -342,17 +450,15 @@ func (v sessionView) boundDone(bound uint64) bool {
 	return bound > 0 && (v.execSeq == 0 || v.execSeq != bound)
 }
 
-// fetchShareWakes lets long-polls woken by the same change share one
-// rendering (see awaitShared). Benchmarks turn it off for comparison.
+// fetchShareWakes lets long polls parked on the same change share one
+// rendering (see longPoll). Benchmarks turn it off for comparison.
 var fetchShareWakes = true
 
 // stepResult is one evaluation of a position: the Session view it was
 // rendered under, then either a gap baseline (with its minted position)
-// or a delta with the successor position bounding it. Once ready it is
+// or a delta with the successor position bounding it. Once made it is
 // read-only, so every waiter sharing it renders the same document.
 type stepResult struct {
-	ready chan struct{} // closed once the fields below are set
-
 	view   sessionView
 	err    error
 	d      *delta
@@ -364,9 +470,7 @@ type stepResult struct {
 	once sync.Once
 	adv  uint64 // the position an advancing delta reached
 
-	shared  bool          // long polls share it (awaitShared)
-	abandon chan struct{} // closed when every waiter left before the change
-	waiters int           // guarded by fetchShares.mu
+	shared bool // long polls share it (fetchShares)
 
 	docMu sync.Mutex
 	docs  []*rpc.FetchDocument // sealed, by reason and cursor
@@ -406,35 +510,6 @@ func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint
 		}
 	})
 	return st.adv
-}
-
-// awaitShared parks a long poll on pos until the change that closes
-// changed, and returns the evaluation of pos made after it; nil if the
-// deadline passed first (which clears it and sets expired). The rendering
-// depends only on the position, the normalized bounds (screen, stable
-// cap, max_bytes) and the recorded state, and every change to that state
-// closes s.changed after it is made. So long polls parked on the same
-// position and bounds share one evaluation made after the change, each
-// then acting on the view it was rendered under (parking again on that
-// generation if it brought nothing for them).
-func (rt *runtime) awaitShared(ctx context.Context, s *session, pos *position, fr *fetchReq, changed <-chan struct{}, deadline *<-chan time.Time, expired *bool) (*stepResult, error) {
-	k := shareKey{pos: pos, screen: fr.screen, stableCap: fr.stableCap, maxBytes: fr.maxBytes, wokeFrom: changed}
-	bounds := *fr
-	st := rt.positions.shares.park(s.uid, k, func(st *stepResult) { rt.evalStep(st, s, pos, &bounds) })
-	if h := fetchParkHook.Load(); h != nil {
-		(*h)()
-	}
-	select {
-	case <-st.ready:
-		return st, nil
-	case <-*deadline:
-		*deadline, *expired = nil, true
-		rt.positions.shares.leave(s.uid, k, st)
-		return nil, nil
-	case <-ctx.Done():
-		rt.positions.shares.leave(s.uid, k, st)
-		return nil, ctx.Err()
-	}
 }
 
 func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchReq) {

@@ -18,13 +18,14 @@ import (
 // Wake-up latency: from a recorded Stop (harness evidence applied through
 // applyEvidence, exactly as internal.hook does) to each long-polling
 // session.fetch until:"result" having its response line encoded (as the
-// server writes it), with 1, 100 and 1,000 concurrent waiters. The clock
-// starts only once every waiter is parked. Run with:
+// server writes it), with 1, 100 and 1,000 concurrent waiters. The long
+// polls are started as the server starts them (rpc.Deferred) and the clock
+// starts only once every one is parked. Run with:
 //
 //	go test -run '^$' -bench 'FetchWake|FetchBaseline' -benchtime 20x ./daemon/
 //
-// share=false turns off the rendering woken waiters share (fetchShareWakes),
-// for comparison on the same machine state.
+// share=false gives every long poll an evaluation of its own
+// (fetchShareWakes), for comparison on the same machine state.
 func BenchmarkFetchWake(b *testing.B) {
 	for _, share := range []bool{true, false} {
 		for _, n := range []int{1, 100, 1000} {
@@ -50,60 +51,57 @@ func benchFetchWake(b *testing.B, n int) {
 	var lat, wake []time.Duration
 	text := "done"
 	id := json.RawMessage(`1`)
+	at := make([]time.Time, n) // when each response line was encoded
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		doc, _ := fetchDoc(b, rt, map[string]any{"session": "claude:w", "screen": false})
 		startExec(rt, s)
 		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			t0, t1  time.Time
-			applied = make(chan struct{})
-			stopped = make(chan struct{})
+			stopped  atomic.Bool
+			answered atomic.Int64
+			bad      atomic.Pointer[string]
+			all      = make(chan struct{})
 		)
 		parked.Store(0)
 		params, _ := json.Marshal(map[string]any{"session": "claude:w", "cursor": doc.Cursor, "until": "result", "wait_ms": 60000, "screen": false})
 		for w := 0; w < n; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params)
-				var line []byte
-				if err == nil {
-					line = rpc.MarshalResponse(id, res, nil)
+			res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params)
+			d, ok := res.(rpc.Deferred)
+			if err != nil || !ok {
+				b.Fatalf("the long poll did not wait: %v %v", res, err)
+			}
+			d.Start(func(res any, err error) {
+				line := rpc.MarshalResponse(id, res, nil)
+				at[w] = time.Now()
+				if doc, ok := res.(*rpc.FetchDocument); err != nil || !ok || doc.Reason != rpc.ReasonResult || len(line) == 0 || !stopped.Load() {
+					msg := fmt.Sprintf("waiter %d: stopped %v, %v %v", w, stopped.Load(), res, err)
+					bad.Store(&msg)
 				}
-				now := time.Now()
-				select {
-				case <-stopped:
-				default:
-					b.Errorf("waiter returned before the Stop: %v %v", err, res)
+				if answered.Add(1) == int64(n) {
+					close(all)
 				}
-				<-applied
-				d, w := now.Sub(t0), max(0, now.Sub(t1))
-				if err != nil || res.(*rpc.FetchDocument).Reason != rpc.ReasonResult || len(line) == 0 {
-					b.Errorf("waiter: %v %v", err, res)
-				}
-				mu.Lock()
-				lat = append(lat, d)
-				wake = append(wake, w)
-				mu.Unlock()
-			}()
+			})
 		}
-		// Every waiter has evaluated its position and is about to block.
 		for parked.Load() < int64(n) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		time.Sleep(5 * time.Millisecond)
 		b.StartTimer()
-		t0 = time.Now()
-		close(stopped)
+		stopped.Store(true)
+		t0 := time.Now()
 		rt.applyEvidence(s, "internal:bench", harness.Evidence{Kind: harness.KindStop, FinalText: &text})
-		t1 = time.Now()
-		close(applied)
-		wg.Wait()
+		t1 := time.Now()
+		<-all
+		b.StopTimer()
+		if m := bad.Load(); m != nil {
+			b.Fatal(*m)
+		}
+		for _, t := range at {
+			lat = append(lat, t.Sub(t0))
+			wake = append(wake, max(0, t.Sub(t1)))
+		}
 	}
-	b.StopTimer()
 	// stop-*: from the Stop evidence arriving (its result, state and
 	// event are persisted first); wake-*: from the Stop being recorded
 	// (applyEvidence returned) to the encoded response.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -261,13 +262,15 @@ func mustUint(t testing.TB, s string) uint64 {
 	return n
 }
 
-// The parking lot: waiters of one key share one evaluation made only
-// after the change; the last waiter to leave before the change abandons
-// it (nothing evaluates); a waiter that parks after the change gets an
-// evaluation of its own at once; a panicking evaluation answers INTERNAL
-// instead of taking the daemon down.
+// The parking lot: long polls of one key share one evaluation made only
+// after the change, handed to each of them; the last one to leave before
+// the change abandons it (nothing evaluates); one that parks after the
+// change gets an evaluation of its own at once; a panicking evaluation
+// is handed out as INTERNAL instead of taking the daemon down.
 func TestFetchSharesParkingLot(t *testing.T) {
-	fs := &fetchShares{by: map[string]map[shareKey]*stepResult{}}
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "w")
+	fs := &fetchShares{by: map[string]map[shareKey]*shareEntry{}}
 	pos := &position{}
 	changed := make(chan struct{})
 	k := shareKey{pos: pos, maxBytes: 1, wokeFrom: changed}
@@ -279,7 +282,15 @@ func TestFetchSharesParkingLot(t *testing.T) {
 		default:
 			t.Error("evaluated before the change")
 		}
-		st.d = &delta{}
+		st.err = rpc.Errorf(rpc.CodeInternal, "evaluation %d", evals.Load())
+	}
+	// Long polls that answer with whatever evaluation they are handed.
+	answers := make(chan error, 100)
+	newPoll := func() *longPoll {
+		lp := &longPoll{rt: rt, s: s, pos: pos, fr: &fetchReq{}}
+		lp.respond = func(_ any, err error) { answers <- err }
+		lp.timer = time.NewTimer(time.Hour)
+		return lp
 	}
 	lotSize := func() int {
 		fs.mu.Lock()
@@ -288,63 +299,68 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	}
 
 	// Abandoned: both waiters leave before the change.
-	a := fs.park("s", k, eval)
-	if b := fs.park("s", k, eval); b != a {
-		t.Fatal("two waiters of one key got two evaluations")
+	a, b := newPoll(), newPoll()
+	ea := fs.park("s", k, a, eval)
+	if eb := fs.park("s", k, b, eval); eb != ea {
+		t.Fatal("two waiters of one key got two entries")
 	}
-	fs.leave("s", k, a)
-	if lotSize() != 1 {
+	if !fs.unpark("s", k, ea, a) || lotSize() != 1 {
 		t.Fatal("abandoned while a waiter remained")
 	}
-	fs.leave("s", k, a)
+	fs.unpark("s", k, ea, b)
 	select {
-	case <-a.abandon:
+	case <-ea.abandon:
 	case <-time.After(5 * time.Second):
 		t.Fatal("not abandoned after the last waiter left")
 	}
 	if lotSize() != 0 {
-		t.Error("abandoned evaluation still parked")
+		t.Error("abandoned entry still parked")
 	}
 
-	// Shared: many waiters, one evaluation after the change.
-	var sts []*stepResult
+	// Shared: many waiters, one evaluation after the change, handed to all.
+	var e *shareEntry
 	for range 50 {
-		sts = append(sts, fs.park("s", k, eval))
+		e = fs.park("s", k, newPoll(), eval)
 	}
 	select {
-	case <-sts[0].ready:
-		t.Fatal("ready before the change")
+	case err := <-answers:
+		t.Fatalf("answered before the change: %v", err)
 	case <-time.After(20 * time.Millisecond):
 	}
 	close(changed)
-	<-sts[0].ready
-	for _, st := range sts {
-		if st != sts[0] {
-			t.Fatal("waiters of one key got different evaluations")
+	for range 50 {
+		select {
+		case err := <-answers:
+			if !strings.Contains(fmt.Sprint(err), "evaluation 1") {
+				t.Fatalf("handed %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter was not answered")
 		}
 	}
-	if evals.Load() != 1 || sts[0].d == nil || sts[0].err != nil {
-		t.Fatalf("%d evaluations, d %v, err %v", evals.Load(), sts[0].d, sts[0].err)
-	}
-	if lotSize() != 0 {
-		t.Error("evaluated entry still parked")
+	if evals.Load() != 1 || lotSize() != 0 || fs.unpark("s", k, e, newPoll()) {
+		t.Errorf("%d evaluations, %d parked, fired entry unparked", evals.Load(), lotSize())
 	}
 
 	// Late: the change has happened, so a new parker is evaluated at once.
-	late := fs.park("s", k, eval)
+	fs.park("s", k, newPoll(), eval)
 	select {
-	case <-late.ready:
+	case err := <-answers:
+		if !strings.Contains(fmt.Sprint(err), "evaluation 2") {
+			t.Errorf("late waiter handed %v", err)
+		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("a waiter parked after its change was not answered")
 	}
-	if late == sts[0] || evals.Load() != 2 {
-		t.Errorf("late waiter reused the old evaluation (%d evaluations)", evals.Load())
-	}
 
 	// Panic.
-	boom := fs.park("s", shareKey{pos: pos, wokeFrom: changed}, func(*stepResult) { panic("boom") })
-	<-boom.ready
-	if rpc.AsError(boom.err).Code != rpc.CodeInternal || boom.d != nil {
-		t.Errorf("panicking evaluation: d %v, err %v", boom.d, boom.err)
+	fs.park("s", shareKey{pos: pos, wokeFrom: changed}, newPoll(), func(*stepResult) { panic("boom") })
+	select {
+	case err := <-answers:
+		if rpc.AsError(err).Code != rpc.CodeInternal || !strings.Contains(err.Error(), "boom") {
+			t.Errorf("panicking evaluation handed %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a panicking evaluation answered nobody")
 	}
 }

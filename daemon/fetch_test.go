@@ -96,6 +96,30 @@ func runExec(rt *runtime, s *session, text string, rows ...string) uint64 {
 	return seq
 }
 
+// fetchCall is session.fetch in-process, waiting out a long poll as the
+// server does (rpc.Deferred).
+func fetchCall(ctx context.Context, rt *runtime, params json.RawMessage) (any, error) {
+	res, err := rt.sessionFetch(ctx, rpc.Peer{}, params)
+	d, ok := res.(rpc.Deferred)
+	if err != nil || !ok {
+		return res, err
+	}
+	type answer struct {
+		res any
+		err error
+	}
+	ch := make(chan answer, 1)
+	stop := d.Start(func(res any, err error) { ch <- answer{res, err} })
+	select {
+	case a := <-ch:
+		return a.res, a.err
+	case <-ctx.Done():
+		stop()
+		a := <-ch
+		return a.res, a.err
+	}
+}
+
 // fetchRaw calls session.fetch in-process and returns the result document
 // exactly as the wire carries it.
 func fetchRaw(t testing.TB, rt *runtime, params map[string]any) ([]byte, error) {
@@ -104,7 +128,7 @@ func fetchRaw(t testing.TB, rt *runtime, params map[string]any) ([]byte, error) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, b)
+	res, err := fetchCall(context.Background(), rt, b)
 	if err != nil {
 		return nil, err
 	}
@@ -164,19 +188,19 @@ func TestFetchCursorInvalid(t *testing.T) {
 	for _, c := range []string{`true`, `false`, `{}`, `[]`, `[1]`, `"abc"`, `"-1"`, `-1`, `"1.5"`, `1.5`, `1e3`, `"1e3"`,
 		`""`, `" 1"`, `"1 "`, `"+1"`, `"0x10"`, `"99999999999999999999999"`, `99999999999999999999999`, `"١٢"`} {
 		params := json.RawMessage(`{"session":"claude:a","cursor":` + c + `}`)
-		_, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params)
+		_, err := fetchCall(context.Background(), rt, params)
 		var re *rpc.Error
 		if !errors.As(err, &re) || re.Code != rpc.CodeCursorInvalid {
 			t.Errorf("cursor %s: err = %v, want CURSOR_INVALID", c, err)
 		}
 		params = json.RawMessage(`{"all":true,"cursor":` + c + `}`)
-		if _, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params); !errors.Is(err, rpc.ErrCursorInvalid) {
+		if _, err := fetchCall(context.Background(), rt, params); !errors.Is(err, rpc.ErrCursorInvalid) {
 			t.Errorf("all cursor %s: err = %v, want CURSOR_INVALID", c, err)
 		}
 	}
 	// Absent and null are baselines.
 	for _, params := range []string{`{"session":"claude:a"}`, `{"session":"claude:a","cursor":null}`} {
-		res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, json.RawMessage(params))
+		res, err := fetchCall(context.Background(), rt, json.RawMessage(params))
 		if err != nil || res.(*rpc.FetchDocument).Reason != rpc.ReasonSnapshot {
 			t.Errorf("%s: %v %v", params, res, err)
 		}

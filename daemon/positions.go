@@ -70,7 +70,7 @@ type positions struct {
 
 func newPositions() *positions {
 	return &positions{last: map[string]uint64{}, held: map[scopeKey]*position{}, order: map[string][]uint64{},
-		shares: fetchShares{by: map[string]map[shareKey]*stepResult{}}}
+		shares: fetchShares{by: map[string]map[shareKey]*shareEntry{}}}
 }
 
 func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
@@ -170,83 +170,100 @@ func (ps *positions) advance(scope string, from, next *position) uint64 {
 // shareKey names one shared evaluation: of a position, under the request
 // bounds that shape the document (the rest of a request only decides when
 // to answer and with which reason), made after the change that closes
-// wokeFrom.
+// wokeFrom. solo (benchmarks, fetchShareWakes off) gives a long poll an
+// evaluation of its own.
 type shareKey struct {
 	pos       *position
 	screen    bool
 	stableCap int
 	maxBytes  int
 	wokeFrom  <-chan struct{}
+	solo      *longPoll
 }
 
-// fetchShares is where long polls park (see awaitShared). Long polls
-// parked on the same key wait for one evaluation: a goroutine of the key
-// waits for the change, evaluates, and only then wakes them, once. A
-// thousand long polls woken by one Stop therefore neither render a
-// thousand times nor wake twice (once for the change, once more for
-// whichever of them rendered).
+// fetchShares is where long polls wait. The long polls parked under one
+// key share one evaluation: a goroutine of the key waits for the change,
+// evaluates, and hands the evaluation to each of them in turn. A thousand
+// long polls answered by one Stop thus cost one rendering, one encoding
+// (stepResult.document) and one goroutine wake-up, not a thousand.
 type fetchShares struct {
 	mu sync.Mutex
-	by map[string]map[shareKey]*stepResult // awaiting their change, by scope
+	by map[string]map[shareKey]*shareEntry // awaiting their change, by scope
 }
 
-// park returns the evaluation the caller waits for under k, counting it
-// as a waiter; the first waiter's eval makes it.
-func (fs *fetchShares) park(scope string, k shareKey, eval func(*stepResult)) *stepResult {
+// shareEntry is one key's parked long polls. Once fired (the change
+// came) it is out of the map and its waiters are its goroutine's alone.
+type shareEntry struct {
+	waiters map[*longPoll]struct{}
+	fired   bool
+	abandon chan struct{} // closed when the last waiter left before the change
+}
+
+// park adds lp to k's waiters; the first waiter's eval makes the
+// evaluation. lp.mu held.
+func (fs *fetchShares) park(scope string, k shareKey, lp *longPoll, eval func(*stepResult)) *shareEntry {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	m := fs.by[scope]
-	if st := m[k]; st != nil {
-		st.waiters++
-		return st
+	if e := m[k]; e != nil {
+		e.waiters[lp] = struct{}{}
+		return e
 	}
 	if m == nil {
-		m = map[shareKey]*stepResult{}
+		m = map[shareKey]*shareEntry{}
 		fs.by[scope] = m
 	}
-	st := &stepResult{ready: make(chan struct{}), shared: true, abandon: make(chan struct{}), waiters: 1}
-	m[k] = st
-	go fs.evaluate(scope, k, st, eval)
-	return st
+	e := &shareEntry{waiters: map[*longPoll]struct{}{lp: {}}, abandon: make(chan struct{})}
+	m[k] = e
+	go fs.evaluate(scope, k, e, eval)
+	return e
 }
 
-// evaluate waits for k's change, then makes st and wakes its waiters. A
-// long poll that parks under k after the change starts an evaluation of
-// its own (made at once, as its change has happened).
-func (fs *fetchShares) evaluate(scope string, k shareKey, st *stepResult, eval func(*stepResult)) {
+// evaluate waits for k's change, then evaluates and hands the result to
+// every waiter. A long poll that parks under k after the change starts
+// an evaluation of its own (made at once, as its change has happened).
+func (fs *fetchShares) evaluate(scope string, k shareKey, e *shareEntry, eval func(*stepResult)) {
 	select {
 	case <-k.wokeFrom:
-	case <-st.abandon:
+	case <-e.abandon:
 		return
 	}
-	fs.forget(scope, k, st)
-	defer func() {
-		if r := recover(); r != nil {
-			st.d, st.err = nil, rpc.Errorf(rpc.CodeInternal, "evaluating position failed: %v", r)
-		}
-		close(st.ready)
+	fs.mu.Lock()
+	e.fired = true
+	if fs.by[scope][k] == e {
+		fs.forgetLocked(scope, k)
+	}
+	fs.mu.Unlock()
+	st := &stepResult{shared: true}
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				st.d, st.err = nil, rpc.Errorf(rpc.CodeInternal, "evaluating position failed: %v", r)
+			}
+		}()
+		eval(st)
 	}()
-	eval(st)
-}
-
-// leave uncounts a waiter that stopped waiting (deadline, cancel); the
-// last one to leave before the change abandons the evaluation.
-func (fs *fetchShares) leave(scope string, k shareKey, st *stepResult) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	st.waiters--
-	if st.waiters == 0 && fs.by[scope][k] == st {
-		fs.forgetLocked(scope, k)
-		close(st.abandon)
+	for lp := range e.waiters {
+		lp.onStep(st)
 	}
 }
 
-func (fs *fetchShares) forget(scope string, k shareKey, st *stepResult) {
+// unpark takes lp out of e unless e already fired (its evaluation is
+// being handed out); the last waiter to leave abandons e. lp.mu held.
+func (fs *fetchShares) unpark(scope string, k shareKey, e *shareEntry, lp *longPoll) bool {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	if fs.by[scope][k] == st {
-		fs.forgetLocked(scope, k)
+	if e.fired {
+		return false
 	}
+	delete(e.waiters, lp)
+	if len(e.waiters) == 0 {
+		if fs.by[scope][k] == e {
+			fs.forgetLocked(scope, k)
+		}
+		close(e.abandon)
+	}
+	return true
 }
 
 func (fs *fetchShares) forgetLocked(scope string, k shareKey) {

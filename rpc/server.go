@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -107,6 +109,17 @@ type Stream interface {
 	// Run emits one line per call of emit (without the newline). It
 	// returns when ctx is done or emit fails (the client was dropped).
 	Run(ctx context.Context, emit func(line []byte) error) error
+}
+
+// Deferred is a result that is not ready when the handler returns: a long
+// poll. The server keeps the request in flight (it counts against
+// MaxInFlight) without a goroutine parked for it, so a change that answers
+// a thousand long polls does not have to wake a thousand goroutines. Start
+// is called once; the Deferred then calls respond exactly once, from any
+// goroutine. stop asks it to respond at once because the connection ended
+// (the response is then discarded).
+type Deferred interface {
+	Start(respond func(result any, err error)) (stop func())
 }
 
 // Server serves the JSONL protocol on a Unix listener. Its shape follows
@@ -370,23 +383,64 @@ func (c *conn) dispatch(ctx context.Context, line []byte, handlers *sync.WaitGro
 	}
 	handlers.Add(1)
 	go func() {
-		defer handlers.Done()
-		defer func() { <-c.inflight }()
-		c.handle(ctx, req)
+		release := func() {
+			<-c.inflight
+			handlers.Done()
+		}
+		if d := c.handle(ctx, req); d != nil {
+			c.await(ctx, req.ID, d, release)
+			return
+		}
+		release()
 	}()
 }
 
-func (c *conn) handle(ctx context.Context, req *Request) {
+// await answers a Deferred result when it responds, then releases the
+// request's in-flight slot.
+func (c *conn) await(ctx context.Context, id json.RawMessage, d Deferred, release func()) {
+	var (
+		once      sync.Once
+		responded atomic.Bool
+		unreg     atomic.Pointer[func() bool]
+	)
+	stop := d.Start(func(res any, err error) {
+		once.Do(func() {
+			responded.Store(true)
+			if u := unreg.Load(); u != nil {
+				(*u)()
+			}
+			if err != nil {
+				c.send(MarshalResponse(id, nil, AsError(err)))
+			} else {
+				c.send(MarshalResponse(id, res, nil))
+			}
+			release()
+		})
+	})
+	u := context.AfterFunc(ctx, stop)
+	unreg.Store(&u)
+	if responded.Load() {
+		u() // it responded before the registration was stored
+	}
+}
+
+// handle serves one request; a Deferred result is returned for await
+// instead of being answered.
+func (c *conn) handle(ctx context.Context, req *Request) (deferred Deferred) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.logger().Error("handler panic", "method", req.Method, "panic", r, "stack", string(debug.Stack()))
 			c.send(MarshalResponse(req.ID, nil, Errorf(CodeInternal, "internal error serving %s", req.Method)))
+			deferred = nil
 		}
 	}()
 	res, err := c.srv.Handler.ServeRPC(ctx, c.peer, req)
 	if err != nil {
 		c.send(MarshalResponse(req.ID, nil, AsError(err)))
-		return
+		return nil
+	}
+	if d, ok := res.(Deferred); ok {
+		return d
 	}
 	st, ok := res.(Stream)
 	if !ok {
@@ -402,6 +456,7 @@ func (c *conn) handle(ctx context.Context, req *Request) {
 		}
 		return nil
 	})
+	return nil
 }
 
 // send queues a line for the writer. When the client's unread backlog would

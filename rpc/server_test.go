@@ -707,3 +707,76 @@ func TestServerCloseEndsHandlers(t *testing.T) {
 		t.Fatal("listener still accepts after Close")
 	}
 }
+
+// testDeferred reports its Start and stop, and responds when told.
+type testDeferred struct {
+	id      string
+	started chan func(any, error)
+	stopped chan struct{}
+}
+
+func (d *testDeferred) Start(respond func(any, error)) func() {
+	d.started <- respond
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(d.stopped)
+			respond(nil, context.Canceled)
+		})
+	}
+}
+
+// A Deferred result is answered when it responds, on its own id; it holds
+// its in-flight slot until then; the connection ending stops it, and a
+// response after that is discarded.
+func TestServerDeferred(t *testing.T) {
+	var defs []*testDeferred
+	var mu sync.Mutex
+	m := baseMux()
+	m["later"] = func(ctx context.Context, peer Peer, req *Request) (any, error) {
+		d := &testDeferred{id: string(req.ID), started: make(chan func(any, error), 1), stopped: make(chan struct{})}
+		mu.Lock()
+		defs = append(defs, d)
+		mu.Unlock()
+		return d, nil
+	}
+	_, path := startServer(t, m, Limits{MaxInFlight: 2})
+	c := dialT(t, path)
+	c.write(`{"id":"a","method":"later"}` + "\n" + `{"id":"b","method":"later"}` + "\n")
+	var responds []func(any, error)
+	for deadline := time.Now().Add(ioTimeout); len(responds) < 2; {
+		mu.Lock()
+		for _, d := range defs[len(responds):] {
+			select {
+			case r := <-d.started:
+				responds = append(responds, r)
+			case <-time.After(ioTimeout):
+				t.Fatal("Start was not called")
+			}
+		}
+		mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the deferred requests did not start")
+		}
+	}
+	if defs[0].id != `"a"` {
+		defs[0], defs[1], responds[0], responds[1] = defs[1], defs[0], responds[1], responds[0]
+	}
+	// Both slots are held: echo waits until "a" responds.
+	c.write(`{"id":"e","method":"echo"}` + "\n")
+	time.Sleep(50 * time.Millisecond)
+	responds[0](map[string]int{"n": 1}, nil)
+	if r := c.readResp(); string(r.ID) != `"a"` || string(r.Result) != `{"n":1}` {
+		t.Fatalf("first response %s %s %v, want a's", r.ID, r.Result, r.Error)
+	}
+	if r := c.readResp(); string(r.ID) != `"e"` {
+		t.Fatalf("second response %s, want e's", r.ID)
+	}
+	c.nc.Close()
+	select {
+	case <-defs[1].stopped:
+	case <-time.After(ioTimeout):
+		t.Fatal("the connection ended without stopping the deferred request")
+	}
+	responds[1](nil, Errorf(CodeInternal, "after the end")) // discarded, releases the slot
+}
