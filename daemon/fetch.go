@@ -1094,20 +1094,15 @@ func (rt *runtime) baselineResult(s *session, mark, upto *sessionMark, b *rpc.Fe
 
 // resultAtOrBefore is the newest retained result of s with seq <= lim.
 func (rt *runtime) resultAtOrBefore(s *session, lim uint64) (*rpc.Result, error) {
-	for seq := lim; seq > 0 && seq+8 > lim; seq-- {
-		rs, err := rt.db.ListResults(s.uid, seq-1, 1)
-		if err != nil {
-			return nil, err
-		}
-		if len(rs) == 1 && rs[0].Seq == seq {
-			var r rpc.Result
-			if err := json.Unmarshal(rs[0].Data, &r); err != nil {
-				return nil, err
-			}
-			return &r, nil
-		}
+	stored, ok, err := rt.db.ResultAtOrBefore(s.uid, lim)
+	if err != nil || !ok {
+		return nil, err
 	}
-	return nil, nil
+	var r rpc.Result
+	if err := json.Unmarshal(stored.Data, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
 }
 
 func derefText(r *rpc.Result) string {

@@ -51,23 +51,7 @@ func (rt *runtime) latestResult(s *session) (*rpc.Result, error) {
 	s.mu.Lock()
 	last := s.rec.LastExecSeq
 	s.mu.Unlock()
-	for seq := last; seq > 0; seq-- {
-		rs, err := rt.db.ListResults(s.uid, seq-1, 1)
-		if err != nil {
-			return nil, err
-		}
-		if len(rs) == 1 && rs[0].Seq == seq {
-			var r rpc.Result
-			if err := json.Unmarshal(rs[0].Data, &r); err != nil {
-				return nil, err
-			}
-			return &r, nil
-		}
-		if seq+8 < last {
-			break // only the active execution lacks a result; stop scanning
-		}
-	}
-	return nil, nil
+	return rt.resultAtOrBefore(s, last)
 }
 
 func (rt *runtime) sessionRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {

@@ -166,6 +166,27 @@ func (db *DB) ListResults(uid string, afterSeq uint64, limit int) ([]Result, err
 	return out, err
 }
 
+// ResultAtOrBefore returns the retained result of uid with the highest
+// seq <= maxSeq (ok false: none).
+func (db *DB) ResultAtOrBefore(uid string, maxSeq uint64) (r Result, ok bool, err error) {
+	err = db.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketResults).Bucket([]byte(uid))
+		if b == nil || maxSeq == 0 {
+			return nil
+		}
+		c := b.Cursor()
+		k, v := c.Seek(encodeU64(maxSeq))
+		if k == nil || decodeU64(k) > maxSeq {
+			k, v = c.Prev()
+		}
+		if k != nil {
+			r, ok = Result{Seq: decodeU64(k), Data: clone(v)}, true
+		}
+		return nil
+	})
+	return r, ok, err
+}
+
 // ResultsEvictedThrough returns the highest result seq of uid ever evicted by
 // retention, or 0 if none was (or on a read error). A reader whose position is
 // below it has missed results.

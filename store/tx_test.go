@@ -79,3 +79,20 @@ func TestUpdateAllOrNothing(t *testing.T) {
 		t.Error("an empty uid was accepted")
 	}
 }
+
+func TestResultAtOrBefore(t *testing.T) {
+	db := openTestDB(t)
+	for _, seq := range []uint64{2, 5, 9} {
+		must(t, db.PutResult("s", seq, fmt.Appendf(nil, `{"seq":%d}`, seq)))
+	}
+	for _, c := range []struct{ max, want uint64 }{{0, 0}, {1, 0}, {2, 2}, {4, 2}, {5, 5}, {8, 5}, {9, 9}, {100, 9}, {^uint64(0), 9}} {
+		r, ok, err := db.ResultAtOrBefore("s", c.max)
+		must(t, err)
+		if got := map[bool]uint64{true: r.Seq}[ok]; got != c.want || (ok && string(r.Data) != fmt.Sprintf(`{"seq":%d}`, c.want)) {
+			t.Errorf("ResultAtOrBefore(%d) = %d %v %s, want %d", c.max, r.Seq, ok, r.Data, c.want)
+		}
+	}
+	if _, ok, err := db.ResultAtOrBefore("none", 10); ok || err != nil {
+		t.Errorf("unknown uid: %v %v", ok, err)
+	}
+}
