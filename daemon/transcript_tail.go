@@ -79,18 +79,22 @@ type transcriptTail struct {
 }
 
 func (t *transcriptTail) read() [][]byte {
+	// Most polls find nothing new: one stat, no open, no buffer (an idle
+	// Session is polled ten times a second).
+	fi, err := os.Stat(t.path)
+	if err != nil || fi.Size() == t.offset {
+		return nil
+	}
+	if fi.Size() < t.offset {
+		// Truncated or replaced: start over at its end.
+		t.offset, t.partial, t.skip = fi.Size(), nil, false
+		return nil
+	}
 	f, err := os.Open(t.path)
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() < t.offset {
-		// Truncated or replaced: start over at its end.
-		if err == nil {
-			t.offset, t.partial, t.skip = fi.Size(), nil, false
-		}
-		return nil
-	}
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
 		return nil
 	}
