@@ -10,8 +10,14 @@ import (
 	"dlgt/harness"
 )
 
-// transcriptPoll is how often a tailed transcript is checked for growth.
-const transcriptPoll = 100 * time.Millisecond
+// transcriptPoll is how often a tailed transcript is checked for growth
+// during a turn (what it reports belongs to turns); between turns it is
+// checked every transcriptIdlePoll, and on any change of the Session (a
+// turn starting is one).
+const (
+	transcriptPoll     = 100 * time.Millisecond
+	transcriptIdlePoll = 2 * time.Second
+)
 
 // maxTranscriptLine bounds one buffered transcript line; longer lines are
 // skipped (lifecycle entries are small).
@@ -50,8 +56,8 @@ func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, provide
 		defer rt.wg.Done()
 		defer tailing.Delete(g)
 		t := &transcriptTail{path: path, offset: offset}
-		tick := time.NewTicker(transcriptPoll)
-		defer tick.Stop()
+		timer := time.NewTimer(transcriptPoll)
+		defer timer.Stop()
 		for {
 			for _, line := range t.read() {
 				ev := src.ParseTranscriptLine(line)
@@ -61,10 +67,19 @@ func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, provide
 				ev.ProviderID = providerID
 				rt.applyEvidence(s, g.launchID, ev)
 			}
+			s.mu.Lock()
+			wait, changed := transcriptPoll, (<-chan struct{})(nil)
+			if s.exec == nil {
+				wait, changed = transcriptIdlePoll, s.changed
+			}
+			s.mu.Unlock()
+			timer.Reset(wait)
 			select {
 			case <-g.exited:
 				return
-			case <-tick.C:
+			case <-timer.C:
+			case <-changed:
+				timer.Stop()
 			}
 		}
 	}()
