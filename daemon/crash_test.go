@@ -63,6 +63,32 @@ type childDaemon struct {
 	exited chan struct{}
 }
 
+// newChildDaemon prepares a child daemon on a fresh home (not started),
+// with a client for it whose create and send pass env on.
+func newChildDaemon(t *testing.T, env map[string]string) (*testDaemon, *childDaemon) {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), "state")
+	sockDir, err := os.MkdirTemp("", "dlgt-k") // short: socket paths are bounded
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	socket := filepath.Join(sockDir, "d.sock")
+	p, err := ResolvePaths(func(k string) string {
+		switch k {
+		case "DLGT_HOME":
+			return home
+		case "DLGT_SOCKET":
+			return socket
+		}
+		return ""
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testDaemon{t: t, paths: p, env: env}, &childDaemon{t: t, home: home, socket: socket}
+}
+
 func (cd *childDaemon) start() {
 	t := cd.t
 	t.Helper()
@@ -194,27 +220,7 @@ func waitGroup(t testing.TB, pgid int, kill bool) {
 // history, events, scrollback and receipt, and resumes it by id.
 func TestDaemonKill9MidTurn(t *testing.T) {
 	env := startTestDaemon(t).env // the fake harness's client environment
-	home := filepath.Join(t.TempDir(), "state")
-	sockDir, err := os.MkdirTemp("", "dlgt-k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket := filepath.Join(sockDir, "d.sock")
-	p, err := ResolvePaths(func(k string) string {
-		switch k {
-		case "DLGT_HOME":
-			return home
-		case "DLGT_SOCKET":
-			return socket
-		}
-		return ""
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	td := &testDaemon{t: t, paths: p, env: env}
-	cd := &childDaemon{t: t, home: home, socket: socket}
+	td, cd := newChildDaemon(t, env)
 	var groups []int
 	var mu sync.Mutex
 	t.Cleanup(func() {

@@ -493,28 +493,8 @@ func waitClaudeProc(t *testing.T, bin, cwd string) int {
 func TestClaudeE2EDaemonKill9(t *testing.T) {
 	bin := e2eClaudeBin(t)
 	mock, env := e2eClaudeEnv(t, mockapi.Script{mockapi.Prefix("E2E-SLOW", e2eSlowReply)})
-	home := filepath.Join(t.TempDir(), "state")
-	sockDir, err := os.MkdirTemp("", "dlgt-k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket := filepath.Join(sockDir, "d.sock")
-	p, err := ResolvePaths(func(k string) string {
-		switch k {
-		case "DLGT_HOME":
-			return home
-		case "DLGT_SOCKET":
-			return socket
-		}
-		return ""
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cwd := t.TempDir()
-	td := &testDaemon{t: t, paths: p, env: env}
-	cd := &childDaemon{t: t, home: home, socket: socket}
+	td, cd := newChildDaemon(t, env)
 	t.Cleanup(func() {
 		if cd.cmd != nil && cd.exited != nil {
 			select {

@@ -111,27 +111,7 @@ stream_max_retries = 0
 		markName:         markVal,
 	}
 
-	home := filepath.Join(t.TempDir(), "state")
-	sockDir, err := os.MkdirTemp("", "dlgt-k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	socket := filepath.Join(sockDir, "d.sock")
-	p, err := ResolvePaths(func(k string) string {
-		switch k {
-		case "DLGT_HOME":
-			return home
-		case "DLGT_SOCKET":
-			return socket
-		}
-		return ""
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	td := &testDaemon{t: t, paths: p, env: env}
-	cd := &childDaemon{t: t, home: home, socket: socket}
+	td, cd := newChildDaemon(t, env)
 	t.Cleanup(func() {
 		if cd.cmd != nil && cd.exited != nil {
 			select {
