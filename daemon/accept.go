@@ -301,16 +301,8 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	// The cursor is taken before the acceptance is recorded, so a fetch
 	// from it sees the busy event and every byte after it. A create's
 	// cursor starts at the Session's beginning.
-	var cursor uint64
-	if fromCreate {
-		cursor = rt.positions.mintSession(s.uid, sessionMark{})
-	} else {
-		cursor = rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
-	}
-	s.rec.LastExecSeq++
-	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
-	s.exec = e
-	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
+	cursor := rt.receiptCursorLocked(s, fromCreate)
+	e := s.startExecLocked(prompt)
 	// The execution is accepted only once its record is stored: when the
 	// state directory is full or read-only it is undone before the
 	// prompt is delivered, and no event says otherwise.
@@ -342,6 +334,25 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 		rt.log.Warn("prompt delivery failed", "session", s.rec.ID, "err", err)
 	}
 	return rt.awaitReceipt(ctx, s, e, cursor), nil
+}
+
+// receiptCursorLocked mints the cursor of a receipt for an execution about
+// to start: a create's starts at the Session's beginning, a send's at
+// what is recorded now. s.mu held.
+func (rt *runtime) receiptCursorLocked(s *session, fromCreate bool) uint64 {
+	if fromCreate {
+		return rt.positions.mintSession(s.uid, sessionMark{})
+	}
+	return rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
+}
+
+// startExecLocked makes prompt s's next, active execution. s.mu held.
+func (s *session) startExecLocked(prompt string) *execution {
+	s.rec.LastExecSeq++
+	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
+	s.exec = e
+	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
+	return e
 }
 
 // awaitReceipt waits up to SubmitWait for the provider's acknowledgement

@@ -182,12 +182,9 @@ func (rt *runtime) humanTurnLocked(s *session, ev harness.Evidence) bool {
 	if s.rec.State != rpc.StateIdle || ev.Prompt == nil {
 		return false
 	}
-	s.rec.LastExecSeq++
-	e := &execution{seq: s.rec.LastExecSeq, prompt: *ev.Prompt, startedAt: time.Now(),
-		submitted: make(chan struct{}), done: make(chan struct{}), turnID: ev.TurnID}
+	e := s.startExecLocked(*ev.Prompt)
+	e.turnID = ev.TurnID
 	e.confirm()
-	s.exec = e
-	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
 	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
 	return true
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"time"
 
 	"dlgt/harness"
 	"dlgt/rpc"
@@ -21,17 +20,8 @@ import (
 func (rt *runtime) beginLaunchExec(s *session, prompt string, fromCreate bool) (*execution, uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var cursor uint64
-	if fromCreate {
-		cursor = rt.positions.mintSession(s.uid, sessionMark{})
-	} else {
-		cursor = rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
-	}
-	s.rec.LastExecSeq++
-	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
-	s.exec = e
-	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
-	return e, cursor
+	cursor := rt.receiptCursorLocked(s, fromCreate)
+	return s.startExecLocked(prompt), cursor
 }
 
 // launchExecFailedLocked gives a launch prompt's execution its result when
