@@ -53,15 +53,22 @@ func childDaemonMain() int {
 	return 0
 }
 
-// childDaemon is a daemon in a child process (so it can be SIGKILLed).
-type childDaemon struct {
-	t      *testing.T
-	home   string
-	socket string
+// daemonProc is a daemon in a child process of the test binary (so it
+// can be SIGKILLed). Its stderr is kept in one file across restarts.
+type daemonProc struct {
+	t        testing.TB
+	name     string        // in messages
+	args     []string      // the test binary's arguments
+	env      []string      // added to the test's environment
+	stopWait time.Duration // how long SIGTERM may take
+
 	cmd    *exec.Cmd
 	stderr *os.File
 	exited chan struct{}
 }
+
+// childDaemon is a plain daemon in a child process (DLGT_TEST_ROLE=daemon).
+type childDaemon struct{ daemonProc }
 
 // newChildDaemon prepares a child daemon on a fresh home (not started),
 // with a client for it whose create and send pass env on.
@@ -86,24 +93,26 @@ func newChildDaemon(t *testing.T, env map[string]string) (*testDaemon, *childDae
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testDaemon{t: t, paths: p, env: env}, &childDaemon{t: t, home: home, socket: socket}
+	return &testDaemon{t: t, paths: p, env: env}, &childDaemon{daemonProc{t: t, name: "child daemon", stopWait: lifecycleGuard,
+		env: []string{"DLGT_TEST_ROLE=daemon", "DLGT_CHILD_HOME=" + home, "DLGT_CHILD_SOCKET=" + socket, "GORACE=atexit_sleep_ms=0"}}}
 }
 
-func (cd *childDaemon) start() {
-	t := cd.t
+// start runs the daemon and waits until it serves.
+func (d *daemonProc) start() {
+	t := d.t
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cd.stderr, err = os.CreateTemp(t.TempDir(), "daemon-stderr")
-	if err != nil {
-		t.Fatal(err)
+	if d.stderr == nil {
+		if d.stderr, err = os.CreateTemp(t.TempDir(), "daemon-stderr"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), "DLGT_TEST_ROLE=daemon", "DLGT_CHILD_HOME="+cd.home,
-		"DLGT_CHILD_SOCKET="+cd.socket, "GORACE=atexit_sleep_ms=0")
-	cmd.Stderr = cd.stderr
+	cmd := exec.Command(exe, d.args...)
+	cmd.Env = append(os.Environ(), d.env...)
+	cmd.Stderr = d.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -112,8 +121,9 @@ func (cd *childDaemon) start() {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	cd.cmd = cmd
-	cd.exited = make(chan struct{})
+	d.cmd = cmd
+	exited := make(chan struct{})
+	d.exited = exited
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -128,47 +138,47 @@ func (cd *childDaemon) start() {
 			ready <- false
 		}
 		cmd.Wait()
-		close(cd.exited)
+		close(exited)
 	}()
 	select {
 	case ok := <-ready:
 		if !ok {
-			<-cd.exited
-			t.Fatalf("child daemon exited before ready: %s", cd.log())
+			<-exited
+			t.Fatalf("%s exited before ready: %s", d.name, d.log())
 		}
 	case <-time.After(lifecycleGuard):
-		t.Fatalf("child daemon not ready: %s", cd.log())
+		t.Fatalf("%s not ready: %s", d.name, d.log())
 	}
 }
 
-func (cd *childDaemon) log() string {
-	b, _ := os.ReadFile(cd.stderr.Name())
+func (d *daemonProc) log() string {
+	b, _ := os.ReadFile(d.stderr.Name())
 	return string(b)
 }
 
 // kill9 SIGKILLs the daemon process and reaps it.
-func (cd *childDaemon) kill9() {
-	cd.cmd.Process.Signal(syscall.SIGKILL)
+func (d *daemonProc) kill9() {
+	d.cmd.Process.Signal(syscall.SIGKILL)
 	select {
-	case <-cd.exited:
+	case <-d.exited:
 	case <-time.After(lifecycleGuard):
-		cd.t.Fatal("SIGKILLed daemon not reaped")
+		d.t.Fatal("SIGKILLed daemon not reaped")
 	}
 }
 
-// stop ends the daemon gracefully and checks it exited cleanly (a race
-// report exits 66).
-func (cd *childDaemon) stop() {
-	cd.cmd.Process.Signal(syscall.SIGTERM)
+// stop ends the daemon with SIGTERM and checks it exited 0 (a race report
+// exits 66).
+func (d *daemonProc) stop() {
+	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-cd.exited:
-	case <-time.After(lifecycleGuard):
-		cd.cmd.Process.Kill()
-		<-cd.exited
-		cd.t.Fatalf("child daemon ignored SIGTERM: %s", cd.log())
+	case <-d.exited:
+	case <-time.After(d.stopWait):
+		d.cmd.Process.Kill()
+		<-d.exited
+		d.t.Fatalf("%s ignored SIGTERM: %s", d.name, d.log())
 	}
-	if code := cd.cmd.ProcessState.ExitCode(); code != 0 {
-		cd.t.Fatalf("child daemon exited %d: %s", code, cd.log())
+	if code := d.cmd.ProcessState.ExitCode(); code != 0 {
+		d.t.Fatalf("%s exited %d: %s", d.name, code, d.log())
 	}
 }
 

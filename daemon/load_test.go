@@ -68,9 +68,10 @@ func peakRSS() int64 {
 
 // subscriber follows event.subscribe from the beginning.
 type subscriber struct {
-	mu   sync.Mutex
-	seqs []uint64
-	err  error // why the stream ended early, if it did
+	mu    sync.Mutex
+	seqs  []uint64
+	err   error     // why the stream ended early, if it did
+	endAt time.Time // when it did
 }
 
 func (sb *subscriber) last() (uint64, error) {
@@ -100,7 +101,7 @@ func (sb *subscriber) run(ctx context.Context, socket string, started chan<- err
 		if err != nil {
 			if ctx.Err() == nil {
 				sb.mu.Lock()
-				sb.err = err
+				sb.err, sb.endAt = err, time.Now()
 				sb.mu.Unlock()
 			}
 			return

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -91,15 +89,10 @@ func soakPaths(home, socket string) (Paths, error) {
 
 // soakDaemon is a daemon in a child process on a private home.
 type soakDaemon struct {
-	t        testing.TB
-	paths    Paths
-	childEnv []string
-	env      map[string]string // the fake harness's client environment
-	mark     string            // DLGT_SOAK_MARK in every harness's environment
-
-	cmd    *exec.Cmd
-	stderr *os.File
-	exited chan struct{}
+	daemonProc
+	paths Paths
+	env   map[string]string // the fake harness's client environment
+	mark  string            // DLGT_SOAK_MARK in every harness's environment
 }
 
 // newSoakDaemon prepares (but does not start) a child daemon; childEnv
@@ -128,7 +121,10 @@ func newSoakDaemon(t testing.TB, childEnv ...string) *soakDaemon {
 	userHome := filepath.Join(dir, "user")
 	os.MkdirAll(userHome, 0o700)
 	mark := strconv.FormatUint(rand.Uint64(), 36)
-	sd := &soakDaemon{t: t, paths: p, childEnv: childEnv, mark: mark, env: map[string]string{
+	proc := daemonProc{t: t, name: "soak daemon", stopWait: 2 * lifecycleGuard, args: []string{"-test.run=^TestSoakDaemonRole$"},
+		env: append([]string{"DLGT_TEST_ROLE=", "DLGT_SOAK_ROLE=daemon", "DLGT_CHILD_HOME=" + p.Home,
+			"DLGT_CHILD_SOCKET=" + p.Socket, "GORACE=atexit_sleep_ms=0"}, childEnv...)}
+	sd := &soakDaemon{daemonProc: proc, paths: p, mark: mark, env: map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
 		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "600000", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
 		"DLGT_TEST_ROLE": "", "GORACE": "atexit_sleep_ms=0", "DLGT_SOAK_MARK": mark,
@@ -155,90 +151,7 @@ func (sd *soakDaemon) running() bool {
 	}
 }
 
-func (sd *soakDaemon) start() {
-	t := sd.t
-	t.Helper()
-	exe, _ := os.Executable()
-	var err error
-	if sd.stderr == nil {
-		if sd.stderr, err = os.CreateTemp(t.TempDir(), "daemon-stderr"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cmd := exec.Command(exe, "-test.run=^TestSoakDaemonRole$")
-	cmd.Env = append(os.Environ(), "DLGT_TEST_ROLE=", "DLGT_SOAK_ROLE=daemon", "DLGT_CHILD_HOME="+sd.paths.Home,
-		"DLGT_CHILD_SOCKET="+sd.paths.Socket, "GORACE=atexit_sleep_ms=0")
-	cmd.Env = append(cmd.Env, sd.childEnv...)
-	cmd.Stderr = sd.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sd.cmd = cmd
-	exited := make(chan struct{})
-	sd.exited = exited
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		ok := false
-		for sc.Scan() {
-			if sc.Text() == "ready" && !ok {
-				ok = true
-				ready <- true
-			}
-		}
-		if !ok {
-			ready <- false
-		}
-		cmd.Wait()
-		close(exited)
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			<-exited
-			t.Fatalf("soak daemon exited before ready: %s", sd.log())
-		}
-	case <-time.After(lifecycleGuard):
-		t.Fatalf("soak daemon not ready: %s", sd.log())
-	}
-}
-
 func (sd *soakDaemon) pid() int { return sd.cmd.Process.Pid }
-
-func (sd *soakDaemon) log() string {
-	b, _ := os.ReadFile(sd.stderr.Name())
-	return string(b)
-}
-
-func (sd *soakDaemon) kill9() {
-	sd.cmd.Process.Signal(syscall.SIGKILL)
-	select {
-	case <-sd.exited:
-	case <-time.After(lifecycleGuard):
-		sd.t.Fatal("SIGKILLed daemon not reaped")
-	}
-}
-
-// stop ends the daemon with SIGTERM and checks it exited 0 (a race report
-// in the daemon exits 66).
-func (sd *soakDaemon) stop() {
-	sd.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-sd.exited:
-	case <-time.After(2 * lifecycleGuard):
-		sd.cmd.Process.Kill()
-		<-sd.exited
-		sd.t.Fatalf("soak daemon ignored SIGTERM: %s", sd.log())
-	}
-	if code := sd.cmd.ProcessState.ExitCode(); code != 0 {
-		sd.t.Fatalf("soak daemon exited %d: %s", code, sd.log())
-	}
-}
 
 // call makes one RPC on a fresh connection.
 func (sd *soakDaemon) call(method string, params, out any) error {
@@ -472,12 +385,9 @@ type soakLoadConfig struct {
 // follower is one event.subscribe client; slow ones read a line every
 // slowEvery.
 type follower struct {
+	subscriber
 	slow  time.Duration
 	drain atomic.Bool // a slow follower reads at full speed from now on
-	mu    sync.Mutex
-	seqs  []uint64
-	err   error
-	endAt time.Time
 }
 
 func (f *follower) run(ctx context.Context, socket string, started chan<- error) {
@@ -485,39 +395,7 @@ func (f *follower) run(ctx context.Context, socket string, started chan<- error)
 		f.runSlow(ctx, socket, started)
 		return
 	}
-	c, err := rpc.Dial(ctx, socket)
-	if err != nil {
-		started <- err
-		return
-	}
-	defer c.Close()
-	zero := uint64(0)
-	_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, rpc.EventReadParams{After: &zero})
-	started <- err
-	if err != nil {
-		return
-	}
-	for {
-		line, err := next()
-		if err != nil {
-			if ctx.Err() == nil {
-				f.mu.Lock()
-				f.err, f.endAt = err, time.Now()
-				f.mu.Unlock()
-			}
-			return
-		}
-		var ev rpc.Event
-		if err := json.Unmarshal(line, &ev); err != nil || ev.Seq == 0 {
-			f.mu.Lock()
-			f.err = fmt.Errorf("undecodable stream line %q: %v", line, err)
-			f.mu.Unlock()
-			return
-		}
-		f.mu.Lock()
-		f.seqs = append(f.seqs, ev.Seq)
-		f.mu.Unlock()
-	}
+	f.subscriber.run(ctx, socket, started)
 }
 
 // runSlow subscribes on a raw connection and then reads 64 bytes every
