@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -52,24 +51,8 @@ func e2eCodexBin(t *testing.T) string {
 // their process groups.
 func codexProcs(mark string) []string {
 	var out []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, []byte(mark)) {
-			continue
-		}
-		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		// pid (comm) state ppid pgrp ...
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(f) < 3 || f[0] == "Z" {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		out = append(out, fmt.Sprintf("pid %d pgrp %s state %s: %.200s", pid, f[2], f[0], bytes.ReplaceAll(cmd, []byte{0}, []byte{' '})))
+	for _, p := range markedProcs(mark) {
+		out = append(out, fmt.Sprintf("pid %d pgrp %d: %.200s", p.pid, p.pgrp, strings.ReplaceAll(p.argv, "\x00", " ")))
 	}
 	return out
 }

@@ -343,29 +343,6 @@ func TestFaultHostileOutput(t *testing.T) {
 
 // ---- state directory full or read-only -----------------------------------
 
-// fakeClaudeEnv is startTestDaemon's client environment, without a
-// daemon.
-func fakeClaudeEnv(t testing.TB) map[string]string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "claude")
-	script := fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	userHome := filepath.Join(dir, "user")
-	os.MkdirAll(userHome, 0o700)
-	return map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-		"DLGT_TEST_ROLE": "", "GORACE": "atexit_sleep_ms=0",
-	}
-}
-
 // mountSmallTmpfs mounts an 8 MiB tmpfs on dir, unmounted at cleanup
 // (registered first, so it runs after the daemon stopped). It skips when
 // the test may not mount.

@@ -66,6 +66,13 @@ type testDaemon struct {
 
 func startTestDaemon(t testing.TB) *testDaemon {
 	t.Helper()
+	return startTestDaemonWith(t, fakeClaudeEnv(t))
+}
+
+// fakeClaudeEnv is the client environment of a daemon whose Claude is the
+// fake harness (this test binary in its claude role).
+func fakeClaudeEnv(t testing.TB) map[string]string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -78,14 +85,14 @@ func startTestDaemon(t testing.TB) *testDaemon {
 	}
 	userHome := filepath.Join(dir, "user")
 	os.MkdirAll(userHome, 0o700)
-	return startTestDaemonWith(t, map[string]string{
+	return map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
 		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
 		"DLGT_TEST_ROLE": "",
 		// Race-built helpers otherwise sleep 1s at exit, and hooks run
 		// one process each.
 		"GORACE": "atexit_sleep_ms=0",
-	})
+	}
 }
 
 // startTestDaemonWith starts an in-process daemon on a private state

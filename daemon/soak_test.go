@@ -99,10 +99,6 @@ type soakDaemon struct {
 // adds DLGT_SOAK_* settings.
 func newSoakDaemon(t testing.TB, childEnv ...string) *soakDaemon {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	sockDir, err := os.MkdirTemp("", "dlgt-s")
 	if err != nil {
@@ -113,22 +109,13 @@ func newSoakDaemon(t testing.TB, childEnv ...string) *soakDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "claude")
-	script := fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	userHome := filepath.Join(dir, "user")
-	os.MkdirAll(userHome, 0o700)
 	mark := strconv.FormatUint(rand.Uint64(), 36)
 	proc := daemonProc{t: t, name: "soak daemon", stopWait: 2 * lifecycleGuard, args: []string{"-test.run=^TestSoakDaemonRole$"},
 		env: append([]string{"DLGT_TEST_ROLE=", "DLGT_SOAK_ROLE=daemon", "DLGT_CHILD_HOME=" + p.Home,
 			"DLGT_CHILD_SOCKET=" + p.Socket, "GORACE=atexit_sleep_ms=0"}, childEnv...)}
-	sd := &soakDaemon{daemonProc: proc, paths: p, mark: mark, env: map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "600000", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-		"DLGT_TEST_ROLE": "", "GORACE": "atexit_sleep_ms=0", "DLGT_SOAK_MARK": mark,
-	}}
+	env := fakeClaudeEnv(t)
+	env["FAKECLAUDE_IDLE_MS"], env["DLGT_SOAK_MARK"] = "600000", mark
+	sd := &soakDaemon{daemonProc: proc, paths: p, mark: mark, env: env}
 	t.Cleanup(func() {
 		if sd.running() {
 			sd.cmd.Process.Kill()
