@@ -215,14 +215,11 @@ func claudeSettings(hookArgv []string) map[string]any {
 }
 
 // trustClaudeProject sets projects[cwd].hasTrustDialogAccepted in the
-// Claude state file, touching nothing else, replacing it atomically. A
-// project already trusted (every resume and restart) is left alone
-// without taking the lock, so a lock left behind by a killed Claude
-// delays only first launches.
+// Claude state file, touching nothing else, replacing it atomically. It
+// takes Claude's lock even when the project is already trusted: a lock
+// left behind by a killed Claude is broken here once stale, before the
+// next Claude starts (one that starts under it stalls).
 func trustClaudeProject(path, cwd string) error {
-	if claudeTrusts(path, cwd) {
-		return nil
-	}
 	return withClaudeConfigLock(path, func() error {
 		state := map[string]any{}
 		mode := os.FileMode(0o600)
@@ -277,20 +274,6 @@ func trustClaudeProject(path, cwd string) error {
 		}
 		return os.Rename(tmp.Name(), path)
 	})
-}
-
-// claudeTrusts reports whether the state file at path already trusts cwd.
-func claudeTrusts(path, cwd string) bool {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var state struct {
-		Projects map[string]struct {
-			Trusted bool `json:"hasTrustDialogAccepted"`
-		} `json:"projects"`
-	}
-	return json.Unmarshal(data, &state) == nil && state.Projects[cwd].Trusted
 }
 
 // Claude Code guards its config file with a lock directory beside it

@@ -69,35 +69,29 @@ func TestTrustClaudeProjectConcurrentAndLocked(t *testing.T) {
 	}
 }
 
-// A project already trusted needs no write, so a lock left behind by a
-// killed Claude does not stand in the way of a resume; an untrusted one
-// waits for the lock.
-func TestTrustClaudeProjectAlreadyTrustedSkipsLock(t *testing.T) {
+// A lock left behind by a killed Claude (stale: not touched for
+// claudeLockStale) is broken, also for a project already trusted, and
+// the file is left as it was.
+func TestTrustClaudeProjectBreaksStaleLock(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ".claude.json")
-	if err := os.WriteFile(path, []byte(`{"projects": {"/a": {"hasTrustDialogAccepted": true}}}`), 0o600); err != nil {
+	orig := `{"projects": {"/a": {"hasTrustDialogAccepted": true}}}`
+	if err := os.WriteFile(path, []byte(orig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(path+".lock", 0o700); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- trustClaudeProject(path, "/a") }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("trusting a trusted project waited for the lock")
+	old := time.Now().Add(-claudeLockStale - time.Second)
+	if err := os.Chtimes(path+".lock", old, old); err != nil {
+		t.Fatal(err)
 	}
-	go func() { done <- trustClaudeProject(path, "/b") }()
-	select {
-	case err := <-done:
-		t.Fatalf("an untrusted project was written past a held lock: %v", err)
-	case <-time.After(300 * time.Millisecond):
+	if err := trustClaudeProject(path, "/a"); err != nil {
+		t.Fatal(err)
 	}
-	os.Remove(path + ".lock")
-	if err := <-done; err != nil || !claudeTrusts(path, "/b") || !claudeTrusts(path, "/a") {
-		t.Fatalf("after the lock was released: %v", err)
+	if _, err := os.Stat(path + ".lock"); !os.IsNotExist(err) {
+		t.Fatalf("stale lock left: %v", err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != orig {
+		t.Fatalf("a trusted project's file was rewritten: %s", data)
 	}
 }
