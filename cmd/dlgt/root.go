@@ -126,6 +126,7 @@ func newRootCommand(e *env) *cobra.Command {
 		newTranscriptCommand(e),
 		newModelsCommand(e),
 		newHarnessesCommand(e),
+		newMCPCommand(e),
 	)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		e.noteSession(cmd, args)

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"dlgt/rpc"
+)
+
+// What the MCP tools put in front of a model: the daemon's documents as a
+// few plain lines (ids, status, the final text, what to call next), with the
+// structured JSON alongside in structuredContent.
+
+func textResult(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// toolError is a tool-level error: the code, the message, the field it
+// names and what to do next, for the model; the wire error as structured
+// content, for programs.
+func toolError(err error) *mcp.CallToolResult {
+	re := rpc.AsError(err)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s\n", re.Code, re.Message)
+	if re.Field != "" {
+		fmt.Fprintf(&b, "field: %s\n", re.Field)
+	}
+	if re.SessionID != "" {
+		fmt.Fprintf(&b, "session: %s\n", re.SessionID)
+	}
+	if advice := errorAdvice(re); advice != "" {
+		b.WriteString(advice + "\n")
+	}
+	r := textResult(b.String())
+	r.IsError = true
+	r.StructuredContent = map[string]any{"error": re}
+	return r
+}
+
+func errorAdvice(re *rpc.Error) string {
+	switch re.Code {
+	case rpc.CodeSessionBusy:
+		return "An execution is still running in this Session: call wait for its result, then send again with the same request_id."
+	case rpc.CodeSessionBlocked:
+		return "The Session waits for a human decision (a permission prompt in the harness). Tell the user; they answer it with `dlgt session attach <session>`. Then call wait again."
+	case rpc.CodeSessionAttached:
+		return "A person is typing in this Session's terminal; try again after they detach."
+	case rpc.CodeRPCUnavailable:
+		return "The dlgt daemon could not be reached. Retrying the same call with the same request_id is safe: a request that was accepted is replayed, never run twice."
+	case rpc.CodeNotFound:
+		return "Call list to see the Sessions."
+	case rpc.CodeCursorExpired, rpc.CodeCursorInvalid:
+		return "Call wait without a cursor: it returns the latest result and a fresh cursor."
+	case rpc.CodeInvalidArgument:
+		if strings.Contains(re.Message, "request_id") || re.Field == "request_id" {
+			return "A request_id names one request: a retry must repeat it with exactly the same arguments; new work needs a new request_id."
+		}
+		return "Correct the argument and call again."
+	case rpc.CodeLaunchFailed:
+		return "The harness did not start; the message says why. Check the harness with `dlgt doctor`."
+	}
+	return ""
+}
+
+// receiptResult renders a session.create or session.send receipt.
+func receiptResult(verb, reqID string, r *rpc.Receipt) *mcp.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s Session %s", verb, r.Session.Harness, r.Session.ID)
+	if r.Session.Alias != "" {
+		fmt.Fprintf(&b, " (alias %s)", r.Session.Alias)
+	}
+	fmt.Fprintf(&b, ": execution %d, submission %s.\n", r.ExecutionSeq, r.Submission)
+	if r.Replayed {
+		b.WriteString("This request_id was already accepted: this is the original receipt, nothing ran twice.\n")
+	}
+	if r.Submission == rpc.SubmissionPending {
+		b.WriteString("The harness has not confirmed the prompt yet. Waiting is safe; to refresh the receipt, repeat this call with the same request_id.\n")
+	}
+	fmt.Fprintf(&b, "request_id: %s\n", reqID)
+	fmt.Fprintf(&b, "Next: call wait with session %q and cursor %q.\n", r.Session.ID, r.Cursor)
+	res := textResult(b.String())
+	res.StructuredContent = struct {
+		*rpc.Receipt
+		RequestID string `json:"request_id"`
+	}{r, reqID}
+	return res
+}
+
+// waitText renders a wait result.
+func waitText(w *waitOut) string {
+	var b strings.Builder
+	sessionLine(&b, &w.Session)
+	for i := range w.Results {
+		resultText(&b, &w.Results[i])
+	}
+	switch w.Status {
+	case "running":
+		fmt.Fprintf(&b, "Still running. Call wait again with session %q and cursor %q.\n", w.Session.ID, w.Cursor)
+	case rpc.StateBlocked:
+		fmt.Fprintf(&b, "Blocked: the agent waits for a human decision (a permission prompt). Tell the user; they answer it with `dlgt session attach %s`. Then call wait again with cursor %q.\n", w.Session.ID, w.Cursor)
+	default:
+		fmt.Fprintf(&b, "Cursor for the next wait (after a send): %q.\n", w.Cursor)
+	}
+	for _, g := range w.Gaps {
+		fmt.Fprintf(&b, "Gap: %s %s (older data was evicted; the latest state is shown).\n", g.Component, g.Reason)
+	}
+	return b.String()
+}
+
+func sessionLine(w io.Writer, s *rpc.Session) {
+	fmt.Fprintf(w, "Session %s (%s, %q) is %s.\n", s.ID, s.Harness, s.Title, s.State)
+}
+
+// resultText renders one execution result: status, error, usage and the
+// final text last, verbatim.
+func resultText(b *strings.Builder, r *rpc.Result) {
+	fmt.Fprintf(b, "Execution %d %s.\n", r.ExecutionSeq, r.Status)
+	if r.Error != nil {
+		fmt.Fprintf(b, "Error: %s: %s\n", r.Error.Code, r.Error.Message)
+	}
+	if u := usageLine(r.Usage); u != "" {
+		fmt.Fprintf(b, "Usage: %s\n", u)
+	}
+	switch {
+	case r.FinalText != nil:
+		b.WriteString("Final text:\n")
+		b.WriteString(*r.FinalText)
+		if !strings.HasSuffix(*r.FinalText, "\n") {
+			b.WriteByte('\n')
+		}
+	default:
+		b.WriteString("No final text was recorded.\n")
+	}
+}
+
+// usageLine lists a usage document's counters ("input_tokens 10, ..."),
+// whatever fields it has; empty for null.
+func usageLine(raw json.RawMessage) string {
+	var m map[string]any
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil || len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		switch v := m[k].(type) {
+		case float64:
+			parts = append(parts, fmt.Sprintf("%s %d", k, int64(v)))
+		case string:
+			parts = append(parts, fmt.Sprintf("%s %s", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sessionResultText renders a cancel or stop result.
+func sessionResultText(verb string, r *rpc.SessionResult) *mcp.CallToolResult {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s. ", verb)
+	sessionLine(&b, &r.Session)
+	if r.Result != nil {
+		resultText(&b, r.Result)
+	}
+	return textResult(b.String())
+}
