@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"dlgt/rpc"
+)
+
+// mcpClient connects an MCP client to `dlgt mcp`'s server running on e.
+func mcpClient(t *testing.T, e *env, waitMax time.Duration) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		newMCPServer(e, waitMax).Run(ctx, st)
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		<-done
+	})
+	return cs
+}
+
+// callTool calls name with args and returns the result's text and
+// structured content.
+func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, map[string]any, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	var structured map[string]any
+	if res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(b, &structured)
+	}
+	return text.String(), structured, res.IsError
+}
+
+func TestMCPToolsAndAnnotations(t *testing.T) {
+	d := newFakeDaemon(t)
+	e, _, _ := cliEnv(t, d, nil, nil, "")
+	cs := mcpClient(t, e, 5*time.Second)
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, tool := range res.Tools {
+		got[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
+	}
+	want := map[string]bool{"delegate": false, "send": false, "wait": true, "read": true, "list": true, "cancel": false, "stop": false}
+	if len(got) != len(want) {
+		t.Errorf("tools %v, want %v", got, want)
+	}
+	for name, ro := range want {
+		if r, ok := got[name]; !ok || r != ro {
+			t.Errorf("tool %s: present %v read-only %v, want read-only %v", name, ok, r, ro)
+		}
+	}
+}
+
+func TestMCPDelegateRequestIDs(t *testing.T) {
+	d := newFakeDaemon(t)
+	receipt := rpc.Receipt{Session: rpc.Session{ID: "codex:0199", Harness: "codex", State: "busy"}, ExecutionSeq: 1, Cursor: "3", Submission: "confirmed"}
+	d.set(rpc.MethodSessionCreate, receipt)
+	e, _, _ := cliEnv(t, d, nil, []string{"A=1"}, "")
+	cs := mcpClient(t, e, 5*time.Second)
+
+	text, st, isErr := callTool(t, cs, "delegate", map[string]any{"harness": "codex", "prompt": "do it", "request_id": "r-1"})
+	if isErr || !strings.Contains(text, `session "codex:0199" and cursor "3"`) || st["request_id"] != "r-1" || st["cursor"] != "3" {
+		t.Fatalf("delegate: err %v text %q structured %v", isErr, text, st)
+	}
+	// A key derives the same id every time, and a different key another.
+	ids := map[string]string{}
+	for _, key := range []string{"k1", "k1", "k2"} {
+		_, st, isErr := callTool(t, cs, "delegate", map[string]any{"harness": "codex", "prompt": "do it", "key": key})
+		id, _ := st["request_id"].(string)
+		if isErr || !strings.HasPrefix(id, "mcp-") {
+			t.Fatalf("delegate with key %s: %v %v", key, isErr, st)
+		}
+		if prev, ok := ids[key]; ok && prev != id {
+			t.Errorf("key %s gave %s then %s", key, prev, id)
+		}
+		ids[key] = id
+	}
+	if ids["k1"] == ids["k2"] {
+		t.Errorf("two keys gave one request_id %s", ids["k1"])
+	}
+	var p rpc.SessionCreateParams
+	json.Unmarshal(d.params(rpc.MethodSessionCreate)[0], &p)
+	if p.RequestID != "r-1" || p.Prompt != "do it" || p.Title != "do it" || p.Cwd == "" || p.Environment["A"] != "1" {
+		t.Errorf("create params %+v", p)
+	}
+	if n := len(d.params(rpc.MethodSessionCreate)); n != 4 {
+		t.Errorf("%d creates reached the daemon, want 4", n)
+	}
+}
+
+// Bad input is a tool error naming the field, and reaches no daemon.
+func TestMCPBadInput(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeNotFound, Message: `no Session "codex:nope" on this daemon`})
+	d.set(rpc.MethodSessionCreate, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "prompt", Message: "prompt must not contain ESC or NUL"})
+	e, _, _ := cliEnv(t, d, nil, nil, "")
+	cs := mcpClient(t, e, 5*time.Second)
+	cases := []struct {
+		tool  string
+		args  map[string]any
+		field string
+	}{
+		{"delegate", map[string]any{"harness": "codex", "request_id": "r"}, "prompt"},
+		{"delegate", map[string]any{"harness": "codex", "prompt": "x"}, "request_id"},
+		{"delegate", map[string]any{"harness": "codex", "prompt": "x", "request_id": "r", "key": "k"}, "request_id"},
+		{"delegate", map[string]any{"prompt": "x", "request_id": "r"}, "harness"},
+		{"delegate", map[string]any{"harness": "codex", "prompt": 5, "request_id": "r"}, "prompt"},
+		{"delegate", map[string]any{"harness": "codex", "prompt": "x", "request_id": "r", "bogus": 1}, "bogus"},
+		{"send", map[string]any{"prompt": "x", "request_id": "r"}, "session"},
+		{"send", map[string]any{"session": "s", "request_id": "r"}, "prompt"},
+		{"send", map[string]any{"session": "s", "prompt": "x"}, "request_id"},
+		{"wait", map[string]any{}, "session"},
+		{"wait", map[string]any{"session": "s", "timeout_seconds": "soon"}, "timeout_seconds"},
+		{"wait", map[string]any{"session": "s", "timeout_seconds": -1}, "timeout_seconds"},
+		{"read", map[string]any{"session": 7}, "session"},
+		{"list", map[string]any{"all": "yes"}, "all"},
+		{"cancel", map[string]any{}, "session"},
+		{"cancel", map[string]any{"session": "s", "timeout_seconds": -5}, "timeout_seconds"},
+		{"stop", map[string]any{"session": "s", "force": "please"}, "force"},
+	}
+	for _, c := range cases {
+		text, _, isErr := callTool(t, cs, c.tool, c.args)
+		if !isErr || !strings.Contains(text, c.field) {
+			t.Errorf("%s %v: error %v, text %q; want a tool error naming %s", c.tool, c.args, isErr, text, c.field)
+		}
+	}
+	if n := d.count(); n != 0 {
+		t.Errorf("bad input reached the daemon %d times", n)
+	}
+	// The daemon's own refusals come back typed, with the field.
+	text, st, isErr := callTool(t, cs, "delegate", map[string]any{"harness": "codex", "prompt": "a\x1b[2Jb", "request_id": "r"})
+	if !isErr || !strings.Contains(text, "INVALID_ARGUMENT") || !strings.Contains(text, "field: prompt") || st["error"] == nil {
+		t.Errorf("escape bytes: %v %q %v", isErr, text, st)
+	}
+	text, _, isErr = callTool(t, cs, "read", map[string]any{"session": "codex:nope"})
+	if !isErr || !strings.Contains(text, "NOT_FOUND") {
+		t.Errorf("unknown Session: %v %q", isErr, text)
+	}
+}
+
+func strp(s string) *string { return &s }
+func boolp(b bool) *bool    { return &b }
+
+// wait follows page_full until a chunked final_text is whole, passes each
+// document's cursor on, and returns the text once, assembled.
+func TestMCPWaitAssemblesChunks(t *testing.T) {
+	d := newFakeDaemon(t)
+	sess := rpc.Session{ID: "claude:01", Harness: "claude", Title: "t", State: "idle"}
+	off0, off1 := 0, 5
+	d.pages[rpc.MethodSessionFetch] = []any{
+		rpc.FetchDocument{Reason: rpc.ReasonPageFull, HasMore: true, Cursor: "11", Sessions: []rpc.FetchSession{{Session: sess,
+			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp("hello"), FinalTextOffset: &off0, FinalTextComplete: boolp(false)}}}}},
+		rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess,
+			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp(" world"), FinalTextOffset: &off1, FinalTextComplete: boolp(true),
+				Usage: json.RawMessage(`{"input_tokens":10,"output_tokens":3}`)}}}}},
+	}
+	e, _, _ := cliEnv(t, d, nil, nil, "")
+	cs := mcpClient(t, e, 5*time.Second)
+	text, st, isErr := callTool(t, cs, "wait", map[string]any{"session": "claude:01", "cursor": "10"})
+	if isErr {
+		t.Fatalf("wait: %s", text)
+	}
+	if !strings.Contains(text, "Execution 2 completed.") || !strings.Contains(text, "Final text:\nhello world\n") ||
+		!strings.Contains(text, "input_tokens 10, output_tokens 3") || strings.Count(text, "hello") != 1 {
+		t.Errorf("wait text:\n%s", text)
+	}
+	if st["status"] != "completed" || st["cursor"] != "12" {
+		t.Errorf("structured %v", st)
+	}
+	res := st["results"].([]any)[0].(map[string]any)
+	if res["final_text"] != "hello world" || res["final_text_offset"] != nil {
+		t.Errorf("structured result %v", res)
+	}
+	fetches := d.params(rpc.MethodSessionFetch)
+	var p1, p2 rpc.SessionFetchParams
+	json.Unmarshal(fetches[0], &p1)
+	json.Unmarshal(fetches[1], &p2)
+	if string(p1.Cursor) != `"10"` || string(p2.Cursor) != `"11"` || p1.Until != "result" || p1.WaitMS <= 0 || p1.WaitMS > 5000 {
+		t.Errorf("fetch params %s / %s", fetches[0], fetches[1])
+	}
+}
+
+// A deadline that comes first returns "running" with the cursor to go on.
+func TestMCPWaitRunning(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonTimeout, Cursor: "4",
+		Sessions: []rpc.FetchSession{{Session: rpc.Session{ID: "codex:02", Harness: "codex", State: "busy"}}}})
+	e, _, _ := cliEnv(t, d, nil, nil, "")
+	cs := mcpClient(t, e, 90*time.Second)
+	text, st, isErr := callTool(t, cs, "wait", map[string]any{"session": "codex:02", "cursor": "3", "timeout_seconds": 2})
+	if isErr || st["status"] != "running" || st["cursor"] != "4" || !strings.Contains(text, `Still running. Call wait again with session "codex:02" and cursor "4"`) {
+		t.Errorf("wait: %v %v\n%s", isErr, st, text)
+	}
+	var p rpc.SessionFetchParams
+	json.Unmarshal(d.params(rpc.MethodSessionFetch)[0], &p)
+	if p.WaitMS > 2000 || p.WaitMS < 1000 {
+		t.Errorf("wait_ms %d, want the 2 s the caller asked for", p.WaitMS)
+	}
+}
+
+func TestMCPConfigArgs(t *testing.T) {
+	e, out, _ := testEnv(t, nil, "")
+	e.exe = "/opt/dlgt/bin/dlgt"
+	if code := run([]string{"mcp", "config", "--claude", "--approve"}, e); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4 || lines[0] != "--mcp-config" || lines[2] != "--allowedTools" || lines[3] != "mcp__dlgt" {
+		t.Fatalf("claude args %q", lines)
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type, Command string
+			Args          []string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &cfg); err != nil || cfg.MCPServers["dlgt"].Command != "/opt/dlgt/bin/dlgt" || cfg.MCPServers["dlgt"].Args[0] != "mcp" {
+		t.Errorf("claude config %s (%v)", lines[1], err)
+	}
+	out.Reset()
+	if code := run([]string{"mcp", "config", "--codex"}, e); code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	got := out.String()
+	if !strings.Contains(got, "-c\nmcp_servers.dlgt={command=\"/opt/dlgt/bin/dlgt\", args=[\"mcp\"], env_vars=[\"DLGT_HOME\"") ||
+		!strings.Contains(got, "mcp_servers.dlgt.required=true") || strings.Contains(got, "approve") {
+		t.Errorf("codex args without --approve:\n%s", got)
+	}
+	out.Reset()
+	if code := run([]string{"mcp", "config"}, e); code != exitError {
+		t.Errorf("neither harness: exit %d, out %q", code, out)
+	}
+}
