@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"dlgt/rpc"
 )
@@ -67,5 +68,74 @@ func TestScrollbackAndRawTranscript(t *testing.T) {
 	}
 	if n != 250 {
 		t.Fatalf("after restart %d flood rows, want 250", n)
+	}
+}
+
+// TestScrollbackLinesBound pins the lines parameter: the default is the latest
+// 100 rows, any value is clamped to 1..10,000, a small page returns only the
+// newest rows (even fewer than the live grid holds), and truncated/before
+// lead back through every older row exactly once.
+func TestScrollbackLinesBound(t *testing.T) {
+	td := startTestDaemon(t)
+	r := td.create(t, "sb-lines", "[[flood 250]] lots")
+	td.waitResult(t, r.Session.ID, r.Cursor)
+	read := func(lines int, before string) rpc.ScrollbackPage {
+		t.Helper()
+		var page rpc.ScrollbackPage
+		td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: lines, Before: before}, &page)
+		return page
+	}
+	// The result can come before the harness's last redraw: wait for the
+	// screen to settle so every read below sees the same rows.
+	whole := read(10000, "")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(300 * time.Millisecond)
+		again := read(10000, "")
+		if strings.Join(again.Lines, "\n") == strings.Join(whole.Lines, "\n") {
+			break
+		}
+		whole = again
+	}
+	if whole.Truncated || whole.Before != "" || len(whole.Lines) < 250 {
+		t.Fatalf("whole read: %d lines truncated=%v before=%q", len(whole.Lines), whole.Truncated, whole.Before)
+	}
+	tail := func(k int) []string { return whole.Lines[len(whole.Lines)-k:] }
+	for _, tc := range []struct{ lines, want int }{
+		{0, 100}, {1, 1}, {-1, 1}, {-500, 1}, {2, 2}, {5, 5}, {30, 30}, {100, 100},
+	} {
+		page := read(tc.lines, "")
+		if len(page.Lines) != tc.want || !page.Truncated || page.Before == "" {
+			t.Fatalf("lines=%d: %d lines truncated=%v before=%q, want %d truncated", tc.lines, len(page.Lines), page.Truncated, page.Before, tc.want)
+		}
+		if strings.Join(page.Lines, "\n") != strings.Join(tail(tc.want), "\n") {
+			t.Fatalf("lines=%d: not the newest rows: %q", tc.lines, page.Lines)
+		}
+	}
+	if page := read(len(whole.Lines)+50, ""); page.Truncated || page.Before != "" || len(page.Lines) != len(whole.Lines) {
+		t.Fatalf("lines beyond the history: %d lines truncated=%v", len(page.Lines), page.Truncated)
+	}
+	// Paging back with every small page size rebuilds the whole read.
+	for _, size := range []int{1, 3, 7, 100} {
+		page := read(size, "")
+		got := page.Lines
+		for pages := 0; page.Before != ""; pages++ {
+			if pages > len(whole.Lines) {
+				t.Fatalf("size %d: the cursor does not end", size)
+			}
+			page = read(size, page.Before)
+			if len(page.Lines) == 0 || len(page.Lines) > size {
+				t.Fatalf("size %d: an older page of %d lines", size, len(page.Lines))
+			}
+			got = append(append([]string(nil), page.Lines...), got...)
+		}
+		if strings.Join(got, "\n") != strings.Join(whole.Lines, "\n") {
+			t.Fatalf("size %d: paging back gave %d lines, want the %d of the whole read", size, len(got), len(whole.Lines))
+		}
+	}
+	for _, bad := range []string{"nope", "scr_", "scr_zz.0", "scr_1.-1", "scr_1.2.3", "scr_!"} {
+		var page rpc.ScrollbackPage
+		if err := td.call(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Before: bad}, &page); err == nil || rpc.AsError(err).Code != rpc.CodeInvalidArgument {
+			t.Fatalf("before=%q: %v, want INVALID_ARGUMENT", bad, err)
+		}
 	}
 }
