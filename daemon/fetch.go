@@ -1356,11 +1356,37 @@ func (rt *runtime) enumPage(list []*session, pos *position, upto *allMark, fr *f
 		a.hasMore = true
 	} else {
 		next.enum, next.enumerating = nil, false
+		// The enumeration is over, but a result an earlier page delivered
+		// only in part (or deferred) is data beyond the cursor too.
+		owed, err := rt.resultsOwed(next.marks)
+		if err != nil {
+			return nil, err
+		}
+		a.hasMore = a.hasMore || owed
 	}
 	if rt.worstSize(a.gaps, a.buckets) > fr.budget {
 		return nil, errTooSmall
 	}
 	return a, nil
+}
+
+// resultsOwed reports whether any Session of marks has a retained result
+// beyond its mark: a final_text delivered only in part, or a result left for
+// a later page.
+func (rt *runtime) resultsOwed(marks map[string]sessionMark) (bool, error) {
+	for uid, m := range marks {
+		if m.TextOff > 0 {
+			return true, nil
+		}
+		rs, err := rt.db.ListResults(uid, m.Result, 1)
+		if err != nil {
+			return false, err
+		}
+		if len(rs) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // allPending is one Session's unread state in an all:true delta.
