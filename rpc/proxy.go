@@ -77,19 +77,18 @@ func (p *Proxy) Run(ctx context.Context) error {
 	p.mu.Lock()
 	p.inputDone = true
 	p.mu.Unlock()
-	if inErr != nil {
-		p.Conn.Close()
-		<-daemonDone
-		return inErr
-	}
+	// Every request read before the end of the input (or before the bad
+	// line) gets its one response line. After a bad line the proxy does not
+	// stay for open streams: their ack is their response.
+	streams := inErr == nil
 	for {
 		p.mu.Lock()
-		finished := p.outstanding == 0 && p.streams == 0
+		finished := p.outstanding == 0 && (!streams || p.streams == 0)
 		p.mu.Unlock()
 		if finished {
 			p.Conn.Close()
 			<-daemonDone
-			return nil
+			return inErr
 		}
 		select {
 		case <-p.idle:
@@ -97,7 +96,7 @@ func (p *Proxy) Run(ctx context.Context) error {
 			if p.pending() {
 				return fmt.Errorf("daemon closed the connection with requests unanswered: %w", err)
 			}
-			return nil
+			return inErr
 		case <-ctx.Done():
 			p.Conn.Close()
 			<-daemonDone
@@ -235,9 +234,6 @@ func readBoundedLine(br *bufio.Reader, max int) ([]byte, error) {
 			continue
 		}
 		if tooLong {
-			if err == nil {
-				err = errLineTooLong
-			}
 			return nil, errLineTooLong
 		}
 		return line, err

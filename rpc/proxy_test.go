@@ -263,6 +263,48 @@ func TestProxyInvalidJSONEndsRun(t *testing.T) {
 	h.daemon.expectEOF()
 }
 
+// A bad line ends the proxy, but only after every request read before it
+// has its one response line: the daemon connection stays open for them and
+// nothing after the bad line is forwarded.
+func TestProxyInvalidJSONAnswersEarlierRequests(t *testing.T) {
+	for _, bad := range []string{"not json", `{"id":"broken","method":"session.list",`} {
+		h := startProxy(t, nil)
+		h.send(t, `{"id":1,"method":"session.list"}`+"\n"+`{"id":2,"method":"event.subscribe"}`+"\n"+bad+"\n"+`{"id":3,"method":"session.list"}`+"\n")
+		if got := h.daemon.readLine(); !bytes.Contains(got, []byte(`"id":1`)) {
+			t.Fatalf("daemon got %q", got)
+		}
+		if got := h.daemon.readLine(); !bytes.Contains(got, []byte(`"id":2`)) {
+			t.Fatalf("daemon got %q", got)
+		}
+		if r := h.out.nextResp(t); r.Error == nil || r.Error.Code != CodeInvalidArgument {
+			t.Fatalf("bad line answered %+v", r)
+		}
+		if !h.running() {
+			t.Fatal("Run returned with two forwarded requests unanswered")
+		}
+		h.daemon.write(`{"id":1,"result":{"sessions":[]}}` + "\n")
+		if got := h.out.next(t); !bytes.HasPrefix(got, []byte(`{"id":1,`)) {
+			t.Fatalf("out %q", got)
+		}
+		if !h.running() {
+			t.Fatal("Run returned with the subscribe unanswered")
+		}
+		// The subscribe's ack is its response; the proxy does not stay for
+		// the stream after a bad line.
+		h.daemon.write(`{"id":2,"result":{"subscribed":true,"after":0}}` + "\n")
+		if got := h.out.next(t); !bytes.HasPrefix(got, []byte(`{"id":2,`)) {
+			t.Fatalf("out %q", got)
+		}
+		if err := h.wait(t); !errors.Is(err, ErrProxyInput) {
+			t.Fatalf("Run = %v, want ErrProxyInput", err)
+		}
+		h.daemon.nc.SetReadDeadline(time.Now().Add(ioTimeout))
+		if rest, err := io.ReadAll(h.daemon.br); err != nil || len(rest) > 0 {
+			t.Fatalf("after the bad line the daemon got %q (%v)", rest, err)
+		}
+	}
+}
+
 func TestProxyLineTooLongEndsRun(t *testing.T) {
 	h := startProxy(t, func(p *Proxy) { p.MaxLineBytes = 1024 })
 	go io.WriteString(h.in, `{"id":"big","method":"session.list","params":{"pad":"`+strings.Repeat("x", 1<<20)+`"}}`+"\n")

@@ -21,8 +21,9 @@ Only the 15 public v1 methods pass; anything else is answered with
 INVALID_ARGUMENT without reaching the daemon. profile.list is answered by the
 proxy from the client-side profiles file. Responses and streamed events are
 forwarded byte for byte; blank lines are ignored. Invalid JSON or an
-over-long line ends the proxy with exit status 1. stdout carries protocol
-only; diagnostics go to stderr.`,
+over-long line ends the proxy with exit status 1, once every request read
+before it has been answered; nothing after it is forwarded. stdout carries
+protocol only; diagnostics go to stderr.`,
 		Example: `  printf '%s\n' '{"id":1,"method":"session.list","params":{"all":true}}' | dlgt rpc --stdio`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
