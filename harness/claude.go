@@ -459,6 +459,7 @@ type claudeHook struct {
 	ToolInput            json.RawMessage `json:"tool_input"`
 	Reason               string          `json:"reason"`
 	Error                json.RawMessage `json:"error"`
+	ErrorDetails         json.RawMessage `json:"error_details"`
 }
 
 // ParseHook maps a Claude Code hook payload to evidence. The event name
@@ -501,7 +502,7 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 	case "Stop":
 		ev.Kind, ev.FinalText = KindStop, h.LastAssistantMessage
 	case "StopFailure":
-		ev.Kind, ev.Error = KindStopFailure, sanitizeError(h.Error)
+		ev.Kind, ev.Error = KindStopFailure, stopFailureError(h)
 	case "SessionEnd":
 		ev.Kind, ev.Reason = KindSessionEnd, h.Reason
 	default:
@@ -584,6 +585,37 @@ func toolCommand(input json.RawMessage) string {
 }
 
 // sanitizeError turns a provider error value into a bounded message.
+// stopFailureError is the readable message of a StopFailure. Claude Code
+// sends a category string as "error" ("rate_limit", "server_error", often
+// just "unknown") and the text the person would have seen ("API Error: 400
+// ...") as last_assistant_message: the message carries that text, after the
+// category when the category says something the text does not.
+func stopFailureError(h claudeHook) string {
+	var category string
+	if len(h.Error) > 0 && json.Unmarshal(h.Error, &category) != nil {
+		return sanitizeError(h.Error) // a structured error carries its own message
+	}
+	category = strings.TrimSpace(category)
+	var text string
+	if h.LastAssistantMessage != nil {
+		text = strings.TrimSpace(*h.LastAssistantMessage)
+	}
+	if text == "" {
+		var details string
+		if json.Unmarshal(h.ErrorDetails, &details) == nil {
+			text = strings.TrimSpace(details)
+		}
+	}
+	switch {
+	case text == "":
+		return sanitizeError(h.Error)
+	case category == "" || category == "unknown" || strings.Contains(text, category):
+		return clipText(text, 1024)
+	default:
+		return clipText(category+": "+text, 1024)
+	}
+}
+
 func sanitizeError(raw json.RawMessage) string {
 	const unknown = "the provider reported a failure without details"
 	var s string
