@@ -456,10 +456,22 @@ func (rt *runtime) adoptForResume(p *rpc.SessionSendParams) (*session, error) {
 // stopSession stops the live generation's process group. force sends
 // SIGKILL at once; otherwise SIGTERM, then SIGKILL after StopGrace.
 func (rt *runtime) stopSession(s *session, force bool, reason string) {
+	rt.stopSessionIf(s, force, reason, nil)
+}
+
+// stopSessionIf is stopSession after refuse, called with s.mu held, has
+// found nothing that forbids the stop (a nil refuse allows every stop).
+func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse func() error) error {
 	s.mu.Lock()
+	if refuse != nil {
+		if err := refuse(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
 	if terminal(s.rec.State) && s.gen == nil {
 		s.mu.Unlock()
-		return
+		return nil
 	}
 	g := s.gen
 	rt.setStateLocked(s, rpc.StateStopping, &rpc.Event{Type: rpc.EventSessionStopping, Reason: reason})
@@ -482,6 +494,7 @@ func (rt *runtime) stopSession(s *session, force bool, reason string) {
 	rt.releaseAliasLocked(s)
 	rt.setStateLocked(s, rpc.StateStopped, &rpc.Event{Type: rpc.EventSessionStopped, Reason: reason})
 	s.mu.Unlock()
+	return nil
 }
 
 func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
@@ -493,16 +506,27 @@ func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, params json.R
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	state := s.rec.State
-	s.mu.Unlock()
-	switch state {
-	case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping:
-		if !p.Force {
-			return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + state + "; use force to kill it"}
+	// Without force, a stop never kills work in progress: a Session in
+	// transition is SESSION_UNAVAILABLE and one with an active execution
+	// SESSION_BUSY, both naming force. Checked under the same lock the
+	// stop starts under, so no execution can slip in between.
+	refuse := func() error {
+		if p.Force {
+			return nil
 		}
+		switch state := s.rec.State; state {
+		case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping:
+			return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + state + "; use force to kill it (dlgt session stop --force)"}
+		}
+		if s.exec != nil {
+			return &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: s.rec.ID,
+				Message: "execution " + itoa(s.exec.seq) + " is active (the Session is " + s.rec.State + "); cancel it first, or stop anyway with force (dlgt session stop --force), which interrupts it"}
+		}
+		return nil
 	}
-	rt.stopSession(s, p.Force, "stopped")
+	if err := rt.stopSessionIf(s, p.Force, "stopped", refuse); err != nil {
+		return nil, err
+	}
 	return rpc.SessionResult{Session: s.snapshot()}, nil
 }
 

@@ -216,8 +216,17 @@ func TestStopIsNotACrash(t *testing.T) {
 	td := startTestDaemon(t)
 	r := td.create(t, "stop-1", "[[slow 20000]] long work")
 	td.waitState(t, r.Session.ID, rpc.StateBusy)
+	// Without force, a stop refuses the active execution and changes nothing.
 	var stopped rpc.SessionResult
-	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, &stopped)
+	err := td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, &stopped)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Code != rpc.CodeSessionBusy || !strings.Contains(re.Message, "--force") || re.SessionID != r.Session.ID {
+		t.Fatalf("stop without force during a turn: %v, want SESSION_BUSY naming --force", err)
+	}
+	if rd := td.read(t, r.Session.ID); rd.Session.State != rpc.StateBusy || rd.Result != nil {
+		t.Fatalf("a refused stop changed the Session: %+v", rd)
+	}
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, Force: true}, &stopped)
 	if stopped.Session.State != rpc.StateStopped {
 		t.Fatalf("state after stop = %s", stopped.Session.State)
 	}
@@ -239,9 +248,19 @@ func TestStopHungHarness(t *testing.T) {
 	for _, force := range []bool{false, true} {
 		t.Run("force="+strconv.FormatBool(force), func(t *testing.T) {
 			td := startTestDaemon(t)
-			r := td.create(t, "hang-1", "[[hang]] freeze")
-			// The fake ignores signals only once it drew its hung footer.
-			td.waitScreen(t, r.Session.ID, "(hung)")
+			// A stop without force never interrupts a turn, so that case
+			// stops an idle harness that has stopped listening to signals.
+			prompt := "[[hang]] freeze"
+			if !force {
+				prompt = "[[deaf]] ignore signals"
+			}
+			r := td.create(t, "hang-1", prompt)
+			if force {
+				// The fake ignores signals only once it drew its hung footer.
+				td.waitScreen(t, r.Session.ID, "(hung)")
+			} else {
+				td.waitResult(t, r.Session.ID, r.Cursor)
+			}
 			pid := harnessPID(t, r.Session.Cwd)
 			// The hung harness survives a plain SIGTERM to its group.
 			syscall.Kill(-pid, syscall.SIGTERM)
@@ -259,7 +278,11 @@ func TestStopHungHarness(t *testing.T) {
 			if st := procState(pid); st != 0 && st != 'Z' {
 				t.Fatalf("harness %d still alive (state %q) after stop", pid, st)
 			}
-			checkInterrupted(t, td.read(t, r.Session.ID), 1, "stopped")
+			if force {
+				checkInterrupted(t, td.read(t, r.Session.ID), 1, "stopped")
+			} else if res := td.read(t, r.Session.ID).Result; res == nil || res.Status != rpc.StatusCompleted {
+				t.Fatalf("the idle Session's result after stop = %+v", res)
+			}
 			evs := td.events(t, r.Session.ID)
 			if hasEvent(evs, rpc.EventSessionFailed) {
 				t.Fatalf("stop read as a crash: %v", eventTypes(evs))

@@ -9,15 +9,25 @@ import (
 func newSessionStopCommand(e *env) *cobra.Command {
 	var force bool
 	cmd := &cobra.Command{
-		Use:     "stop SESSION [--force]",
-		Short:   "Stop a Session's harness process",
-		Example: `  dlgt session stop review --force`,
-		Args:    jsonArgs(cobra.ExactArgs(1)),
+		Use:   "stop SESSION [--force]",
+		Short: "Stop a Session's harness process",
+		Long: `Stop a Session's harness process group (session.stop): SIGTERM, then
+SIGKILL after 5 s. The Session keeps its id and history; session send with
+resume continues it later.
+
+Without --force a stop never interrupts work: a Session with an active
+execution is refused with SESSION_BUSY (exit 5; cancel it first, or wait
+for its result), and one that is starting, restarting or stopping with
+SESSION_UNAVAILABLE. --force stops anyway: the active execution ends
+interrupted (error code "stopped") and the process group is killed at once.`,
+		Example: `  dlgt session stop review
+  dlgt session stop review --force`,
+		Args: jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.callAndPrint(cmd, rpc.MethodSessionStop, rpc.SessionStopParams{Session: args[0], Force: force})
 		},
 	}
-	cmd.Flags().BoolVar(&force, "force", false, "stop even while an execution is active")
+	cmd.Flags().BoolVar(&force, "force", false, "stop even while an execution is active (interrupting it) and kill at once")
 	addPretty(cmd)
 	return cmd
 }

@@ -27,6 +27,7 @@ type script struct {
 	slow    time.Duration // [[slow N]]: N ms of spinner, interruptible
 	crash   bool          // [[crash]]: exit(1) mid-turn, no Stop
 	hang    bool          // [[hang]]: ignore SIGTERM/SIGHUP/SIGINT, never finish
+	deaf    bool          // [[deaf]]: ignore SIGTERM/SIGHUP/SIGINT from now on, finish the turn
 	echo    bool          // [[echo]]: the reply is the whole prompt, byte-exact
 	long    int           // [[long N]]: an N-line reply
 	fail    bool          // [[fail]]: StopFailure instead of Stop
@@ -65,6 +66,8 @@ func parseScript(prompt string) script {
 			s.crash = true
 		case "hang":
 			s.hang = true
+		case "deaf":
+			s.deaf = true
 		case "echo":
 			s.echo = true
 		case "fail":
@@ -149,6 +152,10 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 		f.scr.println("fakeclaude: simulated crash")
 		f.restore()
 		os.Exit(1)
+	}
+	if sc.deaf {
+		// Finish the turn, but only SIGKILL ends the process from now on.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	}
 	if sc.hang {
 		// Stop reacting to anything, including the signals that normally
