@@ -37,8 +37,6 @@ const (
 	// queued ahead of the chunk the value was verified with. Both the
 	// value and value-slack are verified by rendering.
 	workableSlack = 256
-	// maxCursorLen is the widest cursor a document can carry.
-	maxCursorLen = 20
 )
 
 // eventsEvictedThrough reads the event retention watermark. Tests replace

@@ -180,7 +180,8 @@ func (l *RowLog) ReadBefore(beforeID uint64, limit int) ([]Row, error) {
 	var out []Row
 	err := l.view(func(b *bolt.Bucket) error {
 		c := b.Cursor()
-		k, v := c.Seek(encodeU64(beforeID))
+		k, _ := c.Seek(encodeU64(beforeID))
+		var v []byte
 		if k == nil {
 			k, v = c.Last()
 		} else {

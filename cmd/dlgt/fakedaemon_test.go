@@ -98,18 +98,6 @@ func (d *fakeDaemon) count() int {
 	return len(d.requests)
 }
 
-// lastParams decodes the params of the last request of method into v.
-func (d *fakeDaemon) lastParams(t *testing.T, method string, v any) {
-	t.Helper()
-	ps := d.params(method)
-	if len(ps) == 0 {
-		t.Fatalf("the daemon received no %s", method)
-	}
-	if err := json.Unmarshal(ps[len(ps)-1], v); err != nil {
-		t.Fatalf("params %s: %v", ps[len(ps)-1], err)
-	}
-}
-
 // cliEnv builds an env pointed at the fake daemon with a fixed client
 // environment.
 func cliEnv(t *testing.T, d *fakeDaemon, vars map[string]string, environ []string, stdin string) (*env, *bytes.Buffer, *bytes.Buffer) {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -156,7 +155,7 @@ func newProfilesCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profiles",
 		Short: "List the launch profiles of the client-side profiles file",
-		Long: fmt.Sprintf(`List named launch presets from $DLGT_HOME/profiles.toml (DLGT_PROFILES overrides):
+		Long: `List named launch presets from $DLGT_HOME/profiles.toml (DLGT_PROFILES overrides):
 
   [profiles.review]
   harness = "claude"
@@ -166,7 +165,7 @@ func newProfilesCommand(e *env) *cobra.Command {
   [profiles.review.environment]
   MY_VAR = "value"
 
-Environment values are never printed, only their names.`),
+Environment values are never printed, only their names.`,
 		Example: `  dlgt profiles --pretty`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

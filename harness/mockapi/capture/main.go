@@ -131,7 +131,6 @@ type capture struct {
 	mu      sync.Mutex
 	raw     bytes.Buffer // every byte the TUI wrote
 	lastOut time.Time
-	done    bool
 }
 
 func (c *capture) logf(format string, args ...any) {
