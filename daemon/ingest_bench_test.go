@@ -25,7 +25,7 @@ import (
 // own pipeline (PTY → RawLog + vt.Screen → RowLog, until every row is
 // committed). Run with:
 //
-//	go test -run x -bench Ingest -benchtime 1x ./daemon/
+//	go test -run '^$' -bench Ingest -benchtime 1x ./daemon/
 
 const (
 	ingestSize = 50 << 20
