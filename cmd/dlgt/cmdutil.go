@@ -21,21 +21,20 @@ func usageError(format string, args ...any) *rpc.Error {
 	return rpc.Errorf(rpc.CodeInvalidArgument, format, args...)
 }
 
-// flagErrorJSON turns cobra's flag-parsing errors into the JSON failure on
-// commands that speak the output contract (those with --pretty).
+// flagErrorJSON marks cobra's flag-parsing errors as usage errors: run
+// prints them as the JSON failure (exit status 1) with the usage on stderr.
 func flagErrorJSON(cmd *cobra.Command, err error) error {
-	if cmd.Flags().Lookup("pretty") == nil {
-		return err
-	}
-	return printFailure(cmd, usageError("%v", err))
+	return cliUsageError{err}
 }
 
 // jsonArgs wraps a cobra positional-argument check so a violation is printed
-// as the JSON failure (exit status 1).
+// as the JSON failure (exit status 1), with the usage on stderr.
 func jsonArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return printFailure(cmd, usageError("%v", err))
+			err = printFailure(cmd, usageError("%v", err))
+			cmd.PrintErr(cmd.UsageString())
+			return err
 		}
 		return nil
 	}

@@ -23,7 +23,7 @@ wrapped in ok:true), for notification adapters.
 Without --follow the retained events after --after (a global event seq) are
 printed and the command exits (at most 1,000 per call: continue with the
 last seq). With --follow the command subscribes and prints each event as it
-arrives until interrupted. A failure is printed as the usual
+arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the usual
 {"ok":false,"error":{...}} line with its exit status.`,
 		Example: `  dlgt events --session review --follow | my-notifier`,
 		Args:    jsonArgs(cobra.NoArgs),

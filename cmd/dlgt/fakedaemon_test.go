@@ -70,8 +70,18 @@ func (d *fakeDaemon) serve(ctx context.Context, _ rpc.Peer, req *rpc.Request) (a
 	if re, ok := res.(*rpc.Error); ok {
 		return nil, re
 	}
+	if _, ok := res.(blockUntilClosed); ok {
+		d.mu.Unlock()
+		<-ctx.Done()
+		d.mu.Lock()
+		return nil, ctx.Err()
+	}
 	return res, nil
 }
+
+// blockUntilClosed as a canned result makes the fake daemon hold the
+// request until the client goes away (a long poll that never ends).
+type blockUntilClosed struct{}
 
 func (d *fakeDaemon) set(method string, result any) {
 	d.mu.Lock()

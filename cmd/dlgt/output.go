@@ -28,6 +28,11 @@ func printOK(cmd *cobra.Command, result any) error {
 // printFailure prints {"ok":false,"error":{...}} and returns the exit
 // status for the error's code.
 func printFailure(cmd *cobra.Command, err error) error {
+	if ctx := cmd.Context(); ctx != nil && ctx.Err() != nil {
+		// Interrupted (run's signal handling): nothing on stdout; run
+		// turns this into 128+signal.
+		return exitStatus{exitError}
+	}
 	re := rpc.AsError(err)
 	body, _ := rpc.Marshal(struct {
 		OK    bool       `json:"ok"`

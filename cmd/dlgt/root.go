@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -39,6 +42,8 @@ type env struct {
 	routed  *string
 	// progress is the running --wait indicator, stopped before exit.
 	progress *progress
+	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
+	signals chan os.Signal
 }
 
 func newEnv() *env {
@@ -60,22 +65,112 @@ type exitStatus struct{ code int }
 
 func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
+// signalCommands handle SIGINT/SIGTERM themselves and report how they
+// ended: the foreground daemon shuts down, attach prints its end line.
+var signalCommands = map[string]bool{"dlgt daemon": true, "dlgt session attach": true, "dlgt mcp": true}
+
 func run(args []string, e *env) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := e.signals
+	if sigs == nil {
+		sigs = make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sigs)
+	}
+	// The first SIGINT or SIGTERM cancels the command's context; the
+	// command then ends as the shell expects of an interrupted program:
+	// exit status 128+signal and nothing (more) on stdout.
+	var caught atomic.Int32
+	go func() {
+		select {
+		case s := <-sigs:
+			n := int32(syscall.SIGINT)
+			if ss, ok := s.(syscall.Signal); ok {
+				n = int32(ss)
+			}
+			caught.Store(n)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	root := newRootCommand(e)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	e.progress.stop()
+	if sig := caught.Load(); sig != 0 && (cmd == nil || !signalCommands[cmd.CommandPath()]) {
+		return 128 + int(sig)
+	}
 	var es exitStatus
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &es):
 		return es.code
-	default:
-		fmt.Fprintln(e.stderr, "dlgt:", err)
-		return exitError
+	}
+	// Errors cobra raised itself (unknown commands and flags, wrong
+	// arguments) and any a command returned without printing it: the
+	// documented JSON failure line, and for a usage error the usage on
+	// stderr. rpc keeps stdout for the protocol, so its line goes to stderr.
+	if cmd == nil {
+		cmd = root
+	}
+	out := e.stdout
+	if cmd.CommandPath() == "dlgt rpc" {
+		out = e.stderr
+	}
+	usage := isUsageError(err)
+	re := rpc.AsError(err)
+	if usage {
+		re = usageError("%v", err)
+	}
+	body, _ := rpc.Marshal(struct {
+		OK    bool       `json:"ok"`
+		Error *rpc.Error `json:"error"`
+	}{false, re})
+	fmt.Fprintf(out, "%s\n", body)
+	if usage {
+		fmt.Fprint(e.stderr, cmd.UsageString())
+	}
+	return errorCode(re)
+}
+
+// cliUsageError marks an error of the command line itself (flags,
+// arguments, an unknown command).
+type cliUsageError struct{ err error }
+
+func (u cliUsageError) Error() string { return u.err.Error() }
+func (u cliUsageError) Unwrap() error { return u.err }
+
+func isUsageError(err error) bool {
+	var u cliUsageError
+	if errors.As(err, &u) {
+		return true
+	}
+	// cobra's own: `unknown command "x" for "dlgt"` (also from the
+	// subcommand groups), and argument checks run before a command's own.
+	msg := err.Error()
+	return strings.HasPrefix(msg, "unknown command ") || strings.HasPrefix(msg, "unknown flag") ||
+		strings.HasPrefix(msg, "unknown shorthand flag")
+}
+
+// markUsage makes every command's positional-argument check report a
+// usage error, and an unknown subcommand of a group one too.
+func markUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				var es exitStatus
+				if errors.As(err, &es) {
+					return err // already printed (jsonArgs)
+				}
+				return cliUsageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsage(sub)
 	}
 }
 
@@ -86,6 +181,7 @@ Exit statuses:
      execution are reported inside the JSON document)
   1  usage, configuration, identity, launch, cursor or RPC error
   3  CANCEL_TIMEOUT     4  SESSION_BLOCKED     5  SESSION_BUSY
+  130/143  interrupted by Ctrl-C/SIGTERM (nothing more on stdout)
 `
 
 const rootLong = `dlgt lets one coding agent delegate to another.
@@ -93,10 +189,8 @@ const rootLong = `dlgt lets one coding agent delegate to another.
 A local daemon hosts Claude Code and Codex sessions under PTYs, learns their
 lifecycle from structured hooks, and serves newline-delimited JSON over a
 private Unix socket. Client commands start the daemon when none is running.
-
-Exit statuses: 0 success (including every fetch observation), 1 usage,
-configuration, identity, launch, cursor or RPC error, 3 CANCEL_TIMEOUT,
-4 SESSION_BLOCKED, 5 SESSION_BUSY.`
+Every command prints one JSON line ({"ok":true,...} or {"ok":false,...});
+the exit statuses are listed below.`
 
 func newRootCommand(e *env) *cobra.Command {
 	root := &cobra.Command{
@@ -134,8 +228,30 @@ func newRootCommand(e *env) *cobra.Command {
 	}
 	// Bad flags on a control command print the JSON failure (exit 1).
 	root.SetFlagErrorFunc(flagErrorJSON)
-	// Shell completion: cobra's default `completion` command.
+	// Shell completion: cobra's default `completion` command, which
+	// rejects a shell it does not know.
 	root.CompletionOptions.DisableDefaultCmd = false
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return cliUsageError{fmt.Errorf("unknown shell %q: completion supports bash, zsh, fish and powershell", args[0])}
+				}
+				return cmd.Help()
+			}
+		}
+	}
+	// dlgt --version prints what dlgt version prints.
+	root.Version = daemon.Version
+	ver, _ := json.Marshal(struct {
+		OK      bool   `json:"ok"`
+		Version string `json:"version"`
+		Commit  string `json:"commit"`
+	}{true, daemon.Version, daemon.Commit})
+	root.SetVersionTemplate(string(ver) + "\n")
+	markUsage(root)
 	return root
 }
 

@@ -28,7 +28,7 @@ protocol only; diagnostics go to stderr.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !stdio {
-				return errors.New("rpc needs --stdio (the only transport it proxies)")
+				return cliUsageError{errors.New("rpc needs --stdio (the only transport it proxies)")}
 			}
 			c, err := e.connectConn(cmd.Context())
 			if err != nil {

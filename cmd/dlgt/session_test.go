@@ -441,10 +441,3 @@ func TestCompletion(t *testing.T) {
 		t.Fatalf("exit %d, completion output %.200q", code, stdout)
 	}
 }
-
-func TestSessionUnknownSubcommand(t *testing.T) {
-	e, out, errb := testEnv(t, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "bogus"); code != exitError || stdout != "" || !strings.Contains(errb.String(), "unknown command") {
-		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
-	}
-}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// Every way a command line can be wrong answers alike: one JSON failure
+// line on stdout with its code, the exit status of that code, and (for a
+// usage error) the command's usage on stderr.
+func TestCLIErrorShapes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  rpc.Code
+		usage string // a line the usage on stderr must hold; "" = no usage
+	}{
+		{"unknown command", []string{"bogus"}, rpc.CodeInvalidArgument, "dlgt [command]"},
+		{"unknown root flag", []string{"--bogus"}, rpc.CodeInvalidArgument, "dlgt [command]"},
+		{"unknown shorthand", []string{"-Z"}, rpc.CodeInvalidArgument, "dlgt [command]"},
+		{"unknown session command", []string{"session", "bogus"}, rpc.CodeInvalidArgument, "dlgt session [command]"},
+		{"unknown daemon command", []string{"daemon", "bogus"}, rpc.CodeInvalidArgument, "dlgt daemon [command]"},
+		{"unknown events flag", []string{"events", "--bogus"}, rpc.CodeInvalidArgument, "dlgt events"},
+		{"unknown fetch flag", []string{"session", "fetch", "x", "--bogus"}, rpc.CodeInvalidArgument, "dlgt session fetch"},
+		{"unknown transcript flag", []string{"transcript", "x", "--bogus"}, rpc.CodeInvalidArgument, "dlgt transcript"},
+		{"unknown doctor flag", []string{"doctor", "--bogus"}, rpc.CodeInvalidArgument, "dlgt doctor"},
+		{"bad flag value", []string{"session", "fetch", "x", "--wait", "soon"}, rpc.CodeInvalidArgument, "dlgt session fetch"},
+		{"missing argument", []string{"session", "read"}, rpc.CodeInvalidArgument, "dlgt session read SESSION"},
+		{"extra argument", []string{"session", "stop", "a", "b"}, rpc.CodeInvalidArgument, "dlgt session stop"},
+		{"argument to version", []string{"version", "extra"}, rpc.CodeInvalidArgument, "dlgt version"},
+		{"argument to events", []string{"events", "extra"}, rpc.CodeInvalidArgument, "dlgt events"},
+		{"unknown shell", []string{"completion", "tcsh"}, rpc.CodeInvalidArgument, "dlgt completion"},
+		{"daemon down", []string{"session", "list"}, rpc.CodeRPCUnavailable, ""},
+		{"daemon down, events", []string{"events"}, rpc.CodeRPCUnavailable, ""},
+		{"daemon down, read", []string{"session", "read", "review"}, rpc.CodeRPCUnavailable, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errb := testEnv(t, nil, "")
+			code, stdout := runCLI(t, e, out, tc.args...)
+			if code != exitError {
+				t.Fatalf("exit %d, want %d (stdout %q)", code, exitError, stdout)
+			}
+			var m struct {
+				OK    *bool      `json:"ok"`
+				Error *rpc.Error `json:"error"`
+			}
+			line := oneJSONLine(t, stdout)
+			b, _ := json.Marshal(line)
+			if json.Unmarshal(b, &m) != nil || m.OK == nil || *m.OK || m.Error == nil || m.Error.Code != tc.code || m.Error.Message == "" {
+				t.Fatalf("stdout %q, want ok:false with %s", stdout, tc.code)
+			}
+			hasUsage := strings.Contains(errb.String(), "Usage:")
+			if tc.usage != "" && (!hasUsage || !strings.Contains(errb.String(), tc.usage)) {
+				t.Fatalf("stderr %q lacks the usage %q", errb, tc.usage)
+			}
+			if tc.usage == "" && hasUsage {
+				t.Fatalf("a failure that is no usage error printed the usage: %q", errb)
+			}
+		})
+	}
+}
+
+// rpc --stdio keeps stdout for the protocol: its usage errors go to stderr.
+func TestCLIRPCUsageErrorOnStderr(t *testing.T) {
+	for _, args := range [][]string{{"rpc"}, {"rpc", "--stdio", "--bogus"}} {
+		e, out, errb := testEnv(t, nil, "")
+		code, stdout := runCLI(t, e, out, args...)
+		if code != exitError || stdout != "" || !strings.HasPrefix(errb.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) || !strings.Contains(errb.String(), "Usage:") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
+		}
+	}
+}
+
+func TestCLIVersionFlag(t *testing.T) {
+	e, out, errb := testEnv(t, nil, "")
+	code, stdout := runCLI(t, e, out, "--version")
+	e2, out2, _ := testEnv(t, nil, "")
+	_, want := runCLI(t, e2, out2, "version")
+	if code != exitOK || stdout != want || errb.Len() != 0 {
+		t.Fatalf("--version: exit %d, stdout %q (want %q), stderr %q", code, stdout, want, errb)
+	}
+}
+
+// Ctrl-C (or SIGTERM) during a waiting command ends it as the shell
+// expects: 128+signal, nothing on stdout.
+func TestCLIInterruptDuringWait(t *testing.T) {
+	for _, tc := range []struct {
+		sig  os.Signal
+		code int
+		args []string
+	}{
+		{os.Interrupt, 130, []string{"session", "fetch", "review", "--wait", "10m"}},
+		{syscall.SIGTERM, 143, []string{"session", "fetch", "review", "--wait", "10m", "--until", "result"}},
+		{os.Interrupt, 130, []string{"session", "cancel", "review"}},
+		{os.Interrupt, 130, []string{"events", "--follow"}},
+	} {
+		d := newFakeDaemon(t)
+		d.set(rpc.MethodSessionFetch, blockUntilClosed{})
+		d.set(rpc.MethodSessionCancel, blockUntilClosed{})
+		d.set(rpc.MethodEventSubscribe, blockUntilClosed{})
+		e, out, errb := cliEnv(t, d, nil, nil, "")
+		e.signals = make(chan os.Signal, 1)
+		done := make(chan int, 1)
+		go func() { done <- run(tc.args, e) }()
+		for deadline := time.Now().Add(30 * time.Second); d.count() == 0; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%v: the request never reached the daemon", tc.args)
+			}
+		}
+		e.signals <- tc.sig
+		select {
+		case code := <-done:
+			if code != tc.code || out.Len() != 0 {
+				t.Fatalf("%v after %v: exit %d (want %d), stdout %q, stderr %q", tc.args, tc.sig, code, tc.code, out, errb)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%v: still running after %v", tc.args, tc.sig)
+		}
+	}
+}
+
+func TestRootHelpExitStatusesOnce(t *testing.T) {
+	e, out, _ := testEnv(t, nil, "")
+	if code, stdout := runCLI(t, e, out, "--help"); code != exitOK || strings.Count(stdout, "SESSION_BUSY") != 1 || !strings.Contains(stdout, "130") {
+		t.Fatalf("exit %d, root help lists the exit statuses %d times:\n%s", code, strings.Count(stdout, "SESSION_BUSY"), stdout)
+	}
+}
