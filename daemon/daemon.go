@@ -45,8 +45,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	p := cfg.Paths
 	for _, dir := range []string{p.Home, p.RunDir, p.DataDir, p.RawDir} {
-		if err := ensurePrivateDir(dir); err != nil {
+		loose, err := EnsurePrivateDir(dir)
+		if err != nil {
 			return err
+		}
+		if loose != 0 {
+			log.Warn("tightened a state directory to mode 0700", "dir", dir, "was", fmt.Sprintf("%04o", loose))
 		}
 	}
 	db, err := store.Open(p.DB, store.Options{LockTimeout: dbLockTimeout})

@@ -1,11 +1,7 @@
 package daemon
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // Version is dlgt's release version; Commit is set at link time
@@ -40,7 +36,7 @@ func ResolvePaths(getenv func(string) string, version string) (Paths, error) {
 		} else {
 			h := getenv("HOME")
 			if h == "" {
-				return Paths{}, errors.New("cannot locate the state directory: set DLGT_HOME or HOME")
+				return Paths{}, &StateDirError{Dir: "(none)", Problem: "neither DLGT_HOME, XDG_STATE_HOME nor HOME is set", Fix: "set DLGT_HOME to a directory of your own"}
 			}
 			home = filepath.Join(h, ".local", "state", "dlgt")
 		}
@@ -65,30 +61,4 @@ func ResolvePaths(getenv func(string) string, version string) (Paths, error) {
 	p.RawDir = filepath.Join(p.DataDir, "raw")
 	p.Log = filepath.Join(p.RunDir, "daemon.log")
 	return p, nil
-}
-
-// ensurePrivateDir creates dir (and missing parents) with mode 0700 and
-// insists that it is a directory owned by us with no group or other
-// access, tightening the mode of a directory we own.
-func ensurePrivateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	if int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s is owned by uid %d, not by this user (uid %d)", dir, st.Uid, os.Getuid())
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("tightening %s to 0700: %w", dir, err)
-		}
-	}
-	return nil
 }

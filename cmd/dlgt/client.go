@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,13 +46,32 @@ func (e *env) connectConn(ctx context.Context) (net.Conn, error) {
 	if err == nil {
 		return c, nil
 	}
-	if e.getenv("DLGT_SOCKET") != "" || e.getenv("DLGT_NO_AUTOSTART") != "" {
+	noAuto, perr := e.noAutostart()
+	if perr != nil {
+		return nil, perr
+	}
+	if e.getenv("DLGT_SOCKET") != "" || noAuto {
 		return nil, err
 	}
 	if err := e.startDaemon(p); err != nil {
 		return nil, err
 	}
 	return waitForDaemon(ctx, p.Socket, 15*time.Second)
+}
+
+// noAutostart parses DLGT_NO_AUTOSTART as a boolean (1/0, t/f, true/false,
+// any case); unset or empty is false.
+func (e *env) noAutostart() (bool, error) {
+	v := strings.TrimSpace(e.getenv("DLGT_NO_AUTOSTART"))
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "DLGT_NO_AUTOSTART",
+			Message: fmt.Sprintf("DLGT_NO_AUTOSTART=%q is not a boolean: use 1/true to never start a daemon, 0/false (or unset) to start one when none runs", v)}
+	}
+	return b, nil
 }
 
 func dialSocket(ctx context.Context, socket string) (net.Conn, error) {
@@ -66,13 +86,26 @@ func dialSocket(ctx context.Context, socket string) (net.Conn, error) {
 // startDaemon launches `dlgt daemon` detached in its own session, its
 // output appended to the run directory's daemon.log.
 func (e *env) startDaemon(p daemon.Paths) error {
-	if e.exe == "" {
-		return errors.New("cannot locate the dlgt executable to start the daemon")
-	}
-	for _, d := range []string{p.Home, p.RunDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
+	// The state directories the daemon will insist on, checked here so an
+	// unusable one is this command's typed error (what doctor says too),
+	// not a daemon that dies in its log. A loose mode is tightened, aloud.
+	for _, d := range []string{p.Home, p.RunDir, p.DataDir} {
+		var err error
+		var loose os.FileMode
+		if d == p.DataDir {
+			_, _, err = daemon.CheckPrivateDir(d) // the daemon creates it
+		} else {
+			loose, err = daemon.EnsurePrivateDir(d)
 		}
+		if err != nil {
+			return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: "cannot start the daemon: " + err.Error()}
+		}
+		if loose != 0 {
+			fmt.Fprintf(e.stderr, "dlgt: tightened %s from mode %04o to 0700 (it holds the socket, transcripts and session data)\n", d, loose)
+		}
+	}
+	if e.exe == "" {
+		return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: "cannot locate the dlgt executable to start the daemon; run `dlgt daemon` yourself"}
 	}
 	logf, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {

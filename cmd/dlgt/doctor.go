@@ -223,32 +223,25 @@ func otherDaemons(p daemon.Paths) []string {
 func checkStateDir(p daemon.Paths) []doctorCheck {
 	var checks []doctorCheck
 	for _, d := range []struct{ name, dir string }{{"state_dir", p.Home}, {"run_dir", p.RunDir}, {"data_dir", p.DataDir}} {
+		// The same check (and words) as a client starting the daemon.
 		c := doctorCheck{Name: d.name}
-		fi, err := os.Lstat(d.dir)
+		state, mode, err := daemon.CheckPrivateDir(d.dir)
+		var sde *daemon.StateDirError
 		switch {
-		case errors.Is(err, os.ErrNotExist):
-			c.OK = true
-			c.Detail = d.dir + " does not exist yet (the daemon creates it with mode 0700)"
+		case errors.As(err, &sde):
+			c.Detail = d.dir + " " + sde.Problem
+			c.Fix = sde.Fix
 		case err != nil:
 			c.Detail = err.Error()
-			c.Fix = "make " + d.dir + " readable by you, or set DLGT_HOME elsewhere"
-		case !fi.IsDir():
-			c.Detail = d.dir + " is not a directory"
-			c.Fix = "move it away, or set DLGT_HOME elsewhere"
+		case state == daemon.DirMissing:
+			c.OK = true
+			c.Detail = d.dir + " does not exist yet (the daemon creates it with mode 0700)"
+		case state == daemon.DirLoose:
+			c.Detail = fmt.Sprintf("%s has mode %04o, want 0700 (it holds the socket, transcripts and session data); a client that starts the daemon tightens it and says so on stderr", d.dir, mode)
+			c.Fix = "chmod 700 " + d.dir
 		default:
-			st := fi.Sys().(*syscall.Stat_t)
-			mode := fi.Mode().Perm()
-			switch {
-			case int(st.Uid) != os.Getuid():
-				c.Detail = fmt.Sprintf("%s is owned by uid %d, not by you (uid %d)", d.dir, st.Uid, os.Getuid())
-				c.Fix = fmt.Sprintf("sudo chown -R %d %s, or set DLGT_HOME to a directory of your own", os.Getuid(), d.dir)
-			case mode != 0o700:
-				c.Detail = fmt.Sprintf("%s has mode %04o, want 0700 (it holds the socket, transcripts and session data)", d.dir, mode)
-				c.Fix = "chmod 700 " + d.dir
-			default:
-				c.OK = true
-				c.Detail = fmt.Sprintf("%s is yours, mode 0700", d.dir)
-			}
+			c.OK = true
+			c.Detail = fmt.Sprintf("%s is yours, mode 0700", d.dir)
 		}
 		checks = append(checks, c)
 		if d.name == "state_dir" && !c.OK {

@@ -131,3 +131,78 @@ func TestRootHelpExitStatusesOnce(t *testing.T) {
 		t.Fatalf("exit %d, root help lists the exit statuses %d times:\n%s", code, strings.Count(stdout, "SESSION_BUSY"), stdout)
 	}
 }
+
+// An unusable state directory is RPC_UNAVAILABLE naming the directory, the
+// problem and a fix right for that path; nothing is changed. A loose mode
+// on our own directory is tightened, and the client says so.
+func TestCLIStateDirErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/afile"
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ name, home, want string }{
+		{"a file", file, "move " + file + " away"},
+		{"under a file", file + "/sub", file + " is not a directory"},
+	}
+	if os.Getuid() == 0 {
+		other := dir + "/other"
+		os.Mkdir(other, 0o700)
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct{ name, home, want string }{"another user's", other, "sudo chown -R 0 " + other})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"DLGT_HOME": tc.home}
+			e, out, errb := testEnv(t, vars, "")
+			vars["DLGT_NO_AUTOSTART"] = "0"
+			code, stdout := runCLI(t, e, out, "session", "list")
+			m := oneJSONLine(t, stdout)
+			er, _ := m["error"].(map[string]any)
+			msg, _ := er["message"].(string)
+			if code != exitError || er["code"] != string(rpc.CodeRPCUnavailable) || !strings.Contains(msg, tc.home) || !strings.Contains(msg, tc.want) || strings.Contains(errb.String(), "Usage:") {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want RPC_UNAVAILABLE naming %q", code, stdout, errb, tc.want)
+			}
+		})
+	}
+	if data, err := os.ReadFile(file); err != nil || string(data) != "x" {
+		t.Fatalf("the file used as DLGT_HOME changed: %q %v", data, err)
+	}
+	loose := dir + "/loose"
+	os.Mkdir(loose, 0o700)
+	os.Chmod(loose, 0o755)
+	vars := map[string]string{"DLGT_HOME": loose}
+	e, out, errb := testEnv(t, vars, "")
+	vars["DLGT_NO_AUTOSTART"] = "false"
+	code, stdout := runCLI(t, e, out, "session", "list") // e.exe is empty: no daemon starts
+	fi, _ := os.Stat(loose)
+	if code != exitError || !strings.Contains(stdout, "RPC_UNAVAILABLE") || !strings.Contains(errb.String(), "tightened "+loose+" from mode 0755 to 0700") || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("loose home: exit %d, stdout %q, stderr %q, mode %v", code, stdout, errb, fi.Mode())
+	}
+}
+
+// DLGT_NO_AUTOSTART is a boolean: 0/false start a daemon, a value that is
+// no boolean is INVALID_ARGUMENT.
+func TestCLINoAutostartIsBoolean(t *testing.T) {
+	for _, tc := range []struct {
+		v, want string
+	}{
+		{"1", "dlgt.sock"}, {"true", "dlgt.sock"}, {"TRUE", "dlgt.sock"},
+		{"0", "cannot locate the dlgt executable"}, {"false", "cannot locate the dlgt executable"},
+		{"maybe", "is not a boolean"},
+	} {
+		vars := map[string]string{}
+		e, out, _ := testEnv(t, vars, "")
+		vars["DLGT_NO_AUTOSTART"] = tc.v
+		code, stdout := runCLI(t, e, out, "session", "list")
+		wantCode := rpc.CodeRPCUnavailable
+		if tc.v == "maybe" {
+			wantCode = rpc.CodeInvalidArgument
+		}
+		if code != exitError || !strings.Contains(stdout, `"code":"`+string(wantCode)+`"`) || !strings.Contains(stdout, tc.want) {
+			t.Fatalf("DLGT_NO_AUTOSTART=%s: exit %d, stdout %q, want %s %q", tc.v, code, stdout, wantCode, tc.want)
+		}
+	}
+}

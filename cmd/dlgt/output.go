@@ -33,7 +33,7 @@ func printFailure(cmd *cobra.Command, err error) error {
 		// turns this into 128+signal.
 		return exitStatus{exitError}
 	}
-	re := rpc.AsError(err)
+	re := asCLIError(err)
 	body, _ := rpc.Marshal(struct {
 		OK    bool       `json:"ok"`
 		Error *rpc.Error `json:"error"`

@@ -120,7 +120,7 @@ func run(args []string, e *env) int {
 		out = e.stderr
 	}
 	usage := isUsageError(err)
-	re := rpc.AsError(err)
+	re := asCLIError(err)
 	if usage {
 		re = usageError("%v", err)
 	}
@@ -133,6 +133,17 @@ func run(args []string, e *env) int {
 		fmt.Fprint(e.stderr, cmd.UsageString())
 	}
 	return errorCode(re)
+}
+
+// asCLIError is the wire error a failure is reported as: an unusable state
+// directory is RPC_UNAVAILABLE (no daemon can serve from it), other untyped
+// errors INTERNAL.
+func asCLIError(err error) *rpc.Error {
+	var sde *daemon.StateDirError
+	if errors.As(err, &sde) {
+		return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: sde.Error()}
+	}
+	return rpc.AsError(err)
 }
 
 // cliUsageError marks an error of the command line itself (flags,
