@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -53,15 +56,34 @@ daemon in the background when none is running.`,
 
 func newDaemonStatusCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "status",
-		Short:   "Print the running daemon's status as JSON (never starts one)",
+		Use:   "status",
+		Short: "Print the running daemon's status as JSON (never starts one)",
+		Long: `Print the status of this version's daemon as JSON; never starts one.
+
+With a daemon running: {"ok":true,"running":true,...} and exit status 0.
+With none (no socket, or nobody listening on it):
+{"ok":true,"running":false,"socket":"..."} and exit status 0 as well:
+branch on "running". A socket that cannot be reached for another reason
+(permissions, an unusable state directory) is the usual ok:false failure.`,
 		Example: `  dlgt daemon status`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.dialExisting(cmd.Context())
+			p, err := e.paths()
 			if err != nil {
 				return printFailure(cmd, err)
 			}
+			var d net.Dialer
+			nc, err := d.DialContext(cmd.Context(), "unix", p.Socket)
+			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+				return printOK(cmd, struct {
+					Running bool   `json:"running"`
+					Socket  string `json:"socket"`
+				}{false, p.Socket})
+			}
+			if err != nil {
+				return printFailure(cmd, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("daemon socket %s: %v", p.Socket, err)})
+			}
+			c := rpc.NewClient(nc)
 			defer c.Close()
 			var st daemon.DaemonStatus
 			if err := c.Call(cmd.Context(), rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"strings"
 	"syscall"
@@ -204,5 +205,29 @@ func TestCLINoAutostartIsBoolean(t *testing.T) {
 		if code != exitError || !strings.Contains(stdout, `"code":"`+string(wantCode)+`"`) || !strings.Contains(stdout, tc.want) {
 			t.Fatalf("DLGT_NO_AUTOSTART=%s: exit %d, stdout %q, want %s %q", tc.v, code, stdout, wantCode, tc.want)
 		}
+	}
+}
+
+// daemon status with no daemon is a documented answer, not a failure.
+func TestCLIDaemonStatusNoDaemon(t *testing.T) {
+	vars := map[string]string{}
+	e, out, _ := testEnv(t, vars, "")
+	code, stdout := runCLI(t, e, out, "daemon", "status")
+	m := oneJSONLine(t, stdout)
+	if code != exitOK || m["ok"] != true || m["running"] != false || !strings.HasSuffix(m["socket"].(string), "dlgt.sock") {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	// A stale socket file nobody listens on reads the same.
+	sock := m["socket"].(string)
+	os.MkdirAll(sock[:strings.LastIndex(sock, "/")], 0o700)
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
+	l.Close()
+	e, out, _ = testEnv(t, vars, "")
+	if code, stdout := runCLI(t, e, out, "daemon", "status"); code != exitOK || !strings.Contains(stdout, `"running":false`) {
+		t.Fatalf("stale socket: exit %d, stdout %q", code, stdout)
 	}
 }
