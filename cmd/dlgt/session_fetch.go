@@ -29,7 +29,9 @@ up to --wait (a Go duration such as 30s or 15m) for something to happen.
 Without --cursor the response is a bounded baseline with a fresh cursor; pass
 the returned cursor to the next fetch. Every observation (snapshot, change,
 result, blocked, page_full, gap, timeout) exits 0: branch on "reason".
---screen takes a stable-line count, or true/false.`,
+--screen takes a stable-line count, or true/false. -o text prints each
+Session's state, events and results (final_text as it is) and the cursor to
+continue with, for a person.`,
 		Example: `  dlgt session fetch review --cursor 1842 --wait 15m --until result`,
 		Args:    jsonArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,7 +69,19 @@ result, blocked, page_full, gap, timeout) exits 0: branch on "reason".
 				return printFailure(cmd, usageError("--max-bytes must not be negative"))
 			}
 			p.MaxBytes = maxBytes
-			return e.callAndPrint(cmd, rpc.MethodSessionFetch, p)
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			if !text {
+				return e.callAndPrint(cmd, rpc.MethodSessionFetch, p)
+			}
+			raw, err := e.call(cmd.Context(), rpc.MethodSessionFetch, p)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			e.progress.stop()
+			return writeFetchText(cmd.OutOrStdout(), raw, time.Now())
 		},
 	}
 	f := cmd.Flags()
@@ -78,6 +92,7 @@ result, blocked, page_full, gap, timeout) exits 0: branch on "reason".
 	f.StringVar(&screen, "screen", "", "stable screen lines to include (a count, or true/false)")
 	f.IntVar(&maxBytes, "max-bytes", 0, "bound on the printed response line")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"encoding/json"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"dlgt/rpc"
@@ -9,15 +12,35 @@ import (
 func newSessionListCommand(e *env) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:     "list [--all]",
-		Short:   "List Sessions (terminal ones too with --all)",
-		Example: `  dlgt session list --all --pretty`,
-		Args:    jsonArgs(cobra.NoArgs),
+		Use:   "list [--all]",
+		Short: "List Sessions (terminal ones too with --all)",
+		Long: `List Sessions (session.list): one JSON line by default; -o text prints an
+aligned table (alias or id, state, harness, title, and how long ago each was
+created and last changed).`,
+		Example: `  dlgt session list --all --pretty
+  dlgt session list -o text`,
+		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.callAndPrint(cmd, rpc.MethodSessionList, rpc.SessionListParams{All: all})
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			if !text {
+				return e.callAndPrint(cmd, rpc.MethodSessionList, rpc.SessionListParams{All: all})
+			}
+			raw, err := e.call(cmd.Context(), rpc.MethodSessionList, rpc.SessionListParams{All: all})
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			var res rpc.SessionListResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err))
+			}
+			return writeSessionTable(cmd.OutOrStdout(), res.Sessions, time.Now(), nil)
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include stopped and failed Sessions")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlgt/rpc"
+)
+
+// Output for people: JSON stays the default (agents and scripts parse it);
+// -o text prints the same answer as a table or a few readable lines.
+// Failures keep their one JSON line either way.
+
+// addOutputFlag registers -o/--output on a command people read.
+func addOutputFlag(cmd *cobra.Command) {
+	cmd.Flags().StringP("output", "o", "json", "output format: json (one JSON line, the default) or text (for people)")
+}
+
+// textOutput reports whether the command was asked for -o text; any value
+// other than json or text is a usage error.
+func textOutput(cmd *cobra.Command) (bool, error) {
+	v, _ := cmd.Flags().GetString("output")
+	switch v {
+	case "", "json":
+		return false, nil
+	case "text":
+		return true, nil
+	}
+	return false, usageError("--output must be json or text, not %q", v)
+}
+
+// relTime is how long ago ms (Unix milliseconds) was, for a person.
+func relTime(ms int64, now time.Time) string {
+	if ms <= 0 {
+		return "-"
+	}
+	d := now.Sub(time.UnixMilli(ms))
+	switch {
+	case d < 0:
+		return "now"
+	case d < 5*time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd ago", int(d/(24*time.Hour)))
+}
+
+// oneLine flattens s for a table cell, clipped to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// sessionName is how a person addresses a Session: its alias, else its id.
+func sessionName(s rpc.Session) string {
+	if s.Alias != "" {
+		return s.Alias
+	}
+	return s.ID
+}
+
+// writeSessionTable prints sessions as an aligned table; last, when set,
+// gives a Session's latest result summary (the LAST RESULT column).
+func writeSessionTable(w io.Writer, sessions []rpc.Session, now time.Time, last func(rpc.Session) string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := "SESSION\tSTATE\tHARNESS\tTITLE\tCREATED\tUPDATED"
+	if last != nil {
+		head += "\tLAST RESULT"
+	}
+	fmt.Fprintln(tw, head)
+	for _, s := range sessions {
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", sessionName(s), s.State, s.Harness, oneLine(s.Title, 40),
+			relTime(s.CreatedAtMS, now), relTime(s.UpdatedAtMS, now))
+		if last != nil {
+			line += "\t" + last(s)
+		}
+		fmt.Fprintln(tw, line)
+	}
+	if len(sessions) == 0 {
+		fmt.Fprintln(tw, "(no Sessions)")
+	}
+	return tw.Flush()
+}
+
+// resultSummary is one line about a result: "#3 completed: first words".
+func resultSummary(r *rpc.Result) string {
+	if r == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("#%d %s", r.ExecutionSeq, r.Status)
+	switch {
+	case r.Error != nil && r.Error.Message != "":
+		s += ": " + oneLine(r.Error.Message, 50)
+	case r.FinalText != nil && *r.FinalText != "":
+		s += ": " + oneLine(*r.FinalText, 50)
+	}
+	return s
+}
+
+// writeResultText prints a result for reading: a header line, then its
+// final_text (or error) as it is.
+func writeResultText(w io.Writer, r rpc.Result, now time.Time) {
+	fmt.Fprintf(w, "result #%d %s (%s)", r.ExecutionSeq, r.Status, relTime(r.CompletedAtMS, now))
+	if r.FinalTextComplete != nil && !*r.FinalTextComplete {
+		off := 0
+		if r.FinalTextOffset != nil {
+			off = *r.FinalTextOffset
+		}
+		fmt.Fprintf(w, " [final_text from byte %d, continued in the next fetch]", off)
+	}
+	fmt.Fprintln(w)
+	if r.Error != nil {
+		fmt.Fprintf(w, "error %s: %s\n", r.Error.Code, r.Error.Message)
+	}
+	if r.FinalText != nil && *r.FinalText != "" {
+		text := *r.FinalText
+		fmt.Fprint(w, text)
+		if !strings.HasSuffix(text, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+// writeFetchText prints a fetch document for a person: per Session its
+// state, events and results, then where to continue.
+func writeFetchText(w io.Writer, raw json.RawMessage, now time.Time) error {
+	var doc rpc.FetchDocument
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return err
+	}
+	for i, b := range doc.Sessions {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		s := b.Session
+		fmt.Fprintf(w, "%s  %s  %s  %q\n", sessionName(s), s.State, s.Harness, s.Title)
+		for _, ev := range b.Events {
+			line := fmt.Sprintf("  event %d %s", ev.Seq, ev.Type)
+			if ev.ExecutionSeq != 0 {
+				line += fmt.Sprintf(" #%d", ev.ExecutionSeq)
+			}
+			for _, extra := range []string{ev.Reason, ev.ResultStatus, ev.Tool, ev.Command} {
+				if extra != "" {
+					line += " " + oneLine(extra, 60)
+				}
+			}
+			fmt.Fprintln(w, line)
+		}
+		for _, r := range b.Results {
+			writeResultText(w, r, now)
+		}
+		for _, g := range b.Gaps {
+			fmt.Fprintf(w, "  gap: %s\n", oneLine(fmt.Sprint(g), 80))
+		}
+	}
+	fmt.Fprintf(w, "reason %s, cursor %s", doc.Reason, doc.Cursor)
+	if doc.HasMore {
+		fmt.Fprint(w, ", has_more: fetch again with this cursor")
+	}
+	fmt.Fprintln(w)
+	return nil
+}
