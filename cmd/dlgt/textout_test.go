@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +83,55 @@ func TestSessionFetchText(t *testing.T) {
 	if code != exitOK || strings.Contains(stdout, `"ok"`) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
+}
+
+// --watch redraws the table on each event and ends on Ctrl-C with 130; on a
+// terminal it draws on the alternate screen and restores the terminal.
+func TestSessionListWatch(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		got := watchOnce(t, tty)
+		if strings.Count(got, "LAST RESULT") < 2 || !strings.Contains(got, "#3 completed: LGTM") {
+			t.Fatalf("tty=%v frames:\n%q", tty, got)
+		}
+		if !tty && strings.Contains(got, "\x1b[") {
+			t.Fatalf("escape sequences without a terminal: %q", got)
+		}
+		if tty && (!strings.HasPrefix(got, "\x1b[?1049h\x1b[?25l") || !strings.HasSuffix(got, "\x1b[?25h\x1b[?1049l")) {
+			t.Fatalf("terminal not entered and restored: %q", got)
+		}
+	}
+}
+
+func watchOnce(t *testing.T, tty bool) string {
+	d := newFakeDaemon(t)
+	now := time.Now().UnixMilli()
+	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
+		{ID: "claude:1111", Alias: "review", Title: "Review", Harness: "claude", State: rpc.StateIdle, CreatedAtMS: now, UpdatedAtMS: now},
+	}})
+	text := "LGTM"
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:1111"}, Result: &rpc.Result{ExecutionSeq: 3, Status: "completed", FinalText: &text}})
+	d.set(rpc.MethodEventSubscribe, eventStream{lines: []string{`{"schema_version":1,"seq":9,"type":"session.idle","session_id":"claude:1111"}`}})
+	e, _, errb := cliEnv(t, d, nil, nil, "")
+	frames := &lineWriter{n: 9, done: make(chan struct{})}
+	if tty {
+		frames.n = 8
+		e.isTerminal = func(any) bool { return true }
+	}
+	e.stdout = frames
+	e.signals = make(chan os.Signal, 1)
+	arrived := frames.done // Write clears the field once it fires
+	done := make(chan int, 1)
+	go func() { done <- run([]string{"session", "list", "--watch"}, e) }()
+	select {
+	case <-arrived:
+	case code := <-done:
+		t.Fatalf("watch ended with %d: %q %q", code, frames.String(), errb)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no second frame: %q", frames.String())
+	}
+	e.signals <- os.Interrupt
+	if code := <-done; code != 130 {
+		t.Fatalf("exit %d after Ctrl-C", code)
+	}
+	return frames.String()
 }
