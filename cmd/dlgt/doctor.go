@@ -52,20 +52,33 @@ version it is; and that the state directory is owned by you with mode
 0700. A failed check carries a "fix" hint. A harness that is simply not
 installed is not a failure (it is only needed for --harness NAME); a
 version other than the tested one is reported in "detail" but is not a
-failure either. Exit status 1 when any check failed.`
+failure either. Exit status 1 when any check failed. -o text prints the checks as a
+checklist for people.`
 
 func newDoctorCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "doctor",
-		Short:   "Check harness binaries, the daemon socket and the state directory",
-		Long:    doctorLong,
-		Example: `  dlgt doctor --pretty`,
-		Args:    jsonArgs(cobra.NoArgs),
+		Use:   "doctor",
+		Short: "Check harness binaries, the daemon socket and the state directory",
+		Long:  doctorLong,
+		Example: `  dlgt doctor --pretty
+  dlgt doctor -o text`,
+		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
 			checks := e.doctor(cmd.Context())
 			ok := true
 			for _, c := range checks {
 				ok = ok && c.OK
+			}
+			if text {
+				writeDoctorText(cmd.OutOrStdout(), checks)
+				if !ok {
+					return exitStatus{exitError}
+				}
+				return nil
 			}
 			body, err := rpc.Marshal(struct {
 				OK     bool          `json:"ok"`
@@ -84,6 +97,7 @@ func newDoctorCommand(e *env) *cobra.Command {
 		},
 	}
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,16 +25,29 @@ Without --follow the retained events after --after (a global event seq) are
 printed and the command exits (at most 1,000 per call: continue with the
 last seq). With --follow the command subscribes and prints each event as it
 arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the usual
-{"ok":false,"error":{...}} line with its exit status.`,
+{"ok":false,"error":{...}} line with its exit status. -o text prints one
+readable line per event (local time printed, seq, type, Session, execution,
+reason or result); events carry no time of their own.`,
 		Example: `  dlgt events --session review --follow | my-notifier`,
 		Args:    jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			emit := func(line []byte) error {
+				if text {
+					return writeEventText(out, line, time.Now())
+				}
+				_, err := out.Write(append(line, '\n'))
+				return err
+			}
 			p := rpc.EventReadParams{Session: session}
 			if cmd.Flags().Changed("after") {
 				p.After = &after
 			}
 			ctx := cmd.Context()
-			out := cmd.OutOrStdout()
 			if !follow {
 				raw, err := e.call(ctx, rpc.MethodEventRead, p)
 				if err != nil {
@@ -48,7 +62,7 @@ arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the
 					if err != nil {
 						return err
 					}
-					if _, err := out.Write(append(line, '\n')); err != nil {
+					if err := emit(line); err != nil {
 						return err
 					}
 				}
@@ -71,7 +85,7 @@ arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the
 					}
 					return printFailure(cmd, err)
 				}
-				if _, err := out.Write(append(line, '\n')); err != nil {
+				if err := emit(line); err != nil {
 					return err
 				}
 			}
@@ -81,5 +95,6 @@ arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the
 	f.StringVar(&session, "session", "", "only this Session's events (id or alias)")
 	f.Uint64Var(&after, "after", 0, "print events with a greater seq")
 	f.BoolVar(&follow, "follow", false, "keep printing new events until interrupted")
+	addOutputFlag(cmd)
 	return cmd
 }

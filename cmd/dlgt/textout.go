@@ -174,3 +174,45 @@ func writeFetchText(w io.Writer, raw json.RawMessage, now time.Time) error {
 	fmt.Fprintln(w)
 	return nil
 }
+
+// writeDoctorText prints doctor's checks as a checklist: a mark, the name
+// and the detail, and under a failed check the fix.
+func writeDoctorText(w io.Writer, checks []doctorCheck) {
+	failed := 0
+	for _, c := range checks {
+		mark := "[ok]  "
+		if !c.OK {
+			mark = "[FAIL]"
+			failed++
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", mark, c.Name, c.Detail)
+		if !c.OK && c.Fix != "" {
+			fmt.Fprintf(w, "       fix: %s\n", c.Fix)
+		}
+	}
+	if failed == 0 {
+		fmt.Fprintln(w, "all checks passed")
+	} else {
+		fmt.Fprintf(w, "%d of %d checks failed\n", failed, len(checks))
+	}
+}
+
+// writeEventText prints one event for a person, stamped with the local time
+// it was printed (events carry no time of their own).
+func writeEventText(w io.Writer, line []byte, now time.Time) error {
+	var ev rpc.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return err
+	}
+	s := fmt.Sprintf("%s  %6d  %-22s %s", now.Format("15:04:05"), ev.Seq, ev.Type, ev.SessionID)
+	if ev.ExecutionSeq != 0 {
+		s += fmt.Sprintf(" #%d", ev.ExecutionSeq)
+	}
+	for _, extra := range []string{ev.Reason, ev.ResultStatus, ev.Tool, ev.Command} {
+		if extra != "" {
+			s += " " + oneLine(extra, 60)
+		}
+	}
+	_, err := fmt.Fprintln(w, s)
+	return err
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -134,4 +135,36 @@ func watchOnce(t *testing.T, tty bool) string {
 		t.Fatalf("exit %d after Ctrl-C", code)
 	}
 	return frames.String()
+}
+
+func TestDoctorText(t *testing.T) {
+	dir := t.TempDir()
+	home := dir + "/home"
+	os.Mkdir(home, 0o700)
+	os.Chmod(home, 0o755)
+	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": home, "PATH": dir}, "")
+	code, stdout := runCLI(t, e, out, "doctor", "-o", "text")
+	if code != exitError || !strings.Contains(stdout, "[FAIL] state_dir: "+home+" has mode 0755") ||
+		!strings.Contains(stdout, "       fix: chmod 700 "+home+"\n") || !strings.Contains(stdout, "[ok]   harness.claude: ") ||
+		!strings.HasSuffix(stdout, " checks failed\n") {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+}
+
+func TestEventsText(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodEventRead, []json.RawMessage{
+		json.RawMessage(`{"schema_version":1,"seq":5,"type":"session.busy","session_id":"claude:1","execution_seq":2}`),
+		json.RawMessage(`{"schema_version":1,"seq":6,"type":"session.blocked","session_id":"claude:1","execution_seq":2,"reason":"permission","tool":"Bash","command":"rm -rf build"}`),
+	})
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	code, stdout := runCLI(t, e, out, "events", "-o", "text")
+	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
+	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[0], "     5  session.busy") || !strings.HasSuffix(lines[1], "claude:1 #2 permission Bash rm -rf build") || lines[0][2] != ':' {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if _, stdout := runCLI(t, e, out, "events"); !strings.HasPrefix(stdout, `{"schema_version":1,"seq":5,`) {
+		t.Fatalf("default output %q", stdout)
+	}
 }
