@@ -135,7 +135,7 @@ func (o *launchOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.model, "model", "", "model id or alias")
 	f.StringVar(&o.effort, "effort", "", "reasoning effort")
 	f.StringArrayVar(&o.harnessOptions, "harness-option", nil, "harness CLI option KEY=VALUE (repeatable)")
-	f.BoolVar(&o.noAutoApprove, "no-auto-approve", false, "keep the harness's own permission default")
+	f.BoolVar(&o.noAutoApprove, "no-auto-approve", false, "keep the harness's own permission default: Codex may then ask for approval (the Session blocks); Claude Code's own default does not ask, add --harness-option permission-mode=default for its prompts")
 	f.DurationVar(&o.startupTimeout, "startup-timeout", 0, "how long to wait for the harness to start (e.g. 90s)")
 	f.StringVar(&o.profile, "profile", "", "launch profile from the profiles file")
 }

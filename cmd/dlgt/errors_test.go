@@ -231,3 +231,17 @@ func TestCLIDaemonStatusNoDaemon(t *testing.T) {
 		t.Fatalf("stale socket: exit %d, stdout %q", code, stdout)
 	}
 }
+
+func TestCreateHelpSaysWhatIsRequired(t *testing.T) {
+	e, out, _ := testEnv(t, nil, "")
+	code, stdout := runCLI(t, e, out, "session", "create", "--help")
+	for _, want := range []string{"Required: --harness", "--title, --request-id", "--harness-option permission-mode=default"} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Fatalf("create --help lacks %q:\n%s", want, stdout)
+		}
+	}
+	e, out, _ = testEnv(t, nil, "")
+	if _, stdout := runCLI(t, e, out, "session", "send", "--help"); !strings.Contains(stdout, "permission-mode=default for its prompts") {
+		t.Fatalf("send --help: --no-auto-approve does not say how to get Claude's prompts:\n%s", stdout)
+	}
+}

@@ -18,6 +18,16 @@ func newSessionCreateCommand(e *env) *cobra.Command {
 		Short: "Launch a harness in a new Session and submit the first prompt",
 		Long: `Launch a harness in a new Session and submit the first prompt.
 
+Required: --harness (unless --profile sets it), --title, --request-id, and
+the prompt, either after -- or on stdin with --stdin. Missing any of them is
+INVALID_ARGUMENT (exit 1) before the daemon is contacted.
+
+Permissions: by default the harness runs without asking (Claude Code in
+permission mode auto, Codex with approval_policy never). With
+--no-auto-approve Codex may ask and the Session blocks until someone answers
+(session attach); Claude Code's own default does not ask either, so add
+--harness-option permission-mode=default to get its prompts.
+
 The Session's environment is this client's environment, overlaid with the
 profile's environment; the profile's harness, model, effort and
 harness_options apply unless the flag is given explicitly (client environment
@@ -61,8 +71,8 @@ is kept). The receipt's cursor is where to start fetching.`,
 		},
 	}
 	opts.register(cmd)
-	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: claude or codex")
-	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: retrying with the same id and parameters replays the receipt")
+	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: claude or codex (required unless --profile sets it)")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key, required: retrying with the same id and parameters replays the receipt")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	addPretty(cmd)
 	return cmd
