@@ -263,6 +263,7 @@ func newRootCommand(e *env) *cobra.Command {
 	}{true, daemon.Version, daemon.Commit})
 	root.SetVersionTemplate(string(ver) + "\n")
 	markUsage(root)
+	e.registerCompletions(root)
 	return root
 }
 
