@@ -27,14 +27,20 @@ func flagErrorJSON(cmd *cobra.Command, err error) error {
 	return cliUsageError{err}
 }
 
+// usageFailure prints a usage error as the JSON failure (exit status 1),
+// with the command's usage on stderr.
+func usageFailure(cmd *cobra.Command, err error) error {
+	err = printFailure(cmd, err)
+	cmd.PrintErr(cmd.UsageString())
+	return err
+}
+
 // jsonArgs wraps a cobra positional-argument check so a violation is printed
 // as the JSON failure (exit status 1), with the usage on stderr.
 func jsonArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			err = printFailure(cmd, usageError("%v", err))
-			cmd.PrintErr(cmd.UsageString())
-			return err
+			return usageFailure(cmd, usageError("%v", err))
 		}
 		return nil
 	}

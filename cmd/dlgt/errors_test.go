@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"dlgt/rpc"
 )
 
@@ -243,5 +245,49 @@ func TestCreateHelpSaysWhatIsRequired(t *testing.T) {
 	e, out, _ = testEnv(t, nil, "")
 	if _, stdout := runCLI(t, e, out, "session", "send", "--help"); !strings.Contains(stdout, "permission-mode=default for its prompts") {
 		t.Fatalf("send --help: --no-auto-approve does not say how to get Claude's prompts:\n%s", stdout)
+	}
+}
+
+// Every command of the tree, at every level, answers an unknown flag with
+// the JSON failure (INVALID_ARGUMENT, exit 1) and its usage on stderr; every
+// command taking SESSION answers its absence the same way.
+func TestCLIEveryCommandUnknownFlagAndMissingArgument(t *testing.T) {
+	e0, _, _ := testEnv(t, nil, "")
+	var paths [][]string
+	var visit func(c *cobra.Command, path []string)
+	visit = func(c *cobra.Command, path []string) {
+		if c.Hidden || c.Name() == "help" {
+			return
+		}
+		paths = append(paths, path)
+		for _, sub := range c.Commands() {
+			visit(sub, append(append([]string(nil), path...), sub.Name()))
+		}
+	}
+	visit(newRootCommand(e0), nil)
+	if len(paths) < 20 {
+		t.Fatalf("only %d commands found", len(paths))
+	}
+	check := func(args []string, wantMsg string) {
+		t.Helper()
+		e, out, errb := testEnv(t, nil, "")
+		code := run(args, e)
+		line, usage := out.String(), errb.String()
+		if len(args) > 0 && args[0] == "rpc" {
+			line, usage, _ = strings.Cut(errb.String(), "\n")
+			if out.Len() != 0 {
+				t.Errorf("%v: rpc wrote %q on stdout", args, out)
+			}
+		}
+		if code != exitError || !strings.HasPrefix(line, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":`) ||
+			!strings.Contains(line, wantMsg) || !strings.Contains(usage, "Usage:") {
+			t.Errorf("%v: exit %d, line %q, stderr %q", args, code, line, usage)
+		}
+	}
+	for _, p := range paths {
+		check(append(append([]string(nil), p...), "--no-such-flag"), "unknown flag: --no-such-flag")
+		if sessionArgCommands["dlgt "+strings.Join(p, " ")] {
+			check(p, "")
+		}
 	}
 }

@@ -38,9 +38,9 @@ continue with, for a person.`,
 			var p rpc.SessionFetchParams
 			switch {
 			case all && len(args) > 0:
-				return printFailure(cmd, usageError("give SESSION or --all, not both"))
+				return usageFailure(cmd, usageError("give SESSION or --all, not both"))
 			case !all && len(args) == 0:
-				return printFailure(cmd, usageError("give SESSION or --all"))
+				return usageFailure(cmd, usageError("give SESSION or --all"))
 			case all:
 				p.All = true
 			default:
