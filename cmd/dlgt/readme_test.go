@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dlgt/pty"
+)
+
+// TestREADMEFirstExample runs the README's first example as written: its
+// code block, in order, in bash under a PTY, against the real pinned
+// Claude Code and the mock model server. The attach step is driven like a
+// person would: Enter on the permission prompt, Ctrl-] once the turn is done.
+// So the example cannot rot.
+func TestREADMEFirstExample(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, ".cache/harnesses/node_modules/@anthropic-ai/claude-code-linux-x64/claude")); err != nil {
+		t.Skip("the pinned claude CLI is not installed (.ci/install-harnesses)")
+	}
+	for _, tool := range []string{"bash", "jq", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "## First example")
+	_, rest, ok2 := strings.Cut(rest, "```sh\n")
+	block, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 || !strings.Contains(block, "dlgt session attach demo") {
+		t.Fatal("README.md has no first example with an attach step")
+	}
+	// On any way out, stop what the example started (it stops them itself
+	// when it runs to its end).
+	script := "trap 'exit 1' TERM HUP\n" +
+		"trap 'dlgt daemon stop >/dev/null 2>&1; kill %1 2>/dev/null' EXIT\n" +
+		block + "\necho README-EXAMPLE-DONE\n"
+	path := filepath.Join(t.TempDir(), "example.sh")
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	goEnv := func(k string) string {
+		out, _ := exec.Command("go", "env", k).Output()
+		return strings.TrimSpace(string(out))
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm-256color", "LANG=C.UTF-8",
+		"GOCACHE=" + goEnv("GOCACHE"), "GOMODCACHE=" + goEnv("GOMODCACHE"), "GOPATH=" + goEnv("GOPATH"),
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local"}
+	p, err := pty.Start(pty.Options{Argv: []string{"bash", "--norc", "--noprofile", path}, Env: env, Dir: root, Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var mu sync.Mutex
+	var out bytes.Buffer
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := p.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	output := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return out.String()
+	}
+	// waitFor waits for what in the output with terminal escapes and
+	// whitespace removed (a TUI positions words with cursor moves), after
+	// position after of that squashed text, and returns where it ends.
+	waitFor := func(what string, after int, limit time.Duration) int {
+		t.Helper()
+		needle := squash(what)
+		find := func() int {
+			s := squash(output())
+			if len(s) > after {
+				if i := strings.Index(s[after:], needle); i >= 0 {
+					return after + i + len(needle)
+				}
+			}
+			return -1
+		}
+		for deadline := time.Now().Add(limit); ; time.Sleep(100 * time.Millisecond) {
+			if i := find(); i >= 0 {
+				return i
+			}
+			select {
+			case <-p.Done():
+				time.Sleep(200 * time.Millisecond)
+				if i := find(); i >= 0 {
+					return i
+				}
+				t.Fatalf("the example ended before %q:\n%s", what, output())
+			default:
+			}
+			if time.Now().After(deadline) {
+				p.Terminate(5 * time.Second)
+				t.Fatalf("no %q within %v:\n%s", what, limit, output())
+			}
+		}
+	}
+	// Up to the attach: the turn stopped at Claude Code's permission prompt.
+	at := waitFor("SESSION_BLOCKED", 0, 5*time.Minute)
+	at = waitFor("Do you want to proceed?", at, 2*time.Minute)
+	time.Sleep(300 * time.Millisecond)
+	p.Write([]byte("\r")) // Enter picks "Yes"
+	// The repainted screen shows the reply once the turn has finished.
+	at = waitFor("Wrote the date to now.txt.", at, 2*time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	p.Write([]byte{0x1d}) // Ctrl-] detaches
+	at = waitFor(`"end":"detached"`, at, time.Minute)
+	at = waitFor("README-EXAMPLE-DONE", at, 5*time.Minute)
+	select {
+	case <-p.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("bash did not exit after the example")
+	}
+	if st := p.Wait(); st.Code != 0 {
+		t.Fatalf("the example exited %v:\n%s", st, output())
+	}
+	// What the README's comments promise, in order.
+	s := output()
+	for _, want := range []string{
+		"blocked\r\n",                        // fetch ... | jq -r .reason
+		`"code":"SESSION_BLOCKED"`,           // send while blocked
+		`"end":"detached"`,                   // attach, after Ctrl-]
+		"\r\nWrote the date to now.txt.\r\n", // session read ... final_text
+		"session.blocked\r\n",                // events | jq -r .type
+		"thanks, all done?",                  // the follow-up's final_text
+		`{"ok":true,"stopped":true}`,         // daemon stop
+	} {
+		i := strings.Index(s, want)
+		if i < 0 {
+			t.Fatalf("the example's output lacks %q:\n%s", want, s)
+		}
+		s = s[i+len(want):]
+	}
+	_ = at
+}
+
+// squash drops terminal escape sequences and all whitespace from s.
+func squash(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == 0x1b && i+1 < len(s) && s[i+1] == '[':
+			i += 2
+			for i < len(s) && (s[i] < 0x40 || s[i] > 0x7e) {
+				i++
+			}
+		case c == 0x1b && i+1 < len(s) && s[i+1] == ']':
+			for i < len(s) && s[i] != 0x07 && !(s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\') {
+				i++
+			}
+		case c == 0x1b:
+			i++
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
