@@ -51,6 +51,15 @@ func (e *env) connectConn(ctx context.Context) (net.Conn, error) {
 		return nil, perr
 	}
 	if e.getenv("DLGT_SOCKET") != "" || noAuto {
+		// Say what was tried and what to do instead of starting a daemon.
+		var re *rpc.Error
+		if errors.As(err, &re) && re.Code == rpc.CodeRPCUnavailable {
+			why := "DLGT_NO_AUTOSTART is true, so none was started: run `dlgt daemon` (with the same DLGT_HOME), or unset DLGT_NO_AUTOSTART"
+			if e.getenv("DLGT_SOCKET") != "" {
+				why = "DLGT_SOCKET pins this socket, so none was started: start the daemon that serves it, or unset DLGT_SOCKET"
+			}
+			return nil, &rpc.Error{Code: re.Code, Message: re.Message + "; " + why}
+		}
 		return nil, err
 	}
 	if err := e.startDaemon(p); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -289,5 +290,23 @@ func TestCLIEveryCommandUnknownFlagAndMissingArgument(t *testing.T) {
 		if sessionArgCommands["dlgt "+strings.Join(p, " ")] {
 			check(p, "")
 		}
+	}
+}
+
+// RPC_UNAVAILABLE without auto-start says which socket was tried, why no
+// daemon was started, and what to do.
+func TestCLIRPCUnavailableSaysWhatToDo(t *testing.T) {
+	vars := map[string]string{}
+	e, out, _ := testEnv(t, vars, "")
+	code, stdout := runCLI(t, e, out, "session", "list")
+	if code != exitError || !strings.Contains(stdout, vars["DLGT_HOME"]+"/run/") || !strings.Contains(stdout, "DLGT_NO_AUTOSTART is true") || !strings.Contains(stdout, "dlgt daemon") {
+		t.Fatalf("exit %d, %q", code, stdout)
+	}
+	sock := filepath.Join(t.TempDir(), "pinned.sock")
+	vars = map[string]string{"DLGT_SOCKET": sock}
+	e, out, _ = testEnv(t, vars, "")
+	vars["DLGT_NO_AUTOSTART"] = ""
+	if code, stdout := runCLI(t, e, out, "session", "list"); code != exitError || !strings.Contains(stdout, sock) || !strings.Contains(stdout, "DLGT_SOCKET pins this socket") {
+		t.Fatalf("exit %d, %q", code, stdout)
 	}
 }
