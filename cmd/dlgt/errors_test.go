@@ -40,6 +40,7 @@ func TestCLIErrorShapes(t *testing.T) {
 		{"argument to version", []string{"version", "extra"}, rpc.CodeInvalidArgument, "dlgt version"},
 		{"argument to events", []string{"events", "extra"}, rpc.CodeInvalidArgument, "dlgt events"},
 		{"unknown shell", []string{"completion", "tcsh"}, rpc.CodeInvalidArgument, "dlgt completion"},
+		{"unknown help topic", []string{"help", "bogus"}, rpc.CodeInvalidArgument, "dlgt help"},
 		{"daemon down", []string{"session", "list"}, rpc.CodeRPCUnavailable, ""},
 		{"daemon down, events", []string{"events"}, rpc.CodeRPCUnavailable, ""},
 		{"daemon down, read", []string{"session", "read", "review"}, rpc.CodeRPCUnavailable, ""},

@@ -254,6 +254,21 @@ func newRootCommand(e *env) *cobra.Command {
 			}
 		}
 	}
+	// help for a command that does not exist is a usage error too.
+	root.InitDefaultHelpCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "help" {
+			c.RunE = func(cmd *cobra.Command, args []string) error {
+				target, rest, err := cmd.Root().Find(args)
+				if err != nil || target == nil || len(rest) > 0 {
+					return cliUsageError{fmt.Errorf("unknown help topic %q", strings.Join(args, " "))}
+				}
+				target.InitDefaultHelpFlag()
+				return target.Help()
+			}
+			c.Run = nil
+		}
+	}
 	// dlgt --version prints what dlgt version prints.
 	root.Version = daemon.Version
 	ver, _ := json.Marshal(struct {
