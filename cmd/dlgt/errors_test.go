@@ -311,3 +311,32 @@ func TestCLIRPCUnavailableSaysWhatToDo(t *testing.T) {
 		t.Fatalf("exit %d, %q", code, stdout)
 	}
 }
+
+// With no daemon (and auto-start off), every command that needs one fails
+// the same way: RPC_UNAVAILABLE as the JSON line, exit 1, no usage.
+func TestCLIEveryCommandDaemonDown(t *testing.T) {
+	for _, args := range [][]string{
+		{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--", "hi"},
+		{"session", "send", "review", "--request-id", "r", "--", "hi"},
+		{"session", "fetch", "review"}, {"session", "fetch", "--all"}, {"session", "read", "review"},
+		{"session", "list"}, {"session", "list", "-o", "text"}, {"session", "list", "--watch"},
+		{"session", "cancel", "review"}, {"session", "stop", "review"}, {"session", "restart", "review"},
+		{"events"}, {"events", "--follow"}, {"scrollback", "review"}, {"models", "--harness", "codex"},
+		{"harnesses"}, {"daemon", "stop"},
+	} {
+		e, out, errb := testEnv(t, nil, "")
+		code, stdout := runCLI(t, e, out, args...)
+		if code != exitError || !strings.HasPrefix(stdout, `{"ok":false,"error":{"code":"RPC_UNAVAILABLE"`) || strings.Count(stdout, "\n") != 1 || strings.Contains(errb.String(), "Usage:") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
+		}
+	}
+	// transcript --raw keeps stdout for the bytes: its failure line is on
+	// stderr; rpc --stdio likewise.
+	for _, args := range [][]string{{"transcript", "review", "--raw"}, {"rpc", "--stdio"}} {
+		e, out, errb := testEnv(t, nil, "")
+		code, stdout := runCLI(t, e, out, args...)
+		if code != exitError || stdout != "" || !strings.Contains(errb.String(), "RPC_UNAVAILABLE") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
+		}
+	}
+}
