@@ -25,7 +25,7 @@ text. Page backwards by passing the returned "before" to --before.`,
 			return e.callAndPrint(cmd, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: args[0], Lines: lines, Before: before})
 		},
 	}
-	cmd.Flags().IntVar(&lines, "lines", 0, "lines to return (daemon default if unset)")
+	cmd.Flags().IntVar(&lines, "lines", 0, "how many of the newest rows to return (default 100; the daemon clamps to 1..10,000)")
 	cmd.Flags().StringVar(&before, "before", "", "page position returned by the previous call")
 	addPretty(cmd)
 	return cmd
