@@ -352,6 +352,7 @@ func (s *session) startExecLocked(prompt string) *execution {
 	e := &execution{seq: s.rec.LastExecSeq, prompt: prompt, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
 	s.exec = e
 	s.rec.ActiveExec = &execRecord{Seq: e.seq, StartedAtMS: e.startedAt.UnixMilli()}
+	s.markUsageStartLocked(e)
 	return e
 }
 

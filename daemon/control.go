@@ -42,6 +42,10 @@ func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.R
 		// the commit hook takes).
 		s.rows.Flush()
 	}
+	if ev.Kind == harness.KindStop {
+		// Its usage is read from the transcript, which may lag the hook.
+		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
+	}
 	ack.Accepted = rt.applyEvidence(s, p.LaunchID, ev)
 	return ack, nil
 }
@@ -125,6 +129,9 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 		e.confirm()
+		if e.turnID == "" {
+			e.turnID = ev.TurnID
+		}
 		if ev.Kind == harness.KindStop {
 			text, source := rt.finalText(s, e, ev)
 			rt.endTurnLocked(s, rpc.StatusCompleted, text, source, nil)

@@ -196,6 +196,7 @@ func (e *e2eClaude) expectText(t *testing.T, id, cursor, want string, seq uint64
 	if res.Status != rpc.StatusCompleted || res.FinalTextSource != rpc.TextSourceHook || res.FinalText == nil || *res.FinalText != want || res.ExecutionSeq != seq {
 		t.Fatalf("result = %+v text=%q, want %q from the hook for execution %d", res, derefText(&res), want, seq)
 	}
+	wantUsage(t, "result", &res, mockUsage(want))
 	return res
 }
 
@@ -317,6 +318,7 @@ func TestClaudeE2E(t *testing.T) {
 			if doc.Reason != rpc.ReasonResult {
 				t.Fatalf("reason = %q", doc.Reason)
 			}
+			wantUsage(t, "first result", &res, mockUsage(want))
 			if n := e.waitPrompt(t, prompt); n != 1 {
 				t.Fatalf("mock saw the prompt %d times", n)
 			}

@@ -176,6 +176,7 @@ func TestCodexE2E(t *testing.T) {
 			if doc.Reason != rpc.ReasonResult {
 				t.Fatalf("reason = %q", doc.Reason)
 			}
+			wantUsage(t, "first result", &res, mockUsage(want))
 			if n := e.waitPrompt(t, prompt); n != 1 {
 				t.Fatalf("mock saw the prompt %d times", n)
 			}

@@ -307,6 +307,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	res := &rpc.Result{
 		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
 		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
+		Usage: rt.execUsageLocked(s, e),
 	}
 	if status == rpc.StatusCompleted || text != "" {
 		t := text

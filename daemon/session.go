@@ -61,6 +61,10 @@ type execution struct {
 	// turnID is the provider's id for this turn, from the evidence that
 	// confirmed the prompt, when it gives one (s.mu).
 	turnID string
+	// usagePath and usageFrom are the provider transcript and its size
+	// when the execution started, if it was known then (see usage.go).
+	usagePath string
+	usageFrom int64
 }
 
 func (e *execution) confirm() { e.submittedOnce.Do(func() { close(e.submitted) }) }

@@ -1,6 +1,10 @@
 package rpc
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
 
 // SchemaVersion is the version of the fetch document and of lifecycle events.
 const SchemaVersion = 1
@@ -221,7 +225,8 @@ type ResultError struct {
 
 // Result is a retained execution result. FinalTextOffset and
 // FinalTextComplete appear only in fetch documents, where long texts are
-// chunked.
+// chunked. Usage is null or a Usage object, kept as raw JSON (decode it
+// with DecodeUsage).
 type Result struct {
 	ExecutionSeq      uint64          `json:"execution_seq"`
 	Status            string          `json:"status"`
@@ -233,6 +238,53 @@ type Result struct {
 	StartedAtMS       int64           `json:"started_at_ms"`
 	CompletedAtMS     int64           `json:"completed_at_ms"`
 	Usage             json.RawMessage `json:"usage"`
+}
+
+// Usage is what one execution cost, summed over the model requests its
+// turn made as the harness recorded them in the Session's own transcript
+// (Claude Code's per-message usage, Codex's per-response token records),
+// in one shape for both harnesses:
+//
+//   - InputTokens: input tokens neither read from nor written to the
+//     prompt cache (Codex's input_tokens counts its cached tokens too; they
+//     are taken out here);
+//   - CacheReadInputTokens, CacheCreationInputTokens: input read from and
+//     written to the prompt cache;
+//   - OutputTokens: generated tokens, reasoning included;
+//   - ReasoningOutputTokens: the part of OutputTokens spent reasoning
+//     (Claude's thinking tokens, Codex's reasoning_output_tokens);
+//   - TotalTokens: InputTokens + CacheReadInputTokens +
+//     CacheCreationInputTokens + OutputTokens;
+//   - Requests: the model requests (responses) counted.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	ReasoningOutputTokens    int64 `json:"reasoning_output_tokens"`
+	TotalTokens              int64 `json:"total_tokens"`
+	Requests                 int64 `json:"requests"`
+}
+
+// JSON is u as a result's usage value: null for a nil Usage.
+func (u *Usage) JSON() json.RawMessage {
+	if u == nil {
+		return json.RawMessage("null")
+	}
+	data, _ := json.Marshal(u)
+	return data
+}
+
+// DecodeUsage reads a result's usage value: nil for null or absent.
+func DecodeUsage(raw json.RawMessage) (*Usage, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return nil, nil
+	}
+	var u Usage
+	if err := json.Unmarshal(raw, &u); err != nil {
+		return nil, fmt.Errorf("usage is not a usage object: %v", err)
+	}
+	return &u, nil
 }
 
 // Event is a normalized lifecycle event.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // transcriptPath is where Claude Code keeps a session's transcript:
@@ -19,6 +20,9 @@ func transcriptPath(home, cwd, id string) string {
 }
 
 var projectDirRE = regexp.MustCompile(`[^a-zA-Z0-9]`)
+
+// mockChunk is mockapi.DefaultChunk, the runes per streamed delta.
+const mockChunk = 16
 
 // transcript appends conversation entries, one JSON object per line, in a
 // simplified form of Claude's own transcript. The file is created with the
@@ -102,16 +106,31 @@ func (t *transcript) user(content any, promptID string) error {
 	return t.append(e)
 }
 
-// assistant records an assistant text message.
+// assistant records an assistant text message with the usage Claude Code
+// writes for it: mockapi's figures for a streamed reply (input_tokens 10,
+// output_tokens one per 16-rune delta plus one). An API error is a message
+// Claude Code makes up itself: model "<synthetic>", all figures zero.
 func (t *transcript) assistant(text string, apiError bool) error {
+	model, in, out := t.model, 10, (utf8.RuneCountInString(text)+mockChunk-1)/mockChunk+1
+	if apiError {
+		model, in, out = "<synthetic>", 0, 0
+	}
 	msg := obj{
 		{"id", "msg_" + randHex(12)},
 		{"type", "message"},
 		{"role", "assistant"},
-		{"model", t.model},
+		{"model", model},
 		{"content", []obj{{{"type", "text"}, {"text", text}}}},
 		{"stop_reason", "end_turn"},
 		{"stop_sequence", nil},
+		{"usage", obj{
+			{"input_tokens", in},
+			{"cache_creation_input_tokens", 0},
+			{"cache_read_input_tokens", 0},
+			{"output_tokens", out},
+			{"output_tokens_details", obj{{"thinking_tokens", 0}}},
+			{"service_tier", "standard"},
+		}},
 	}
 	e := t.entry("assistant").with("message", msg)
 	if apiError {
