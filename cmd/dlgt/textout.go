@@ -126,6 +126,9 @@ func writeResultText(w io.Writer, r rpc.Result, now time.Time) {
 	if r.Error != nil {
 		fmt.Fprintf(w, "error %s: %s\n", r.Error.Code, r.Error.Message)
 	}
+	if u, _ := rpc.DecodeUsage(r.Usage); u != nil {
+		fmt.Fprintf(w, "usage %s\n", usageText(r.Usage))
+	}
 	if r.FinalText != nil && *r.FinalText != "" {
 		text := *r.FinalText
 		fmt.Fprint(w, text)
