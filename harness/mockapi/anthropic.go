@@ -33,8 +33,9 @@ type anthropicMessage struct {
 }
 
 type anthropicBlock struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type    string          `json:"type"`
+	Text    string          `json:"text"`
+	Content json.RawMessage `json:"content"` // tool_result: a string or a list of blocks
 }
 
 // blocks decodes a message's content, turning the string form into one text
@@ -71,8 +72,26 @@ func hasToolResult(m anthropicMessage) bool {
 	return false
 }
 
-// classify finds the kind of request and the prompt that drives it.
-func (req *anthropicRequest) classify() (RequestKind, string) {
+// toolResults returns the texts of the tool_result blocks in the messages
+// after index from, oldest first.
+func (req *anthropicRequest) toolResults(from int) []string {
+	var out []string
+	for _, m := range req.Messages[from+1:] {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.blocks() {
+			if b.Type == "tool_result" {
+				out = append(out, textOf(b.Content))
+			}
+		}
+	}
+	return out
+}
+
+// classify finds the kind of request, the prompt that drives it and the
+// index of the prompt's message (-1 when there is none).
+func (req *anthropicRequest) classify() (RequestKind, string, int) {
 	last := -1
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == "user" {
@@ -81,7 +100,7 @@ func (req *anthropicRequest) classify() (RequestKind, string) {
 		}
 	}
 	if last < 0 {
-		return KindOther, ""
+		return KindOther, "", -1
 	}
 	kind := KindPrompt
 	switch {
@@ -96,10 +115,10 @@ func (req *anthropicRequest) classify() (RequestKind, string) {
 			continue
 		}
 		if p, ok := anthropicPrompt(m); ok {
-			return kind, p
+			return kind, p, i
 		}
 	}
-	return kind, ""
+	return kind, "", -1
 }
 
 func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []byte) Request {
@@ -120,7 +139,11 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		writeJSON(w, rec.Status, anthropicError(rec.Status, "mockapi: "+err.Error()))
 		return rec
 	}
-	rec.Kind, rec.Prompt = req.classify()
+	var at int
+	rec.Kind, rec.Prompt, at = req.classify()
+	if rec.Kind == KindToolResult && at >= 0 {
+		rec.ToolResults = req.toolResults(at)
+	}
 	model := req.Model
 	if model == "" {
 		model = "mock-model"
@@ -132,7 +155,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 			text = `{"title":"Mock session"}`
 		}
 		rec.Status = http.StatusOK
-		s.streamAnthropic(w, r, model, Reply{Text: text}, false)
+		s.streamAnthropic(w, r, model, Reply{Text: text}, nil)
 		return rec
 	}
 
@@ -147,17 +170,32 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		return rec
 	}
 	rec.Status = http.StatusOK
-	s.streamAnthropic(w, r, model, reply, rec.Kind == KindPrompt && reply.Tool != "")
+	var call *ToolCall
+	switch {
+	case reply.Agent != nil:
+		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
+	case rec.Kind == KindPrompt && reply.Tool != "":
+		call = &ToolCall{Name: "Bash", Input: obj{"command": reply.Tool, "description": "mockapi tool call"}}
+	}
+	if call != nil && call.Name == ShellTool {
+		call = &ToolCall{Name: "Bash", Input: obj{"command": call.Input["command"], "description": "mockapi tool call"}}
+	}
+	s.streamAnthropic(w, r, model, reply, call)
 	return rec
 }
 
-// streamAnthropic streams one assistant message: the reply's text, or a Bash
-// tool_use for reply.Tool when toolCall is set.
-func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, model string, reply Reply, toolCall bool) {
+// streamAnthropic streams one assistant message: the reply's text, or a
+// tool_use of call when it is not nil.
+func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, model string, reply Reply, call *ToolCall) {
 	e := startSSE(w, r)
+	toolCall := call != nil
 	var pieces []string
 	if toolCall {
-		in, _ := json.Marshal(obj{"command": reply.Tool, "description": "mockapi tool call"})
+		input := call.Input
+		if input == nil {
+			input = obj{}
+		}
+		in, _ := json.Marshal(input)
 		pieces = chunks(string(in), reply.Chunk)
 	} else {
 		pieces = chunks(reply.Text, reply.Chunk)
@@ -170,7 +208,7 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, model s
 	block := obj{"type": "text", "text": ""}
 	stop := "end_turn"
 	if toolCall {
-		block = obj{"type": "tool_use", "id": s.nextID("toolu_mock"), "name": "Bash", "input": obj{}}
+		block = obj{"type": "tool_use", "id": s.nextID("toolu_mock"), "name": call.Name, "input": obj{}}
 		stop = "tool_use"
 	}
 	e.event("message_start", obj{"type": "message_start", "message": msg})

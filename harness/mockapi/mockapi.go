@@ -61,6 +61,16 @@ type Reply struct {
 	// Failures limits Status to the first Failures requests matching the
 	// rule; later ones are answered normally. Zero means every request fails.
 	Failures int
+
+	// Agent, when set, scripts the whole turn like a model calling tools
+	// (Tool and Text are then ignored). It is called for every request of
+	// the turn with the texts of the tool results the CLI sent back in this
+	// turn so far (oldest first, each one string: its text blocks joined by
+	// newlines) and returns the next call, or nil and the final text (empty:
+	// the default text). The step is the number of tool results after the
+	// turn's prompt, so the mock keeps no state and a retried request gets
+	// the same answer. At most MaxAgentSteps calls are made per turn.
+	Agent func(results []string) (next *ToolCall, final string)
 }
 
 // DefaultChunk is the default number of runes per streamed text delta.
@@ -146,6 +156,9 @@ type Request struct {
 	// Prompt is the text of the latest user prompt in the request, exactly
 	// as sent (for KindToolResult, the prompt that started the turn).
 	Prompt string
+	// ToolResults are the texts of the tool results after the turn's prompt
+	// (KindToolResult), oldest first, as handed to Reply.Agent.
+	ToolResults []string
 	// Status is the HTTP status the mock answered with.
 	Status int
 }

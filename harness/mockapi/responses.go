@@ -26,6 +26,7 @@ type responsesItem struct {
 	Type    string          `json:"type"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"` // a string or a list of parts
+	Output  json.RawMessage `json:"output"`  // function_call_output: a string or a list of parts
 }
 
 type responsesPart struct {
@@ -71,15 +72,16 @@ func responsesPrompt(it responsesItem) (string, bool) {
 	return "", false
 }
 
-// classify finds the kind of request and the prompt that drives it.
-func (req *responsesRequest) classify() (RequestKind, string) {
+// classify finds the kind of request, the prompt that drives it and the
+// texts of the function_call_output items after the prompt, oldest first.
+func (req *responsesRequest) classify() (RequestKind, string, []string) {
 	var s string
 	if json.Unmarshal(req.Input, &s) == nil {
-		return KindPrompt, s
+		return KindPrompt, s, nil
 	}
 	var items []responsesItem
 	if json.Unmarshal(req.Input, &items) != nil {
-		return KindOther, ""
+		return KindOther, "", nil
 	}
 	kind := KindPrompt
 	if len(req.Tools) == 0 {
@@ -92,11 +94,17 @@ func (req *responsesRequest) classify() (RequestKind, string) {
 			kind = KindToolResult
 		case it.Type == "message" && it.Role == "user":
 			if p, ok := responsesPrompt(it); ok {
-				return kind, p
+				var results []string
+				for _, after := range items[i+1:] {
+					if after.Type == "function_call_output" {
+						results = append(results, textOf(after.Output))
+					}
+				}
+				return kind, p, results
 			}
 		}
 	}
-	return kind, ""
+	return kind, "", nil
 }
 
 func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) Request {
@@ -112,14 +120,18 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		writeJSON(w, rec.Status, responsesError(rec.Status, "mockapi: "+err.Error()))
 		return rec
 	}
-	rec.Kind, rec.Prompt = req.classify()
+	var results []string
+	rec.Kind, rec.Prompt, results = req.classify()
+	if rec.Kind == KindToolResult {
+		rec.ToolResults = results
+	}
 	model := req.Model
 	if model == "" {
 		model = "mock-model"
 	}
 	if rec.Kind == KindTitle {
 		rec.Status = http.StatusOK
-		s.streamResponses(w, r, model, Reply{Text: "Mock session"}, false)
+		s.streamResponses(w, r, model, Reply{Text: "Mock session"}, nil)
 		return rec
 	}
 	reply, fail := s.reply(rec.Prompt)
@@ -133,13 +145,23 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 		return rec
 	}
 	rec.Status = http.StatusOK
-	s.streamResponses(w, r, model, reply, rec.Kind == KindPrompt && reply.Tool != "")
+	var call *ToolCall
+	switch {
+	case reply.Agent != nil:
+		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
+	case rec.Kind == KindPrompt && reply.Tool != "":
+		c := Shell(reply.Tool)
+		call = &c
+	}
+	s.streamResponses(w, r, model, reply, call)
 	return rec
 }
 
 // streamResponses streams one response: a message with the reply's text, or
-// an exec_command function_call for reply.Tool when toolCall is set.
-func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, model string, reply Reply, toolCall bool) {
+// a function_call for call when it is not nil (ShellTool: exec_command, with
+// reply.Escalated honoured; "mcp__<server>__<tool>": <tool> in namespace
+// "mcp__<server>").
+func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, model string, reply Reply, call *ToolCall) {
 	e := startSSE(w, r)
 	respID := s.nextID("resp_mock")
 	resp := obj{
@@ -151,14 +173,22 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, model s
 
 	var item obj
 	var pieces []string
-	if toolCall {
-		args := obj{"cmd": reply.Tool}
-		if reply.Escalated {
-			args["sandbox_permissions"] = "require_escalated"
-			args["justification"] = "mockapi asks to run this outside the sandbox"
+	if call != nil {
+		name, namespace, args := call.Name, "", obj(call.Input)
+		if args == nil {
+			args = obj{}
+		}
+		if name == ShellTool {
+			name, args = "exec_command", obj{"cmd": call.Input["command"]}
+			if reply.Escalated {
+				args["sandbox_permissions"] = "require_escalated"
+				args["justification"] = "mockapi asks to run this outside the sandbox"
+			}
+		} else if ns, tool, ok := splitMCP(name); ok {
+			name, namespace = tool, ns
 		}
 		b, _ := json.Marshal(args)
-		item, pieces = s.responsesCall(e, string(b), reply)
+		item, pieces = s.responsesCall(e, name, namespace, string(b), reply)
 	} else {
 		item, pieces = s.responsesMessage(e, reply)
 	}
@@ -207,11 +237,15 @@ func (s *Server) responsesMessage(e *sse, reply Reply) (obj, []string) {
 	return item, pieces
 }
 
-// responsesCall streams an exec_command function_call item with the given
-// JSON arguments and returns the finished item and the deltas sent.
-func (s *Server) responsesCall(e *sse, args string, reply Reply) (obj, []string) {
+// responsesCall streams a function_call item of the named function (in
+// namespace, when not empty) with the given JSON arguments and returns the
+// finished item and the deltas sent.
+func (s *Server) responsesCall(e *sse, name, namespace, args string, reply Reply) (obj, []string) {
 	id, callID := s.nextID("fc_mock"), s.nextID("call_mock")
-	item := obj{"type": "function_call", "id": id, "call_id": callID, "name": "exec_command", "arguments": "", "status": "in_progress"}
+	item := obj{"type": "function_call", "id": id, "call_id": callID, "name": name, "arguments": "", "status": "in_progress"}
+	if namespace != "" {
+		item["namespace"] = namespace
+	}
 	e.event("response.output_item.added", obj{"type": "response.output_item.added", "output_index": 0, "item": item})
 	pieces := chunks(args, reply.Chunk)
 	for _, p := range pieces {
@@ -223,7 +257,10 @@ func (s *Server) responsesCall(e *sse, args string, reply Reply) (obj, []string)
 	e.event("response.function_call_arguments.done", obj{
 		"type": "response.function_call_arguments.done", "item_id": id, "output_index": 0, "arguments": args,
 	})
-	done := obj{"type": "function_call", "id": id, "call_id": callID, "name": "exec_command", "arguments": args, "status": "completed"}
+	done := obj{"type": "function_call", "id": id, "call_id": callID, "name": name, "arguments": args, "status": "completed"}
+	if namespace != "" {
+		done["namespace"] = namespace
+	}
 	e.event("response.output_item.done", obj{"type": "response.output_item.done", "output_index": 0, "item": done})
 	return done, pieces
 }
