@@ -67,6 +67,8 @@ read-only. The daemon is started when none runs, as for every client command.
 --wait-max bounds one wait call; keep it under the leader harness's own tool
 limits (Claude Code backgrounds a call still running after 120 s; Codex cuts
 one at 300 s).`,
+		Example: `  mapfile -t args < <(dlgt mcp config --claude --approve) && claude "${args[@]}"
+  dlgt mcp --wait-max 60s   # what the leader's harness runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if waitMax < time.Second || waitMax > mcpWaitCeiling {
