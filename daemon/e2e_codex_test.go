@@ -75,6 +75,29 @@ func noCodexLeft(t testing.TB, mark string, grace time.Duration) {
 	}
 }
 
+// writeCodexConfig writes a config.toml in codexHome that runs Codex
+// offline against the mock Responses API at url (key in MOCK_API_KEY), and
+// returns its text and path.
+func writeCodexConfig(t *testing.T, codexHome, url string) (string, string) {
+	t.Helper()
+	config := fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, url)
+	cfgPath := filepath.Join(codexHome, "config.toml")
+	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return config, cfgPath
+}
+
 func startE2ECodex(t *testing.T, script mockapi.Script) (*e2eClaude, string) {
 	t.Helper()
 	bin := e2eCodexBin(t)
@@ -86,21 +109,7 @@ func startE2ECodex(t *testing.T, script mockapi.Script) (*e2eClaude, string) {
 	home := t.TempDir()
 	// The "user's" CODEX_HOME: dlgt must leave config.toml as it is.
 	codexHome := t.TempDir()
-	config := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "mock"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`, mock.URL())
-	cfgPath := filepath.Join(codexHome, "config.toml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config, cfgPath := writeCodexConfig(t, codexHome, mock.URL())
 	t.Cleanup(func() {
 		// Codex itself records its first TUI start (a screen-reader probe)
 		// in config.toml, a -c override does not stop it, and it does the
