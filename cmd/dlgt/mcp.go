@@ -361,12 +361,10 @@ func (t *mcpTools) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitIn) 
 	}
 	if out.Status == "" {
 		switch {
-		case len(out.Results) > 0 && out.Session.State != rpc.StateBusy && out.Session.State != rpc.StateCanceling:
+		case len(out.Results) > 0:
 			out.Status = out.Results[len(out.Results)-1].Status
 		case out.Session.State == rpc.StateBlocked:
 			out.Status = rpc.StateBlocked
-		case len(out.Results) > 0:
-			out.Status = out.Results[len(out.Results)-1].Status
 		default:
 			out.Status = "running"
 		}
