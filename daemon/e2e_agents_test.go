@@ -102,7 +102,7 @@ func mcpLeaderPlan(harness string) func([]string) (*mockapi.ToolCall, string) {
 		}
 		i := 2
 		// waitFor calls wait until the result of execution seq is in.
-		waitFor := func(seq int) (*mockapi.ToolCall, string, bool) {
+		waitFor := func(seq int) (*mockapi.ToolCall, bool) {
 			done := fmt.Sprintf("Execution %d completed", seq)
 			for ; i < len(results); i++ {
 				if c := lastMatch(agentCursorRe, results[i]); c != "" {
@@ -110,12 +110,12 @@ func mcpLeaderPlan(harness string) func([]string) (*mockapi.ToolCall, string) {
 				}
 				if strings.Contains(results[i], done) {
 					i++
-					return nil, "", true
+					return nil, true
 				}
 			}
-			return tool("wait", map[string]any{"session": session, "cursor": cursor}), "", false
+			return tool("wait", map[string]any{"session": session, "cursor": cursor}), false
 		}
-		if c, _, ok := waitFor(1); !ok {
+		if c, ok := waitFor(1); !ok {
 			return c, ""
 		}
 		if i == len(results) {
@@ -123,7 +123,7 @@ func mcpLeaderPlan(harness string) func([]string) (*mockapi.ToolCall, string) {
 		}
 		cursor = lastMatch(agentCursorRe, results[i])
 		i++
-		if c, _, ok := waitFor(2); !ok {
+		if c, ok := waitFor(2); !ok {
 			return c, ""
 		}
 		if i == len(results) {
@@ -202,6 +202,37 @@ func (r *agentRig) mcpArgs(t *testing.T, harness string, extra ...string) []stri
 		t.Fatalf("dlgt %v: %v", args, err)
 	}
 	return strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+}
+
+// claudeLeader starts the leader Claude's mock, scripted by agent, and
+// returns it with the leader's environment: its own HOME (holding its
+// seeded .claude.json) and mock, the rig's PATH, and the counterpart's
+// variables it does not set itself (the MCP server passes them on).
+func (r *agentRig) claudeLeader(t *testing.T, agent func([]string) (*mockapi.ToolCall, string)) (*mockapi.Server, map[string]string) {
+	t.Helper()
+	leader, lenv := e2eClaudeEnv(t, mockapi.Script{mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: agent})})
+	for k, v := range r.env {
+		if _, ok := lenv[k]; !ok || k == "PATH" {
+			lenv[k] = v
+		}
+	}
+	return leader, lenv
+}
+
+// codexLeader starts the leader Codex's mock, scripted by agent, and
+// returns it with the leader's environment: the rig's, with a CODEX_HOME
+// of its own pointed at that mock.
+func (r *agentRig) codexLeader(t *testing.T, agent func([]string) (*mockapi.ToolCall, string)) (*mockapi.Server, map[string]string) {
+	t.Helper()
+	leader := mockapi.NewResponses(t, mockapi.Script{mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: agent})})
+	codexHome := t.TempDir()
+	writeCodexConfig(t, codexHome, leader.URL())
+	lenv := map[string]string{}
+	for k, v := range r.env {
+		lenv[k] = v
+	}
+	lenv["CODEX_HOME"], lenv["MOCK_API_KEY"] = codexHome, "mock-key"
+	return leader, lenv
 }
 
 // runLeader runs the leader CLI to completion and returns its stdout.
@@ -292,38 +323,15 @@ func (r *agentRig) checkDelegation(t *testing.T, leader *mockapi.Server, final s
 
 func TestAgentsClaudeLeadsCodexMCP(t *testing.T) {
 	r := newAgentRig(t, "codex")
-	leader, lenv := e2eClaudeEnv(t, mockapi.Script{
-		mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: mcpLeaderPlan("codex")}),
-	})
-	for k, v := range r.env {
-		if _, ok := lenv[k]; !ok || k == "PATH" || k == "HOME" {
-			lenv[k] = v
-		}
-	}
-	// The leader's HOME holds its seeded .claude.json; the counterpart
-	// Codex keeps its own CODEX_HOME.
+	leader, lenv := r.claudeLeader(t, mcpLeaderPlan("codex"))
 	args := append([]string{"-p", "LEADER-TASK: delegate to codex", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
 	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
-	for i, req := range leader.Requests() {
-		if i < 2 || i == 5 {
-			t.Logf("req %d results %q", i, req.ToolResults)
-		}
-	}
 	r.checkDelegation(t, leader, out)
 }
 
 func TestAgentsCodexLeadsClaudeMCP(t *testing.T) {
 	r := newAgentRig(t, "claude")
-	leader := mockapi.NewResponses(t, mockapi.Script{
-		mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: mcpLeaderPlan("claude")}),
-	})
-	codexHome := t.TempDir()
-	writeCodexConfig(t, codexHome, leader.URL())
-	lenv := map[string]string{}
-	for k, v := range r.env {
-		lenv[k] = v
-	}
-	lenv["CODEX_HOME"], lenv["MOCK_API_KEY"] = codexHome, "mock-key"
+	leader, lenv := r.codexLeader(t, mcpLeaderPlan("claude"))
 	name, _, _ := strings.Cut(r.mark, "=")
 	// Codex gives MCP servers a filtered environment: the counterpart's
 	// variables are forwarded by name.
@@ -380,14 +388,7 @@ func jsonLine(s string) string {
 
 func TestAgentsClaudeLeadsCodexShell(t *testing.T) {
 	r := newAgentRig(t, "codex")
-	leader, lenv := e2eClaudeEnv(t, mockapi.Script{
-		mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: shellLeaderPlan("codex")}),
-	})
-	for k, v := range r.env {
-		if _, ok := lenv[k]; !ok || k == "PATH" {
-			lenv[k] = v
-		}
-	}
+	leader, lenv := r.claudeLeader(t, shellLeaderPlan("codex"))
 	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], "-p", "LEADER-TASK: delegate to codex by shell",
 		"--output-format", "json", "--allowedTools", "Bash")
 	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
@@ -404,22 +405,13 @@ func TestAgentsClaudeLeadsCodexShell(t *testing.T) {
 // so and names the way out, not a bare dial error.
 func TestAgentsCodexLeadsShellSandboxed(t *testing.T) {
 	r := newAgentRig(t, "claude")
-	leader := mockapi.NewResponses(t, mockapi.Script{
-		mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: func(results []string) (*mockapi.ToolCall, string) {
-			if len(results) == 0 {
-				c := mockapi.Shell("dlgt session list")
-				return &c, ""
-			}
-			return nil, "LEADER-SAW-SHELL-RESULT"
-		}}),
+	leader, lenv := r.codexLeader(t, func(results []string) (*mockapi.ToolCall, string) {
+		if len(results) == 0 {
+			c := mockapi.Shell("dlgt session list")
+			return &c, ""
+		}
+		return nil, "LEADER-SAW-SHELL-RESULT"
 	})
-	codexHome := t.TempDir()
-	writeCodexConfig(t, codexHome, leader.URL())
-	lenv := map[string]string{}
-	for k, v := range r.env {
-		lenv[k] = v
-	}
-	lenv["CODEX_HOME"], lenv["MOCK_API_KEY"] = codexHome, "mock-key"
 	out := r.runLeader(t, lenv, e2eCodexBin(t), "exec", "--json", "--skip-git-repo-check", "LEADER-TASK: list sessions by shell")
 	if !strings.Contains(out, "LEADER-SAW-SHELL-RESULT") {
 		t.Errorf("the leader did not finish its turn:\n%s", out)
