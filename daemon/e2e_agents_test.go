@@ -1,9 +1,3 @@
-//go:build agents_e2e
-
-// Not yet green: Claude Code 2.1.332 hands the model an MCP result's
-// structuredContent instead of its text, so the scripted leader cannot read
-// the text lines. Run with -tags agents_e2e.
-
 package daemon
 
 import (

@@ -369,7 +369,7 @@ func (t *mcpTools) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitIn) 
 			out.Status = "running"
 		}
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: waitText(&out)}}}, out, nil
+	return withJSON(textResult(waitText(&out)), out), nil, nil
 }
 
 func (t *mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, any, error) {
@@ -387,7 +387,7 @@ func (t *mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in sessionI
 	} else {
 		resultText(&b, r.Result)
 	}
-	return textResult(b.String()), r, nil
+	return withJSON(textResult(b.String()), r), nil, nil
 }
 
 func (t *mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in listIn) (*mcp.CallToolResult, any, error) {
@@ -405,7 +405,7 @@ func (t *mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in listIn) 
 	if r.Sessions == nil {
 		r.Sessions = []rpc.Session{}
 	}
-	return textResult(b.String()), r, nil
+	return withJSON(textResult(b.String()), r), nil, nil
 }
 
 func (t *mcpTools) cancel(ctx context.Context, _ *mcp.CallToolRequest, in cancelIn) (*mcp.CallToolResult, any, error) {
@@ -424,7 +424,7 @@ func (t *mcpTools) cancel(ctx context.Context, _ *mcp.CallToolRequest, in cancel
 	if err := t.call(ctx, in.Session, rpc.MethodSessionCancel, p, &r); err != nil {
 		return toolError(err), nil, nil
 	}
-	return sessionResultText("Canceled", &r), r, nil
+	return withJSON(sessionResultText("Canceled", &r), r), nil, nil
 }
 
 func (t *mcpTools) stop(ctx context.Context, _ *mcp.CallToolRequest, in stopIn) (*mcp.CallToolResult, any, error) {
@@ -435,7 +435,7 @@ func (t *mcpTools) stop(ctx context.Context, _ *mcp.CallToolRequest, in stopIn) 
 	if err := t.call(ctx, in.Session, rpc.MethodSessionStop, rpc.SessionStopParams{Session: in.Session, Force: in.Force}, &r); err != nil {
 		return toolError(err), nil, nil
 	}
-	return sessionResultText("Stopped", &r), r, nil
+	return withJSON(sessionResultText("Stopped", &r), r), nil, nil
 }
 
 // call makes one RPC on a fresh connection. session, when set, routes a

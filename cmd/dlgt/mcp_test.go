@@ -34,26 +34,38 @@ func mcpClient(t *testing.T, e *env, waitMax time.Duration) *mcp.ClientSession {
 	return cs
 }
 
-// callTool calls name with args and returns the result's text and
-// structured content.
+// callTool calls name with args and returns the result's first text block
+// and the JSON document of its second. No structuredContent may be set: the
+// CLIs would show it to the model in place of the text.
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, map[string]any, bool) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: protocol error %v", name, err)
 	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
+	if res.StructuredContent != nil {
+		t.Errorf("%s: structuredContent is set: %v", name, res.StructuredContent)
+	}
+	if len(res.Content) == 1 && res.IsError {
+		// The SDK's own refusal of arguments that break the input schema
+		// (a wrong type) carries no document.
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			return tc.Text, nil, true
 		}
 	}
-	var structured map[string]any
-	if res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
-		json.Unmarshal(b, &structured)
+	if len(res.Content) != 2 {
+		t.Fatalf("%s: %d content blocks, want text and JSON", name, len(res.Content))
 	}
-	return text.String(), structured, res.IsError
+	text, ok1 := res.Content[0].(*mcp.TextContent)
+	doc, ok2 := res.Content[1].(*mcp.TextContent)
+	if !ok1 || !ok2 {
+		t.Fatalf("%s: content blocks %T %T, want two text blocks", name, res.Content[0], res.Content[1])
+	}
+	var structured map[string]any
+	if err := json.Unmarshal([]byte(doc.Text), &structured); err != nil {
+		t.Fatalf("%s: second block is not a JSON object: %v\n%s", name, err, doc.Text)
+	}
+	return text.Text, structured, res.IsError
 }
 
 func TestMCPToolsAndAnnotations(t *testing.T) {

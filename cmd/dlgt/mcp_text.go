@@ -14,10 +14,25 @@ import (
 
 // What the MCP tools put in front of a model: the daemon's documents as a
 // few plain lines (ids, status, the final text, what to call next), with the
-// structured JSON alongside in structuredContent.
+// JSON document alongside as a second text block.
+//
+// The JSON is deliberately not sent as structuredContent: both pinned CLIs
+// (Claude Code 2.1.332 and Codex 0.171.0) hand the model a result's
+// structuredContent in place of its text content when it is present, and
+// the text is what a model reads best.
 
 func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// withJSON appends doc, marshaled, as the result's second text block.
+func withJSON(res *mcp.CallToolResult, doc any) *mcp.CallToolResult {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
+	}
+	res.Content = append(res.Content, &mcp.TextContent{Text: string(b)})
+	return res
 }
 
 // toolError is a tool-level error: the code, the message, the field it
@@ -36,9 +51,8 @@ func toolError(err error) *mcp.CallToolResult {
 	if advice := errorAdvice(re); advice != "" {
 		b.WriteString(advice + "\n")
 	}
-	r := textResult(b.String())
+	r := withJSON(textResult(b.String()), map[string]any{"error": re})
 	r.IsError = true
-	r.StructuredContent = map[string]any{"error": re}
 	return r
 }
 
@@ -83,12 +97,10 @@ func receiptResult(verb, reqID string, r *rpc.Receipt) *mcp.CallToolResult {
 	}
 	fmt.Fprintf(&b, "request_id: %s\n", reqID)
 	fmt.Fprintf(&b, "Next: call wait with session %q and cursor %q.\n", r.Session.ID, r.Cursor)
-	res := textResult(b.String())
-	res.StructuredContent = struct {
+	return withJSON(textResult(b.String()), struct {
 		*rpc.Receipt
 		RequestID string `json:"request_id"`
-	}{r, reqID}
-	return res
+	}{r, reqID})
 }
 
 // waitText renders a wait result.
