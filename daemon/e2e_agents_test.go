@@ -337,12 +337,14 @@ func TestAgentsCodexLeadsClaudeMCP(t *testing.T) {
 }
 
 // shellLeaderPlan: the leader's model runs dlgt in its shell tool: create,
-// then fetch until the result, then answers with what it read.
-func shellLeaderPlan(harness string) func([]string) (*mockapi.ToolCall, string) {
+// then fetch until the result, then answers with what it read. The command
+// names the binary by its path: Codex runs shell commands in a login shell,
+// whose profile resets PATH.
+func shellLeaderPlan(dlgt, harness string) func([]string) (*mockapi.ToolCall, string) {
 	return func(results []string) (*mockapi.ToolCall, string) {
 		switch len(results) {
 		case 0:
-			c := mockapi.Shell(fmt.Sprintf("dlgt session create --harness %s --title shell-e2e --request-id shell-r1 -- %q", harness, agentTask))
+			c := mockapi.Shell(fmt.Sprintf("%s session create --harness %s --title shell-e2e --alias shell-e2e --request-id shell-r1 -- %q", dlgt, harness, agentTask))
 			return &c, ""
 		case 1:
 			var rc struct {
@@ -352,7 +354,7 @@ func shellLeaderPlan(harness string) func([]string) (*mockapi.ToolCall, string) 
 			if line := jsonLine(results[0]); line == "" || json.Unmarshal([]byte(line), &rc) != nil || rc.Session.ID == "" {
 				return nil, "LEADER-SHELL-FAILED create: " + results[0]
 			}
-			c := mockapi.Shell(fmt.Sprintf("dlgt session fetch %s --cursor %s --wait 60s --until result", rc.Session.ID, rc.Cursor))
+			c := mockapi.Shell(fmt.Sprintf("%s session fetch %s --cursor %s --wait 60s --until result", dlgt, rc.Session.ID, rc.Cursor))
 			return &c, ""
 		}
 		var doc struct {
@@ -382,7 +384,7 @@ func jsonLine(s string) string {
 
 func TestAgentsClaudeLeadsCodexShell(t *testing.T) {
 	r := newAgentRig(t, "codex")
-	leader, lenv := r.claudeLeader(t, shellLeaderPlan("codex"))
+	leader, lenv := r.claudeLeader(t, shellLeaderPlan(r.dlgt, "codex"))
 	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], "-p", "LEADER-TASK: delegate to codex by shell",
 		"--output-format", "json", "--allowedTools", "Bash")
 	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
@@ -401,12 +403,12 @@ func TestAgentsCodexLeadsShellSandboxed(t *testing.T) {
 	r := newAgentRig(t, "claude")
 	leader, lenv := r.codexLeader(t, func(results []string) (*mockapi.ToolCall, string) {
 		if len(results) == 0 {
-			c := mockapi.Shell("dlgt session list")
+			c := mockapi.Shell(r.dlgt + " session list")
 			return &c, ""
 		}
 		return nil, "LEADER-SAW-SHELL-RESULT"
 	})
-	out := r.runLeader(t, lenv, e2eCodexBin(t), "exec", "--json", "--skip-git-repo-check", "LEADER-TASK: list sessions by shell")
+	out := r.runLeader(t, lenv, e2eCodexBin(t), "exec", "--json", "--skip-git-repo-check", "-s", "workspace-write", "LEADER-TASK: list sessions by shell")
 	if !strings.Contains(out, "LEADER-SAW-SHELL-RESULT") {
 		t.Errorf("the leader did not finish its turn:\n%s", out)
 	}
@@ -417,4 +419,20 @@ func TestAgentsCodexLeadsShellSandboxed(t *testing.T) {
 		}
 		t.Errorf("the shell tool's result does not name the sandbox and the MCP way out: %q", got)
 	}
+}
+
+// Where the sandbox allows sockets (network access on), a Codex leader
+// delegates through its shell tool as a Claude leader does.
+func TestAgentsCodexLeadsClaudeShellNetworkSandbox(t *testing.T) {
+	r := newAgentRig(t, "claude")
+	leader, lenv := r.codexLeader(t, shellLeaderPlan(r.dlgt, "claude"))
+	out := r.runLeader(t, lenv, e2eCodexBin(t), "exec", "--json", "--skip-git-repo-check",
+		"-s", "workspace-write", "-c", "sandbox_workspace_write.network_access=true", "LEADER-TASK: delegate to claude by shell")
+	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
+		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", out)
+	}
+	if n := leaderSawResult(leader, agentAnswer); n != 1 {
+		t.Errorf("%d tool results carried the answer, want 1", n)
+	}
+	r.td.mustCall("session.stop", map[string]any{"session": "shell-e2e"}, nil)
 }

@@ -46,6 +46,11 @@ func (e *env) connectConn(ctx context.Context) (net.Conn, error) {
 	if err == nil {
 		return c, nil
 	}
+	if connectDenied(err) {
+		// A daemon started from here would be denied the same way (and
+		// would find the socket in use): say why instead.
+		return nil, err
+	}
 	noAuto, perr := e.noAutostart()
 	if perr != nil {
 		return nil, perr
@@ -87,9 +92,49 @@ func dialSocket(ctx context.Context, socket string) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", socket)
 	if err != nil {
-		return nil, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("daemon socket %s: %v", socket, err)}
+		msg := fmt.Sprintf("daemon socket %s: %v", socket, err)
+		if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES) {
+			msg += "; " + deniedHint(socket, err)
+		}
+		return nil, &connectError{&rpc.Error{Code: rpc.CodeRPCUnavailable, Message: msg}, err}
 	}
 	return nc, nil
+}
+
+// connectError is RPC_UNAVAILABLE from a failed connect(), keeping the
+// system error so callers can tell a denied connect from an absent daemon.
+type connectError struct {
+	wire  *rpc.Error
+	cause error
+}
+
+func (c *connectError) Error() string   { return c.wire.Error() }
+func (c *connectError) Unwrap() []error { return []error{c.wire, c.cause} }
+
+// connectDenied reports whether err is a connect() the operating system
+// refused (EPERM or EACCES) rather than one nobody answered.
+func connectDenied(err error) bool {
+	var ce *connectError
+	return errors.As(err, &ce) && (errors.Is(ce.cause, syscall.EPERM) || errors.Is(ce.cause, syscall.EACCES))
+}
+
+// deniedHint says why a connect() to the socket may be refused and the
+// way out. EPERM on a Unix socket is what a command sandbox answers (Codex's
+// default workspace-write sandbox denies connect() to every socket); EACCES
+// is a socket or directory of another user, or a sandbox as well.
+func deniedHint(socket string, err error) string {
+	if errors.Is(err, syscall.EACCES) {
+		if fi, serr := os.Stat(socket); serr == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+				return fmt.Sprintf("the socket belongs to uid %d and this is uid %d: run dlgt as the user whose daemon it is", st.Uid, os.Getuid())
+			}
+		}
+	}
+	return "connect() was refused by the operating system, which is what a command sandbox does " +
+		"(Codex's default workspace-write sandbox denies every socket connection from its shell tool). " +
+		"From inside a sandbox, use the dlgt MCP server instead: it runs outside the sandbox " +
+		"(register it with `dlgt mcp config --codex`, then call its tools); or give the sandbox network access " +
+		"(codex -s workspace-write -c sandbox_workspace_write.network_access=true). No daemon was started"
 }
 
 // startDaemon launches `dlgt daemon` detached in its own session, its
