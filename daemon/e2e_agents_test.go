@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 // Agents delegating to agents: a real leader CLI (claude -p or codex exec),

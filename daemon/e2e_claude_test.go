@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 	"dlgt/rpc"
 )
 

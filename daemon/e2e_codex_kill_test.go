@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 	"dlgt/rpc"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 	"dlgt/rpc"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"dlgt/harness"
-	"dlgt/harness/fakeclaude"
+	"dlgt/internal/harnesstest/fakeclaude"
 	"dlgt/rpc"
 )
 

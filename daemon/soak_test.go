@@ -278,7 +278,7 @@ func percentile(xs []time.Duration, p float64) time.Duration {
 }
 
 // soakReply is the fake harness's reply to prompt (defaultReply in
-// harness/fakeclaude): "MOCK-REPLY: " and its first 40 runes.
+// internal/harnesstest/fakeclaude): "MOCK-REPLY: " and its first 40 runes.
 func soakReply(prompt string) string {
 	r := []rune(prompt)
 	if len(r) > 40 {

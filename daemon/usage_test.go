@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 	"dlgt/rpc"
 )
 

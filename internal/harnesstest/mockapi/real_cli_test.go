@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 // These tests drive the real CLIs installed by .ci/install-harnesses (or

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"dlgt/harness"
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 const sessionID = "11111111-2222-4333-8444-555555555555"

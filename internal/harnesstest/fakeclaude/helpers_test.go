@@ -18,7 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"dlgt/harness"
-	"dlgt/harness/fakeclaude"
+	"dlgt/internal/harnesstest/fakeclaude"
 )
 
 // execEnv makes the test binary run as the fake instead of the tests.

@@ -20,7 +20,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 const mockKey = "sk-ant-mock-key-0123456789abcdef"

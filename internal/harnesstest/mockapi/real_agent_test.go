@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 // roleEnv selects what the test binary does when a CLI starts it: with

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/harness/mockapi"
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 var echoID = regexp.MustCompile(`ID:([0-9a-f]+)`)

@@ -1,0 +1,64 @@
+package harnesstest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const prefix = "dlgt/internal/harnesstest"
+
+func isDouble(pkg string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// goList runs `go list` from this package's directory (inside the module)
+// and returns its output lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list package dependencies: %v", err)
+	}
+	out, err := exec.Command(gobin, append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list %s: %v\n%s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestProductDoesNotImport: the dlgt binary links none of the test doubles,
+// and no product package imports them outside its _test.go files.
+func TestProductDoesNotImport(t *testing.T) {
+	deps := goList(t, "-deps", "dlgt/cmd/dlgt")
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps dlgt/cmd/dlgt listed only %d packages: %q", len(deps), deps)
+	}
+	sawDaemon := false
+	for _, p := range deps {
+		if isDouble(p) {
+			t.Errorf("dlgt/cmd/dlgt depends on the test double %s", p)
+		}
+		sawDaemon = sawDaemon || p == "dlgt/daemon"
+	}
+	if !sawDaemon {
+		t.Fatalf("go list -deps dlgt/cmd/dlgt does not list dlgt/daemon: %q", deps)
+	}
+
+	// Every package of the module, with its non-test imports.
+	lines := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "dlgt/...")
+	for _, l := range lines {
+		fields := strings.Fields(l)
+		if len(fields) == 0 || isDouble(fields[0]) {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			if isDouble(imp) {
+				t.Errorf("product package %s imports the test double %s", fields[0], imp)
+			}
+		}
+	}
+}
