@@ -53,8 +53,14 @@ func (Claude) Info() rpc.HarnessInfo {
 			AutoApprove: true, Blocking: true,
 			EffortLevels: []string{"low", "medium", "high", "xhigh", "max"},
 		},
+		ScreenMode: rpc.ScreenInline,
 	}
 }
+
+// claudeInlineEnv keeps Claude Code on the main screen, so that its
+// conversation scrolls off the top into stable rows as in any terminal
+// (Claude Code 2.1.332 then never writes ESC[?1049h).
+const claudeInlineEnv = "CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"
 
 // Binary is DLGT_CLAUDE_BIN from the client environment, else claude on
 // the client's PATH.
@@ -190,7 +196,14 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	for _, o := range spec.Options {
 		argv = append(argv, "--"+o)
 	}
-	env := mergeEnv(spec.Env, map[string]string{"DISABLE_AUTOUPDATER": "1"})
+	extra := map[string]string{"DISABLE_AUTOUPDATER": "1"}
+	// Inline by default; a client environment that sets the variable
+	// itself (to anything, "0" included) is the user's explicit choice
+	// and is passed on as it is.
+	if _, set := spec.Env[claudeInlineEnv]; !set {
+		extra[claudeInlineEnv] = "1"
+	}
+	env := mergeEnv(spec.Env, extra)
 	if home := spec.Env["HOME"]; home != "" {
 		if err := trustClaudeProject(filepath.Join(home, ".claude.json"), spec.Cwd); err != nil {
 			return nil, rpc.Errorf(rpc.CodeLaunchFailed, "marking %s trusted for Claude Code: %v", spec.Cwd, err)

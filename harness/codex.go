@@ -51,7 +51,23 @@ func (Codex) Info() rpc.HarnessInfo {
 			AutoApprove: true, Blocking: true,
 			EffortLevels: []string{"low", "medium", "high", "xhigh", "max", "ultra"},
 		},
+		ScreenMode: rpc.ScreenInline,
 	}
+}
+
+// codexScreenKey is Codex's config key for the alternate screen
+// ("auto", "always" or "never"); a harness option setting it is the
+// user's explicit choice and replaces dlgt's --no-alt-screen.
+const codexScreenKey = "tui.alternate_screen"
+
+// codexScreenChosen reports whether the options set codexScreenKey.
+func codexScreenChosen(opts []string) bool {
+	for _, o := range opts {
+		if key, _, _ := strings.Cut(o, "="); key == codexScreenKey {
+			return true
+		}
+	}
+	return false
 }
 
 // Binary is DLGT_CODEX_BIN from the client environment, else codex on the
@@ -177,6 +193,11 @@ func codexArgs(spec Spec) []string {
 		// Hooks from -c overrides (the "session flags" layer) are skipped
 		// unless trusted; their trust hash changes with every launch id.
 		"--dangerously-bypass-hook-trust",
+	}
+	// Inline (main screen) unless the options choose: Codex's own flag,
+	// "runs the TUI in inline mode, preserving terminal scrollback".
+	if !codexScreenChosen(spec.Options) {
+		args = append(args, "--no-alt-screen")
 	}
 	for _, ev := range codexHookEvents {
 		args = append(args, "-c", codexHookOverride(spec.HookArgv, ev))

@@ -485,7 +485,17 @@ type HarnessInfo struct {
 	TestedVersion   string              `json:"tested_version"`
 	LifecycleSource string              `json:"lifecycle_source"`
 	Capabilities    HarnessCapabilities `json:"capabilities"`
+	// ScreenMode is dlgt's extension: "inline" when dlgt launches the TUI
+	// on the main screen (its conversation scrolls into stable rows),
+	// "alternate" when it draws on the alternate screen (no stable rows).
+	ScreenMode string `json:"screen_mode,omitempty"`
 }
+
+// Screen modes of HarnessInfo.ScreenMode.
+const (
+	ScreenInline    = "inline"
+	ScreenAlternate = "alternate"
+)
 
 // HarnessListResult is the result of harness.list.
 type HarnessListResult struct {
