@@ -162,15 +162,22 @@ func counterpartScript() mockapi.Script {
 // in-process daemon.
 func newAgentRig(t *testing.T, counterpart string) *agentRig {
 	t.Helper()
+	return newAgentRigScript(t, counterpart, counterpartScript())
+}
+
+// newAgentRigScript is newAgentRig with the counterpart's model scripted
+// by script.
+func newAgentRigScript(t *testing.T, counterpart string, script mockapi.Script) *agentRig {
+	t.Helper()
 	r := &agentRig{dlgt: dlgtBinary(t), cwd: t.TempDir()}
 	r.mark = "DLGT_E2E_AGENTS_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	t.Cleanup(func() { noCodexLeft(t, r.mark, 10*time.Second) })
 	switch counterpart {
 	case "claude":
-		r.cp, r.env = e2eClaudeEnv(t, counterpartScript())
+		r.cp, r.env = e2eClaudeEnv(t, script)
 	case "codex":
 		bin := e2eCodexBin(t)
-		r.cp = mockapi.NewResponses(t, counterpartScript())
+		r.cp = mockapi.NewResponses(t, script)
 		codexHome := t.TempDir()
 		writeCodexConfig(t, codexHome, r.cp.URL())
 		r.env = map[string]string{

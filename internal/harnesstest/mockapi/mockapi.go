@@ -161,6 +161,10 @@ type Request struct {
 	ToolResults []string
 	// Status is the HTTP status the mock answered with.
 	Status int
+	// Received is when the request arrived (before its body was read);
+	// Answered is when the mock finished writing its answer, scripted
+	// delays included. Answered minus Received is the "model's" time.
+	Received, Answered time.Time
 }
 
 // Server is a running mock model server.
@@ -177,6 +181,7 @@ type Server struct {
 func newServer(t testing.TB, script Script, h func(*Server, http.ResponseWriter, *http.Request, []byte) Request) *Server {
 	s := &Server{script: script, failures: map[int]int{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		received := time.Now()
 		body, err := readBody(r)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -184,6 +189,7 @@ func newServer(t testing.TB, script Script, h func(*Server, http.ResponseWriter,
 		}
 		rec := h(s, w, r, body)
 		rec.Method, rec.Path, rec.Header, rec.Body = r.Method, r.URL.RequestURI(), r.Header.Clone(), body
+		rec.Received, rec.Answered = received, time.Now()
 		s.mu.Lock()
 		s.requests = append(s.requests, rec)
 		s.mu.Unlock()
