@@ -26,6 +26,9 @@ type doctorCheck struct {
 	OK     bool   `json:"ok"`
 	Detail string `json:"detail"`
 	Fix    string `json:"fix,omitempty"`
+	// Warning marks a passed check that still deserves attention (a
+	// stale or missing skill): it never fails doctor.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // doctorHarnesses are the adapters doctor checks, with the variable that
@@ -112,6 +115,7 @@ func (e *env) doctor(ctx context.Context) []doctorCheck {
 	for _, dh := range doctorHarnesses {
 		checks = append(checks, checkHarness(ctx, dh.h, env, dh.override, dh.install))
 	}
+	checks = append(checks, e.skillDoctorChecks()...)
 	p, err := e.paths()
 	if err != nil {
 		return append(checks, doctorCheck{Name: "state_dir", Detail: err.Error(), Fix: "set DLGT_HOME (or HOME) to a directory you own"})

@@ -232,6 +232,7 @@ func newRootCommand(e *env) *cobra.Command {
 		newModelsCommand(e),
 		newHarnessesCommand(e),
 		newMCPCommand(e),
+		newSkillCommand(e),
 	)
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		e.noteSession(cmd, args)

@@ -179,17 +179,20 @@ func writeFetchText(w io.Writer, raw json.RawMessage, now time.Time) error {
 }
 
 // writeDoctorText prints doctor's checks as a checklist: a mark, the name
-// and the detail, and under a failed check the fix.
+// and the detail, and under a failed check or a warning the fix.
 func writeDoctorText(w io.Writer, checks []doctorCheck) {
 	failed := 0
 	for _, c := range checks {
 		mark := "[ok]  "
-		if !c.OK {
+		switch {
+		case !c.OK:
 			mark = "[FAIL]"
 			failed++
+		case c.Warning:
+			mark = "[warn]"
 		}
 		fmt.Fprintf(w, "%s %s: %s\n", mark, c.Name, c.Detail)
-		if !c.OK && c.Fix != "" {
+		if (!c.OK || c.Warning) && c.Fix != "" {
 			fmt.Fprintf(w, "       fix: %s\n", c.Fix)
 		}
 	}

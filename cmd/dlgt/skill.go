@@ -1,0 +1,43 @@
+package main
+
+import (
+	_ "embed"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// skillGuide is the agent-facing guide: a SKILL.md with the front matter
+// (name, description) Claude Code and Codex read from their skills
+// directories. daemon/skill_guide_test.go runs every command in it.
+//
+//go:embed skill/SKILL.md
+var skillGuide []byte
+
+const skillLong = `Print the agent-facing guide: a SKILL.md that tells a model when to delegate
+through dlgt and exactly how (the MCP tools when present, else the shell
+commands; request ids, cursors, the bounded wait loop, what pending, blocked,
+SESSION_BUSY and a lost response mean). Its front matter (name, description)
+is what Claude Code and Codex read from their skills directories.
+
+"dlgt skill install" puts this file where both harnesses load it.`
+
+func newSkillCommand(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "skill",
+		Short: "Print the agent-facing guide (SKILL.md) built into this binary",
+		Long:  skillLong,
+		Example: `  dlgt skill > SKILL.md
+  dlgt skill install`,
+		Args: jsonArgs(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := cmd.OutOrStdout().Write(skillGuide)
+			if err != nil {
+				return fmt.Errorf("writing the guide: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(newSkillInstallCommand(e))
+	return cmd
+}
