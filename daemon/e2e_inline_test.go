@@ -1,0 +1,330 @@
+package daemon
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"dlgt/internal/harnesstest/mockapi"
+	"dlgt/rpc"
+	"dlgt/vt"
+	"dlgt/vt/vttest"
+)
+
+// Real-CLI tests of inline (main-screen) TUIs: a long reply scrolls off
+// the top of the screen into stable rows, each line once and in order, as
+// in a terminal's own scrollback, and the same bytes give the same history
+// in tmux. Skipped when the pinned CLI is absent.
+//
+// DLGT_INLINE_CAPTURE_DIR, when set, receives each Session's raw PTY bytes
+// (<harness>-inline-<cols>x<rows>.bin), the captures vt's golden
+// comparison against tmux replays (see vt/testdata/captures/README.md).
+
+const (
+	inlineRows, inlineCols = 40, 100
+	inlineLines            = 150
+)
+
+// inlineLine is line i of the long reply: numbered, some with wide
+// characters (CJK, emoji) and the narrow symbols Claude Code draws.
+func inlineLine(i int) string {
+	s := fmt.Sprintf("row %03d of the inline history", i)
+	switch i % 5 {
+	case 0:
+		s += " 你好，世界"
+	case 1:
+		s += " ● ❯ ✻ marks"
+	case 2:
+		s += " 🙂 ✅ done"
+	}
+	return s
+}
+
+func inlineReply() string {
+	lines := make([]string, inlineLines)
+	for i := range lines {
+		lines[i] = inlineLine(i + 1)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// startInline starts a daemon and a mock for harness, with the long reply
+// scripted for prompts starting INLINE-150.
+func startInline(t *testing.T, harness string) *e2eClaude {
+	t.Helper()
+	script := mockapi.Script{mockapi.Prefix("INLINE-150", mockapi.Reply{Text: inlineReply(), Chunk: 64})}
+	switch harness {
+	case "claude":
+		return startE2EClaude(t, script)
+	case "codex":
+		e, _ := startE2ECodex(t, script)
+		return e
+	}
+	t.Fatalf("unknown harness %q", harness)
+	return nil
+}
+
+// inlineStable pages session.fetch from cursor with the screen and returns
+// every stable row after it (joined fragments), the last screen and the
+// final cursor.
+func (e *e2eClaude) inlineStable(t *testing.T, id, cursor string) ([]string, *rpc.Screen, string) {
+	t.Helper()
+	var rows []string
+	var last *rpc.Screen
+	partial := ""
+	for range 200 {
+		var doc rpc.FetchDocument
+		e.call(t, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "screen": true}, &doc)
+		cursor = doc.Cursor
+		if len(doc.Sessions) == 1 && doc.Sessions[0].Screen != nil {
+			sc := doc.Sessions[0].Screen
+			last = sc
+			if sc.Reset {
+				t.Errorf("screen reset (%v) while paging the turn's rows", sc.ResetReason)
+			}
+			if f := sc.FragmentBefore; f != nil {
+				partial += f.Text
+				if f.Complete {
+					rows, partial = append(rows, partial), ""
+				}
+			}
+			rows = append(rows, sc.Stable...)
+			if f := sc.FragmentAfter; f != nil {
+				partial += f.Text
+			}
+		}
+		if !doc.HasMore {
+			return rows, last, cursor
+		}
+	}
+	t.Fatal("session.fetch kept has_more:true for 200 pages")
+	return nil, nil, ""
+}
+
+// inlineRaw reads the Session's whole raw PTY transcript.
+func (e *e2eClaude) inlineRaw(t *testing.T, id string) []byte {
+	t.Helper()
+	var out []byte
+	var after int64
+	for {
+		var page rpc.RawPage
+		e.call(t, rpc.MethodTranscriptReadRaw, rpc.TranscriptReadRawParams{Session: id, After: after, LimitBytes: 8 << 20}, &page)
+		if page.Start != 0 && after == 0 {
+			t.Fatalf("raw transcript starts at %d: retention dropped the head", page.Start)
+		}
+		b, err := base64.StdEncoding.DecodeString(page.DataBase64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+		after = page.NextAfter
+		if !page.HasMore {
+			return out
+		}
+	}
+}
+
+// scrollbackAll is scrollback.read with the largest page.
+func (e *e2eClaude) scrollbackAll(t *testing.T, id string) rpc.ScrollbackPage {
+	t.Helper()
+	var page rpc.ScrollbackPage
+	e.call(t, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 10000}, &page)
+	return page
+}
+
+// replyOnce checks that rows hold every reply line exactly once, in
+// order, each as a whole row after the harness's bullet or indent.
+func replyOnce(t *testing.T, what string, rows []string) (first, last int) {
+	t.Helper()
+	first, last = -1, -1
+	next := 1
+	for i, r := range rows {
+		for n := 1; n <= inlineLines; n++ {
+			want := inlineLine(n)
+			if !strings.HasSuffix(r, want) || strings.TrimLeft(strings.TrimSuffix(r, want), " ●•⏺") != "" {
+				continue
+			}
+			if n != next {
+				t.Errorf("%s: row %d is reply line %d, want line %d: %q", what, i, n, next, r)
+				return
+			}
+			if first < 0 {
+				first = i
+			}
+			last = i
+			next++
+		}
+	}
+	if next != inlineLines+1 {
+		t.Errorf("%s: found reply lines 1..%d of %d", what, next-1, inlineLines)
+	}
+	return first, last
+}
+
+// inlineVTHistory is what a fresh vt.Screen makes of data: its stable rows
+// (resets marked as "<reset REASON>" rows) and its live grid.
+func inlineVTHistory(data []byte, rows, cols int) (hist, live []string) {
+	s := vt.New(rows, cols, vt.Callbacks{
+		Stable: func(r []string) { hist = append(hist, r...) },
+		Reset:  func(reason vt.ResetReason) { hist = append(hist, "<reset "+string(reason)+">") },
+	})
+	s.Write(data)
+	return hist, s.Live()
+}
+
+func TestInlineHistoryClaudeE2E(t *testing.T) { testInlineHistory(t, "claude") }
+func TestInlineHistoryCodexE2E(t *testing.T)  { testInlineHistory(t, "codex") }
+
+func testInlineHistory(t *testing.T, harness string) {
+	e := startInline(t, harness)
+	cwd := t.TempDir()
+
+	var hl rpc.HarnessListResult
+	e.call(t, rpc.MethodHarnessList, rpc.HarnessListParams{Harness: harness}, &hl)
+	if len(hl.Harnesses) != 1 || hl.Harnesses[0].ScreenMode != rpc.ScreenInline {
+		t.Fatalf("harness.list = %+v, want screen_mode inline", hl.Harnesses)
+	}
+
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "inline " + harness, Harness: harness, Cwd: cwd, Prompt: "INLINE-150 print the numbered rows",
+		RequestID: "inline-1", Environment: e.env, Rows: inlineRows, Cols: inlineCols,
+	}, &r)
+	id := r.Session.ID
+	_, res := e.waitResult(t, id, r.Cursor)
+	if res.Status != rpc.StatusCompleted || res.FinalText == nil || *res.FinalText != inlineReply() {
+		t.Fatalf("result = %+v text %q", res, derefText(&res))
+	}
+
+	// The TUI finishes drawing after its Stop hook: wait until the rows
+	// hold the last reply line (it may still be on the live grid) and
+	// nothing changed for a second.
+	var stable []string
+	var screen *rpc.Screen
+	deadline := time.Now().Add(30 * time.Second)
+	prev := ""
+	for {
+		stable, screen, _ = e.inlineStable(t, id, r.Cursor)
+		all := strings.Join(append(slices.Clone(stable), screen.Live...), "\n")
+		if all == prev && strings.Contains(all, inlineLine(inlineLines)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the screen did not settle with the whole reply; stable %d rows, live:\n%s", len(stable), strings.Join(screen.Live, "\n"))
+		}
+		prev = all
+		time.Sleep(time.Second)
+	}
+
+	// session.fetch from the turn's receipt: the reply in stable rows (the
+	// last rows may still be on the live grid), each line once, in order.
+	visible := append(slices.Clone(stable), screen.Live...)
+	replyOnce(t, "fetch stable+live", visible)
+	inStable := 0
+	for _, row := range stable {
+		if strings.Contains(row, "of the inline history") {
+			inStable++
+		}
+	}
+	if inStable < inlineLines-inlineRows {
+		t.Errorf("only %d reply lines in stable rows; want at least %d", inStable, inlineLines-inlineRows)
+	}
+	t.Logf("%s: %d stable rows from the receipt, %d of them reply lines; live grid %d rows", harness, len(stable), inStable, len(screen.Live))
+
+	// scrollback.read: the same, with nothing of the live area repeated
+	// into history.
+	page := e.scrollbackAll(t, id)
+	replyOnce(t, "scrollback.read", page.Lines)
+	noRepaintedLiveArea(t, harness, page.Lines, len(screen.Live))
+
+	// The same bytes through a fresh vt.Screen and through tmux give the
+	// same history and grid.
+	raw := e.inlineRaw(t, id)
+	if dir := os.Getenv("DLGT_INLINE_CAPTURE_DIR"); dir != "" {
+		name := fmt.Sprintf("%s-inline-%dx%d.bin", harness, inlineCols, inlineRows)
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(string(raw), "\x1b[?1049h") {
+		t.Errorf("%s wrote ESC[?1049h: it switched to the alternate screen", harness)
+	}
+	hist, live := inlineVTHistory(raw, inlineRows, inlineCols)
+	tm, err := vttest.TmuxReplay(raw, inlineRows, inlineCols)
+	if err != nil {
+		t.Fatalf("tmux replay: %v", err)
+	}
+	if d := inlineDiff(hist, tm.History); d != "" {
+		t.Errorf("vt history differs from tmux's (%d vs %d lines):\n%s", len(hist), len(tm.History), d)
+	}
+	if d := inlineDiff(inlineTrimTail(live), inlineTrimTail(tm.Grid)); d != "" {
+		t.Errorf("vt grid differs from tmux's:\n%s", d)
+	}
+	replyOnce(t, "tmux history+grid", append(slices.Clone(tm.History), tm.Grid...))
+	t.Logf("%s: %d raw bytes; vt history %d lines, tmux history %d lines", harness, len(raw), len(hist), len(tm.History))
+
+	// After a daemon restart, the history reads the same.
+	before := page.Lines
+	e.td.stop()
+	e.td.start()
+	after := e.scrollbackAll(t, id)
+	replyOnce(t, "scrollback.read after a daemon restart", after.Lines)
+	n := min(len(before), len(after.Lines)) - inlineRows
+	if n > 0 && !slices.Equal(before[:n], after.Lines[:n]) {
+		t.Errorf("history changed across a daemon restart:\n%s", inlineDiff(before[:n], after.Lines[:n]))
+	}
+}
+
+// noRepaintedLiveArea checks that no row of the TUI's redrawn region
+// (input box, status line, spinner) was pushed into history more than
+// once: any non-blank row repeated in history that is not a reply line is
+// reported, except rows the TUI legitimately prints once per turn.
+func noRepaintedLiveArea(t *testing.T, harness string, lines []string, live int) {
+	t.Helper()
+	hist := lines[:max(0, len(lines)-live)]
+	seen := map[string]int{}
+	for _, l := range hist {
+		if s := strings.TrimSpace(l); s != "" && strings.Trim(s, "─━—-") != "" {
+			seen[s]++
+		}
+	}
+	for s, n := range seen {
+		if n > 1 {
+			t.Errorf("%s: %q is %d times in history", harness, s, n)
+		}
+	}
+}
+
+func inlineTrimTail(rows []string) []string {
+	for len(rows) > 0 && rows[len(rows)-1] == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
+}
+
+// inlineDiff lists the first differing lines of a and b, or "".
+func inlineDiff(a, b []string) string {
+	var out []string
+	for i := 0; i < max(len(a), len(b)) && len(out) < 12; i++ {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		} else {
+			x = "<none>"
+		}
+		if i < len(b) {
+			y = b[i]
+		} else {
+			y = "<none>"
+		}
+		if x != y {
+			out = append(out, fmt.Sprintf("  line %d: %q vs %q", i, x, y))
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,120 @@
+package vttest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoTmux is returned by TmuxReplay when tmux is not on PATH.
+var ErrNoTmux = errors.New("tmux not on PATH")
+
+// TmuxScreen is what tmux made of a byte stream: the lines in its history
+// (oldest first) and the visible grid, each with trailing blanks trimmed.
+type TmuxScreen struct {
+	History []string
+	Grid    []string
+}
+
+// TmuxReplay plays data through a private tmux server in a rows×cols pane
+// (no status line, the pane's tty in raw mode so that the bytes reach tmux
+// as the TUI wrote them) and returns its history and grid: the oracle the
+// vt package's history is compared against. scroll-on-clear is off, as
+// dlgt never turns a clear into history. The server is killed before
+// TmuxReplay returns.
+func TmuxReplay(data []byte, rows, cols int) (*TmuxScreen, error) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return nil, ErrNoTmux
+	}
+	// Unix socket paths are short: keep the directory near the root.
+	dir, err := os.MkdirTemp("", "vtmux")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	sock, in, cfg := filepath.Join(dir, "s"), filepath.Join(dir, "in"), filepath.Join(dir, "conf")
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		return nil, err
+	}
+	conf := "set -g status off\nset -g history-limit 1000000\nset -g scroll-on-clear off\nset -g remain-on-exit on\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	tmux := func(args ...string) ([]byte, error) {
+		c := exec.Command("tmux", append([]string{"-u", "-S", sock, "-f", cfg}, args...)...)
+		c.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TMUX=")
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return out, fmt.Errorf("tmux %s: %v: %s", args[0], err, out)
+		}
+		return out, nil
+	}
+	defer tmux("kill-server")
+	shell := fmt.Sprintf("stty raw -echo -opost; cat '%s'; tmux -S '%s' wait-for -S replayed; exec sleep 3600", in, sock)
+	if _, err := tmux("new-session", "-d", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), shell); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { _, err := tmux("wait-for", "replayed"); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+	case <-time.After(60 * time.Second):
+		return nil, errors.New("tmux did not finish replaying in 60 s")
+	}
+	// The pane's last bytes may still be on their way to the server when
+	// the signal arrives: take the capture once two agree.
+	var prev *TmuxScreen
+	for range 50 {
+		cur, err := tmuxCapture(tmux, rows)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil && equalScreens(prev, cur) {
+			return cur, nil
+		}
+		prev = cur
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil, errors.New("tmux's capture kept changing")
+}
+
+func tmuxCapture(tmux func(...string) ([]byte, error), rows int) (*TmuxScreen, error) {
+	out, err := tmux("display-message", "-p", "#{history_size} #{pane_height}")
+	if err != nil {
+		return nil, err
+	}
+	var hist, height int
+	if _, err := fmt.Sscan(string(out), &hist, &height); err != nil {
+		return nil, fmt.Errorf("tmux display-message: %q: %v", out, err)
+	}
+	if height != rows {
+		return nil, fmt.Errorf("tmux pane has %d rows, want %d", height, rows)
+	}
+	out, err = tmux("capture-pane", "-p", "-S", "-", "-E", "-")
+	if err != nil {
+		return nil, err
+	}
+	out = bytes.TrimSuffix(out, []byte("\n"))
+	lines := strings.Split(string(out), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	if len(lines) != hist+height {
+		return nil, fmt.Errorf("tmux captured %d lines, want history %d + %d rows", len(lines), hist, height)
+	}
+	return &TmuxScreen{History: lines[:hist], Grid: lines[hist:]}, nil
+}
+
+func equalScreens(a, b *TmuxScreen) bool {
+	return strings.Join(a.History, "\n") == strings.Join(b.History, "\n") &&
+		strings.Join(a.Grid, "\n") == strings.Join(b.Grid, "\n")
+}
