@@ -1,0 +1,332 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// The agent-facing guide (`dlgt skill`, cmd/dlgt/skill/SKILL.md) cannot
+// drift from the CLI: every command in its sh blocks is run here, as
+// written, by sh with the built dlgt binary against a daemon whose Claude
+// is the fake harness, and must exit as the guide says: 0 in the guide's
+// own order, and the status of each "# exit N, CODE:" line under it in
+// the situation CODE names. The placeholders (<session>, <cursor>, …) take
+// the values the guide tells the agent to keep from earlier outputs.
+
+const skillGuidePath = "../cmd/dlgt/skill/SKILL.md"
+
+// guideStep is one command of the guide and the failures it documents.
+type guideStep struct {
+	line   string
+	claims []guideClaim
+}
+
+type guideClaim struct {
+	exit int
+	code string // the error code the situation produces
+	text string // the guide's line, for messages
+}
+
+var (
+	guideBlockRE = regexp.MustCompile("(?s)```sh\n(.*?)```")
+	guideClaimRE = regexp.MustCompile(`^# exit (\d+), ([A-Z_]+):`)
+	guidePlaceRE = regexp.MustCompile(`<[a-z0-9-]+>`)
+	guideTextRE  = regexp.MustCompile(`(?m)^reason ([a-z_]+), cursor ([0-9]+)`)
+)
+
+// parseGuide returns the commands of the guide's sh blocks in order. A
+// line of an sh block is a dlgt command, a claim about the command above
+// it, another comment, or blank; anything else fails the test, so every
+// command the guide shows is one this test runs.
+func parseGuide(t *testing.T, guide string) []guideStep {
+	t.Helper()
+	var steps []guideStep
+	for _, block := range guideBlockRE.FindAllStringSubmatch(guide, -1) {
+		for _, line := range strings.Split(block[1], "\n") {
+			line = strings.TrimSpace(line)
+			switch {
+			case line == "":
+			case strings.HasPrefix(line, "dlgt "):
+				steps = append(steps, guideStep{line: line})
+			case guideClaimRE.MatchString(line):
+				m := guideClaimRE.FindStringSubmatch(line)
+				if len(steps) == 0 {
+					t.Fatalf("claim %q precedes every command", line)
+				}
+				n, _ := strconv.Atoi(m[1])
+				s := &steps[len(steps)-1]
+				s.claims = append(s.claims, guideClaim{exit: n, code: m[2], text: line})
+			case strings.HasPrefix(line, "#"):
+			default:
+				t.Fatalf("sh block line %q is neither a dlgt command nor a comment", line)
+			}
+		}
+	}
+	return steps
+}
+
+// guideRun runs the guide's commands against one daemon.
+type guideRun struct {
+	t    *testing.T
+	td   *testDaemon
+	env  []string
+	cwd  string
+	vals map[string]string
+}
+
+// sh runs line with the placeholders replaced by vals and returns its
+// exit status and stdout.
+func (g *guideRun) sh(line string, vals map[string]string) (int, string) {
+	g.t.Helper()
+	cmdline := guidePlaceRE.ReplaceAllStringFunc(line, func(p string) string {
+		v, ok := vals[p]
+		if !ok {
+			g.t.Fatalf("%q: the guide uses %s, which no earlier output gave", line, p)
+		}
+		return v
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
+	cmd.Env, cmd.Dir = g.env, g.cwd
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		g.t.Fatalf("%s: %v", cmdline, err)
+	}
+	g.t.Logf("$ %s\n[exit %d] %s%s", cmdline, code, clipGuide(string(out)), clipGuide(stderr.String()))
+	return code, string(out)
+}
+
+func clipGuide(s string) string {
+	if len(s) > 600 {
+		return s[:600] + "…\n"
+	}
+	return s
+}
+
+// keep takes from a command's output what the guide says to keep: the
+// Session id and cursor of a receipt, the cursor of a fetch's last line.
+func (g *guideRun) keep(out string, vals map[string]string) {
+	var doc struct {
+		OK      bool   `json:"ok"`
+		Cursor  string `json:"cursor"`
+		Session struct {
+			ID string `json:"id"`
+		} `json:"session"`
+	}
+	if json.Unmarshal([]byte(out), &doc) == nil && doc.OK {
+		if doc.Session.ID != "" {
+			vals["<session>"] = doc.Session.ID
+		}
+		if doc.Cursor != "" {
+			vals["<cursor>"] = doc.Cursor
+		}
+	}
+	if m := guideTextRE.FindAllStringSubmatch(out, -1); len(m) > 0 {
+		vals["<cursor>"] = m[len(m)-1][2]
+	}
+}
+
+func TestSkillGuideCommands(t *testing.T) {
+	data, err := os.ReadFile(skillGuidePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := parseGuide(t, string(data))
+	if len(steps) < 6 {
+		t.Fatalf("only %d commands in the guide", len(steps))
+	}
+	td := startTestDaemon(t)
+	bin := dlgtBinary(t)
+	g := &guideRun{t: t, td: td, cwd: t.TempDir()}
+	env := map[string]string{}
+	for k, v := range td.env {
+		env[k] = v
+	}
+	env["PATH"] = filepath.Dir(bin) + ":" + os.Getenv("PATH")
+	env["DLGT_SOCKET"] = td.paths.Socket
+	env["DLGT_HOME"] = t.TempDir()
+	env["DLGT_NO_AUTOSTART"] = "1"
+	for k, v := range env {
+		g.env = append(g.env, k+"="+v)
+	}
+	task, followUp := "Summarise parser.go for me", "Now list the tests it lacks"
+	vals := map[string]string{
+		"<harness>": "claude", "<dir>": g.cwd, "<title>": "guide test",
+		"<request-id>": "guide-task-1", "<request-id-2>": "guide-followup-1",
+		"<task>": task, "<follow-up>": followUp,
+	}
+
+	// The guide's order, every command exiting 0.
+	var lastPrompt, session string
+	ran := map[string]bool{}
+	for _, s := range steps {
+		words := strings.Fields(s.line)
+		verb := words[1] + " " + words[2]
+		ran[verb] = true
+		code, out := g.sh(s.line, vals)
+		if code != 0 {
+			t.Fatalf("%s: exit %d, the guide expects 0\n%s", s.line, code, out)
+		}
+		switch verb {
+		case "session create", "session send":
+			g.keep(out, vals)
+			session = vals["<session>"]
+			if verb == "session create" {
+				lastPrompt = task
+			} else {
+				lastPrompt = followUp
+			}
+			// "Run it again unchanged … the same receipt with replayed:true."
+			var first, again rpc.Receipt
+			json.Unmarshal([]byte(out), &first)
+			code, out2 := g.sh(s.line, vals)
+			json.Unmarshal([]byte(out2), &again)
+			if code != 0 || !again.Replayed || again.Session.ID != first.Session.ID || again.ExecutionSeq != first.ExecutionSeq || first.Session.ID == "" {
+				t.Fatalf("%s run again: exit %d, %s; first %s", s.line, code, out2, out)
+			}
+			if verb == "session create" {
+				// "An id reused with a different prompt is refused."
+				changed := strings.Replace(s.line, "<task>", "<task> (changed)", 1)
+				if code, out := g.sh(changed, vals); code != 1 || !strings.Contains(out, `"code":"INVALID_ARGUMENT"`) {
+					t.Fatalf("same request id, another prompt: exit %d, %s", code, out)
+				}
+			}
+		case "session fetch":
+			// The guide's loop: anything but result or blocked, again
+			// with the new cursor.
+			for i := 0; ; i++ {
+				m := guideTextRE.FindAllStringSubmatch(out, -1)
+				if len(m) == 0 {
+					t.Fatalf("%s: no 'reason R, cursor C' line:\n%s", s.line, out)
+				}
+				g.keep(out, vals)
+				reason := m[len(m)-1][1]
+				if reason == "result" {
+					break
+				}
+				if reason == "blocked" || i == 10 {
+					t.Fatalf("%s: reason %s after %d fetches", s.line, reason, i+1)
+				}
+				if code, out = g.sh(s.line, vals); code != 0 {
+					t.Fatalf("%s: exit %d", s.line, code)
+				}
+			}
+			if !strings.Contains(out, "completed") || !strings.Contains(out, "MOCK-REPLY: "+lastPrompt) {
+				t.Fatalf("%s: the result of %q is not in\n%s", s.line, lastPrompt, out)
+			}
+		case "session read":
+			if !strings.Contains(out, "MOCK-REPLY: "+lastPrompt) {
+				t.Fatalf("%s: no latest result in\n%s", s.line, out)
+			}
+		case "session list":
+			if !strings.Contains(out, "guide test") {
+				t.Fatalf("%s: the Session is not listed\n%s", s.line, out)
+			}
+		}
+	}
+	for _, verb := range []string{"session create", "session fetch", "session send", "session stop"} {
+		if !ran[verb] {
+			t.Errorf("the guide never runs dlgt %s", verb)
+		}
+	}
+	// Each prompt ran once, whatever was repeated; stop left no process.
+	r := td.waitState(t, session, rpc.StateStopped)
+	busy := 0
+	for _, ev := range td.events(t, session) {
+		if ev.Type == "session.busy" {
+			busy++
+		}
+	}
+	if busy != 2 || r.Result == nil || r.Result.ExecutionSeq != 2 {
+		t.Fatalf("%d executions began, latest result %+v; want the task and the follow-up once each", busy, r.Result)
+	}
+
+	// Each documented failure, in its situation.
+	n := 0
+	for _, s := range steps {
+		for _, c := range s.claims {
+			n++
+			sv := map[string]string{}
+			for k, v := range vals {
+				sv[k] = v
+			}
+			sv["<request-id-2>"] = "guide-claim-" + strconv.Itoa(n)
+			id := g.situation(c.code, n)
+			sv["<session>"] = id
+			code, out := g.sh(s.line, sv)
+			if code != c.exit || !strings.Contains(out, `"code":"`+c.code+`"`) {
+				t.Errorf("%s (%s): exit %d, %s", s.line, c.text, code, out)
+			}
+			// Clean up: interrupt whatever runs, then stop.
+			td.call(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: id}, nil)
+			td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, nil)
+		}
+	}
+	if n < 3 {
+		t.Fatalf("only %d documented failures found", n)
+	}
+}
+
+// situation makes a Session in the state behind code and returns its id:
+// SESSION_BUSY a prompt still running, SESSION_BLOCKED a turn stopped at
+// a permission prompt (which the guide's fetch reports as reason blocked).
+func (g *guideRun) situation(code string, n int) string {
+	g.t.Helper()
+	params := rpc.SessionCreateParams{Title: "situation", Harness: "claude", Cwd: g.cwd,
+		RequestID: "guide-situation-" + strconv.Itoa(n), Environment: g.td.env}
+	switch code {
+	case string(rpc.CodeSessionBusy):
+		params.Prompt = "[[slow 60000]] a long task"
+	case string(rpc.CodeSessionBlocked):
+		no := false
+		params.Prompt, params.AutoApprove, params.HarnessOptions = "[[tool echo hi]] run it", &no, []string{"permission-mode=default"}
+	default:
+		g.t.Fatalf("the guide documents %s, which this test cannot bring about: add it here", code)
+	}
+	var r rpc.Receipt
+	g.td.accept(g.t, rpc.MethodSessionCreate, params, &r)
+	if code == string(rpc.CodeSessionBlocked) {
+		// The guide's wait reports it: "reason blocked".
+		steps := parseGuide(g.t, mustReadGuide(g.t))
+		for _, s := range steps {
+			if strings.HasPrefix(s.line, "dlgt session fetch") {
+				c, out := g.sh(s.line, map[string]string{"<session>": r.Session.ID, "<cursor>": r.Cursor})
+				if c != 0 || !guideTextRE.MatchString(out) || guideTextRE.FindStringSubmatch(out)[1] != "blocked" {
+					g.t.Fatalf("%s on a Session at a permission prompt: exit %d\n%s", s.line, c, out)
+				}
+				break
+			}
+		}
+	} else {
+		g.td.waitState(g.t, r.Session.ID, rpc.StateBusy)
+	}
+	return r.Session.ID
+}
+
+func mustReadGuide(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(skillGuidePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
