@@ -78,11 +78,10 @@ func parseGuide(t *testing.T, guide string) []guideStep {
 
 // guideRun runs the guide's commands against one daemon.
 type guideRun struct {
-	t    *testing.T
-	td   *testDaemon
-	env  []string
-	cwd  string
-	vals map[string]string
+	t   *testing.T
+	td  *testDaemon
+	env []string
+	cwd string
 }
 
 // sh runs line with the placeholders replaced by vals and returns its
