@@ -46,13 +46,15 @@ var doctorHarnesses = []struct {
 var versionTimeout = 15 * time.Second
 
 const doctorLong = `Check that dlgt can work here and print one JSON document:
-{"ok":true|false,"checks":[{"name","ok","detail","fix"}]}.
+{"ok":true|false,"checks":[{"name","ok","detail","fix","warning"}]}.
 
 Checks: each harness binary (DLGT_CLAUDE_BIN / DLGT_CODEX_BIN, else PATH)
-and its --version against the version dlgt is tested with; whether a
-daemon answers on this version's socket (or DLGT_SOCKET) and which
-version it is; and that the state directory is owned by you with mode
-0700. A failed check carries a "fix" hint. A harness that is simply not
+and its --version against the version dlgt is tested with; whether this
+binary's agent guide is installed for each harness (dlgt skill install: a
+stale or missing copy is a warning, "warning":true with a "fix", never a
+failure); whether a daemon answers on this version's socket (or
+DLGT_SOCKET) and which version it is; and that the state directory is owned
+by you with mode 0700. A failed check carries a "fix" hint. A harness that is simply not
 installed is not a failure (it is only needed for --harness NAME); a
 version other than the tested one is reported in "detail" but is not a
 failure either. Exit status 1 when any check failed. -o text prints the checks as a
