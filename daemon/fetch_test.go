@@ -212,7 +212,7 @@ func TestFetchCursorExpired(t *testing.T) {
 	positionsPerSession, positionsAll, positionsTotal = 4, 3, 4
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "a")
-	addSession(t, rt, "b")
+	sb := addSession(t, rt, "b")
 
 	// Never minted: in the Session's scope, 0, and in the all scope.
 	for _, c := range []any{1, "1", 0, "0", "000", uint64(18446744073709551615)} {
@@ -237,8 +237,11 @@ func TestFetchCursorExpired(t *testing.T) {
 	if _, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "cursor": doc.Cursor}); err != nil {
 		t.Fatal(err)
 	}
-	// A number minted in b's scope but not a's is not minted for a.
+	// A number minted in b's scope but not a's is not minted for a. (A
+	// baseline of an unchanged Session returns its position again, so b
+	// changes between them.)
 	for i := 0; i < 6; i++ {
+		runExec(rt, sb, fmt.Sprint("b", i))
 		fetchDoc(t, rt, map[string]any{"session": "claude:b"})
 	}
 	_, err = fetchRaw(t, rt, map[string]any{"session": "claude:a", "cursor": 9})
@@ -250,6 +253,7 @@ func TestFetchCursorExpired(t *testing.T) {
 	// all positions: per-scope bound.
 	all, _ := fetchDoc(t, rt, map[string]any{"all": true})
 	for i := 0; i < 3; i++ {
+		runExec(rt, sb, fmt.Sprint("b all ", i))
 		fetchDoc(t, rt, map[string]any{"all": true})
 	}
 	_, err = fetchRaw(t, rt, map[string]any{"all": true, "cursor": all.Cursor})

@@ -1,9 +1,15 @@
 package daemon
 
 import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
 	"sync"
+	"time"
 
 	"dlgt/rpc"
+	"dlgt/store"
 )
 
 // Position retention bounds of the contract. They are variables so tests
@@ -14,16 +20,32 @@ var (
 	positionsTotal      = 4096
 )
 
+// Persistence of positions (see docs/rpc.md, "Positions across daemon
+// restarts"). Numbers are reserved in blocks of positionReserveBlock,
+// durably, before any of them is handed out, so no number is handed out
+// twice, crash included; a restarted daemon starts after the last
+// reservation. Minted positions are stored in batches, positionFlushDelay
+// after the first unsaved one; an acceptance's position is stored with its
+// receipt. A position minted but not yet stored when the daemon died is
+// lost: its number answers CURSOR_EXPIRED, never another window.
+var (
+	positionReserveBlock uint64 = 1024
+	positionFlushDelay          = 100 * time.Millisecond
+	positionRetryDelay          = time.Second
+)
+
 // sessionMark is the watermark vector of one Session: how far a reader
 // has received each component. Offsets record a partially delivered
-// final_text or stable row.
+// final_text or stable row. Every component is numbered durably (event
+// seqs, execution seqs, committed row ids, epochs), so a mark means the
+// same thing in every daemon lifetime.
 type sessionMark struct {
-	Event   uint64 // last global event seq delivered for this Session
-	Result  uint64 // last execution seq whose result was delivered whole
-	TextOff int    // bytes of result Result+1's final_text delivered
-	Row     uint64 // last stable row id delivered whole
-	RowOff  int    // bytes of row Row+1 delivered
-	Epoch   uint64 // screen epoch the reader has seen
+	Event   uint64 `json:"e,omitempty"`  // last global event seq delivered for this Session
+	Result  uint64 `json:"r,omitempty"`  // last execution seq whose result was delivered whole
+	TextOff int    `json:"t,omitempty"`  // bytes of result Result+1's final_text delivered
+	Row     uint64 `json:"w,omitempty"`  // last stable row id delivered whole
+	RowOff  int    `json:"wo,omitempty"` // bytes of row Row+1 delivered
+	Epoch   uint64 `json:"p,omitempty"`  // screen epoch the reader has seen
 }
 
 // allMark is the watermark state of an all:true position: one mark per
@@ -44,6 +66,11 @@ type position struct {
 	// Guarded by positions.mu.
 	next    uint64
 	nextSet bool
+	// Guarded by positions.mu: the mint or reuse that last touched it
+	// (retention drops the least recently touched), and its key in byMark.
+	stamp uint64
+	dedup dedupKey
+	n     uint64 // its number, once held
 }
 
 type scopeKey struct {
@@ -51,26 +78,153 @@ type scopeKey struct {
 	n     uint64
 }
 
+// dedupKey identifies a watermark vector in a scope: a fetch that reaches
+// the vector of a held position returns that position instead of minting.
+type dedupKey struct {
+	scope string
+	mark  sessionMark
+	all   string // the all scope: the stored encoding of the allMark
+}
+
+type fifoEntry struct {
+	k     scopeKey
+	stamp uint64
+}
+
 const allScope = "*all"
 
 // positions mints and retains fetch positions per scope. Each scope
-// numbers independently; the oldest positions are dropped beyond the
-// per-scope and global caps.
+// numbers independently; the least recently minted (or reused) positions
+// are dropped beyond the per-scope and global caps.
 type positions struct {
+	db  *store.DB // nil: nothing is stored
+	log *slog.Logger
+
 	// mu guards the fields that follow.
-	mu    sync.Mutex
-	last  map[string]uint64
-	held  map[scopeKey]*position
-	order map[string][]uint64 // per scope, oldest first
-	fifo  []scopeKey          // global, oldest first
+	mu       sync.Mutex
+	last     map[string]uint64 // last number handed out, per scope
+	reserved map[string]uint64 // durably reserved through, per scope
+	held     map[scopeKey]*position
+	byMark   map[dedupKey]uint64
+	order    map[string][]uint64 // per scope, least recently touched first
+	fifo     []fifoEntry         // global, least recently touched first (stale entries skipped)
+	stamp    uint64
+	dirty    map[scopeKey]struct{} // to store (held) or delete (not held)
+	armed    bool                  // a flush is scheduled
+	closed   bool
+	flushMu  sync.Mutex // serializes flushes, so an older batch never lands after a newer
 
 	// shares holds the renderings long-polls woken by a change share.
 	shares fetchShares
 }
 
 func newPositions() *positions {
-	return &positions{last: map[string]uint64{}, held: map[scopeKey]*position{}, order: map[string][]uint64{},
+	return &positions{last: map[string]uint64{}, reserved: map[string]uint64{}, held: map[scopeKey]*position{},
+		byMark: map[dedupKey]uint64{}, order: map[string][]uint64{}, dirty: map[scopeKey]struct{}{},
 		shares: fetchShares{by: map[string]map[shareKey]*shareEntry{}}}
+}
+
+// storedPosition is a position's stored form.
+type storedPosition struct {
+	Mark *sessionMark `json:"m,omitempty"`
+	All  *storedAll   `json:"a,omitempty"`
+	Next uint64       `json:"n,omitempty"`
+}
+
+type storedAll struct {
+	Marks       map[string]sessionMark `json:"marks"`
+	Enumerating bool                   `json:"enumerating,omitempty"`
+	Enum        []string               `json:"enum,omitempty"`
+}
+
+func encodeAll(a *allMark) []byte {
+	b, _ := json.Marshal(storedAll{Marks: a.marks, Enumerating: a.enumerating, Enum: a.enum})
+	return b
+}
+
+// encodeLocked is p's stored form. ps.mu held.
+func encodeLocked(p *position) []byte {
+	sp := storedPosition{Next: p.next}
+	if p.all != nil {
+		sp.All = &storedAll{Marks: p.all.marks, Enumerating: p.all.enumerating, Enum: p.all.enum}
+	} else {
+		m := p.mark
+		sp.Mark = &m
+	}
+	b, _ := json.Marshal(sp)
+	return b
+}
+
+func decodePosition(data []byte) (*position, error) {
+	var sp storedPosition
+	if err := json.Unmarshal(data, &sp); err != nil {
+		return nil, err
+	}
+	p := &position{next: sp.Next, nextSet: sp.Next != 0}
+	switch {
+	case sp.All != nil:
+		marks := sp.All.Marks
+		if marks == nil {
+			marks = map[string]sessionMark{}
+		}
+		p.all = &allMark{marks: marks, enumerating: sp.All.Enumerating, enum: sp.All.Enum}
+	case sp.Mark != nil:
+		p.mark = *sp.Mark
+	default:
+		return nil, errors.New("position has neither a mark nor an all mark")
+	}
+	return p, nil
+}
+
+func dedupKeyOf(scope string, p *position) dedupKey {
+	if p.all != nil {
+		return dedupKey{scope: scope, all: string(encodeAll(p.all))}
+	}
+	return dedupKey{scope: scope, mark: p.mark}
+}
+
+// load restores the positions a previous daemon stored: numbering resumes
+// after every scope's reservation, and positions of scopes that no longer
+// exist (exists false) are deleted. Retention applies as if they had been
+// minted in number order.
+func (ps *positions) load(exists func(scope string) bool) error {
+	st, err := ps.db.LoadPositions()
+	if err != nil {
+		return err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	gone := map[string]bool{}
+	for scope, r := range st.Reserved {
+		if scope != allScope && !exists(scope) {
+			gone[scope] = true
+			continue
+		}
+		ps.last[scope], ps.reserved[scope] = r, r
+	}
+	for _, sp := range st.Positions {
+		if gone[sp.Scope] || (sp.Scope != allScope && !exists(sp.Scope)) {
+			gone[sp.Scope] = true
+			continue
+		}
+		k := scopeKey{sp.Scope, sp.N}
+		p, err := decodePosition(sp.Data)
+		if err != nil {
+			ps.log.Warn("dropping an unreadable stored position", "scope", sp.Scope, "n", sp.N, "err", err)
+			ps.dirty[k] = struct{}{}
+			continue
+		}
+		ps.last[sp.Scope] = max(ps.last[sp.Scope], sp.N)
+		ps.reserved[sp.Scope] = max(ps.reserved[sp.Scope], sp.N)
+		ps.insertLocked(k, p)
+	}
+	for scope := range gone {
+		if err := ps.db.DeletePositions(scope); err != nil {
+			ps.log.Warn("deleting stored positions of a deleted Session", "scope", scope, "err", err)
+		}
+	}
+	ps.armLocked(positionFlushDelay)
+	return nil
 }
 
 func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
@@ -80,49 +234,212 @@ func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
 func (ps *positions) mint(scope string, p *position) uint64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return ps.mintLocked(scope, p)
+	n, _ := ps.mintLocked(scope, p)
+	return n
 }
 
-func (ps *positions) mintLocked(scope string, p *position) uint64 {
-	ps.last[scope]++
-	n := ps.last[scope]
+// mintLocked returns the position of p's watermark vector in scope: the
+// held position with that vector, touched, or else p under the scope's
+// next number. ps.mu held.
+func (ps *positions) mintLocked(scope string, p *position) (uint64, *position) {
+	key := dedupKeyOf(scope, p)
+	if n, ok := ps.byMark[key]; ok {
+		k := scopeKey{scope, n}
+		if q := ps.held[k]; q != nil {
+			ps.touchLocked(k, q)
+			return n, q
+		}
+	}
+	n := ps.last[scope] + 1
+	if ps.db != nil && n > ps.reserved[scope] {
+		through := n - 1 + positionReserveBlock
+		if err := ps.db.ReservePositions(scope, through); err != nil {
+			// The number is handed out anyway: refusing the fetch would not
+			// make the state directory writable. Only a crash before a
+			// later reservation succeeds can make it name another window.
+			ps.log.Error("reserving position numbers", "scope", scope, "err", err)
+		} else {
+			ps.reserved[scope] = through
+		}
+	}
+	ps.last[scope] = n
 	k := scopeKey{scope, n}
+	p.dedup = key
+	ps.insertLocked(k, p)
+	ps.markDirtyLocked(k)
+	ps.retainLocked(scope)
+	return n, p
+}
+
+// insertLocked holds p as k, the most recently touched. ps.mu held.
+func (ps *positions) insertLocked(k scopeKey, p *position) {
+	if p.dedup == (dedupKey{}) {
+		p.dedup = dedupKeyOf(k.scope, p)
+	}
+	ps.stamp++
+	p.stamp, p.n = ps.stamp, k.n
 	ps.held[k] = p
-	ps.order[scope] = append(ps.order[scope], n)
-	ps.fifo = append(ps.fifo, k)
+	if old, ok := ps.byMark[p.dedup]; !ok || old < k.n {
+		ps.byMark[p.dedup] = k.n
+	}
+	ps.order[k.scope] = append(ps.order[k.scope], k.n)
+	ps.fifo = append(ps.fifo, fifoEntry{k, p.stamp})
+}
+
+// touchLocked makes held position k the most recently touched. ps.mu held.
+func (ps *positions) touchLocked(k scopeKey, p *position) {
+	ps.stamp++
+	p.stamp = ps.stamp
+	o := ps.order[k.scope]
+	if i := slices.Index(o, k.n); i >= 0 {
+		ps.order[k.scope] = append(append(o[:i:i], o[i+1:]...), k.n)
+	}
+	ps.fifo = append(ps.fifo, fifoEntry{k, p.stamp})
+	ps.compactLocked()
+}
+
+// retainLocked drops the least recently touched positions beyond the
+// scope's bound and the global one. ps.mu held.
+func (ps *positions) retainLocked(scope string) {
 	limit := positionsPerSession
 	if scope == allScope {
 		limit = positionsAll
 	}
 	for len(ps.order[scope]) > limit {
-		delete(ps.held, scopeKey{scope, ps.order[scope][0]})
+		ps.dropLocked(scopeKey{scope, ps.order[scope][0]})
 		ps.order[scope] = ps.order[scope][1:]
 	}
 	for len(ps.held) > positionsTotal && len(ps.fifo) > 0 {
-		old := ps.fifo[0]
+		e := ps.fifo[0]
 		ps.fifo = ps.fifo[1:]
-		if _, ok := ps.held[old]; ok {
-			delete(ps.held, old)
-			o := ps.order[old.scope]
-			for i, v := range o {
-				if v == old.n {
-					ps.order[old.scope] = append(o[:i:i], o[i+1:]...)
-					break
-				}
+		if p, ok := ps.held[e.k]; ok && p.stamp == e.stamp {
+			ps.dropLocked(e.k)
+			o := ps.order[e.k.scope]
+			if i := slices.Index(o, e.k.n); i >= 0 {
+				ps.order[e.k.scope] = append(o[:i:i], o[i+1:]...)
 			}
 		}
 	}
-	// Keep the FIFO from growing with entries already dropped per scope.
-	if len(ps.fifo) > 2*positionsTotal {
-		kept := ps.fifo[:0]
-		for _, k := range ps.fifo {
-			if _, ok := ps.held[k]; ok {
-				kept = append(kept, k)
+	ps.compactLocked()
+}
+
+// compactLocked keeps the FIFO from growing with entries already dropped
+// or touched again since. ps.mu held.
+func (ps *positions) compactLocked() {
+	if len(ps.fifo) <= 2*positionsTotal {
+		return
+	}
+	kept := ps.fifo[:0]
+	for _, e := range ps.fifo {
+		if p, ok := ps.held[e.k]; ok && p.stamp == e.stamp {
+			kept = append(kept, e)
+		}
+	}
+	ps.fifo = kept
+}
+
+// dropLocked forgets held position k (the caller fixes order). ps.mu held.
+func (ps *positions) dropLocked(k scopeKey) {
+	p := ps.held[k]
+	if p == nil {
+		return
+	}
+	delete(ps.held, k)
+	if ps.byMark[p.dedup] == k.n {
+		delete(ps.byMark, p.dedup)
+	}
+	ps.markDirtyLocked(k)
+}
+
+// markDirtyLocked schedules k's store (or deletion). ps.mu held.
+func (ps *positions) markDirtyLocked(k scopeKey) {
+	if ps.db == nil || ps.closed {
+		return
+	}
+	ps.dirty[k] = struct{}{}
+	if len(ps.dirty) > 4*positionsTotal {
+		// The store keeps failing: forget pending deletions (a stale
+		// record still names its own window, and the next load applies
+		// retention again).
+		for d := range ps.dirty {
+			if ps.held[d] == nil {
+				delete(ps.dirty, d)
 			}
 		}
-		ps.fifo = kept
 	}
-	return n
+	ps.armLocked(positionFlushDelay)
+}
+
+// armLocked schedules a flush unless one is scheduled. ps.mu held.
+func (ps *positions) armLocked(after time.Duration) {
+	if ps.armed || ps.closed || len(ps.dirty) == 0 {
+		return
+	}
+	ps.armed = true
+	time.AfterFunc(after, func() {
+		ps.mu.Lock()
+		ps.armed = false
+		ps.mu.Unlock()
+		ps.flush()
+	})
+}
+
+// flush stores every unsaved position and deletes every dropped one, in
+// one transaction. A failed batch is retried later (never after the
+// store closed).
+func (ps *positions) flush() error {
+	if ps.db == nil {
+		return nil
+	}
+	ps.flushMu.Lock()
+	defer ps.flushMu.Unlock()
+	ps.mu.Lock()
+	batch := make([]store.Position, 0, len(ps.dirty))
+	for k := range ps.dirty {
+		sp := store.Position{Scope: k.scope, N: k.n}
+		if p := ps.held[k]; p != nil {
+			sp.Data = encodeLocked(p)
+		}
+		batch = append(batch, sp)
+	}
+	clear(ps.dirty)
+	ps.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	err := ps.db.SavePositions(batch)
+	if err == nil || errors.Is(err, store.ErrClosed) {
+		return err
+	}
+	ps.log.Error("storing fetch positions", "positions", len(batch), "err", err)
+	ps.mu.Lock()
+	for _, sp := range batch {
+		ps.dirty[scopeKey{sp.Scope, sp.N}] = struct{}{}
+	}
+	ps.armLocked(positionRetryDelay)
+	ps.mu.Unlock()
+	return err
+}
+
+// close stores what is unsaved; later mints are not stored.
+func (ps *positions) close() error {
+	err := ps.flush()
+	ps.mu.Lock()
+	ps.closed = true
+	ps.mu.Unlock()
+	return err
+}
+
+// stored is the stored form of held position n of scope, for a write that
+// must carry it (a receipt naming it as its cursor).
+func (ps *positions) stored(scope string, n uint64) (store.Position, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	p := ps.held[scopeKey{scope, n}]
+	if p == nil || ps.db == nil {
+		return store.Position{}, false
+	}
+	return store.Position{Scope: scope, N: n, Data: encodeLocked(p)}, true
 }
 
 // get resolves (scope, n). A number never minted, or dropped, is
@@ -135,7 +452,7 @@ func (ps *positions) get(scope string, n uint64) (*position, error) {
 		if n > ps.last[scope] || n == 0 {
 			return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon has not minted position %d", n)
 		}
-		return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon no longer holds position %d", n)
+		return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon no longer holds position %d (dropped by retention, or minted just before the previous daemon crashed)", n)
 	}
 	return p, nil
 }
@@ -155,14 +472,18 @@ func (ps *positions) successor(scope string, p *position) (uint64, *position) {
 	return p.next, np
 }
 
-// advance mints next (the position a fetch from `from` reached) and links
-// it as from's successor unless another fetch already did.
+// advance mints next (the position a fetch from `from` reached, or the
+// held one with its watermark vector) and links it as from's successor
+// unless another fetch already did.
 func (ps *positions) advance(scope string, from, next *position) uint64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	n := ps.mintLocked(scope, next)
-	if from != nil && !from.nextSet {
+	n, _ := ps.mintLocked(scope, next)
+	if from != nil && !from.nextSet && from != ps.held[scopeKey{scope, n}] {
 		from.next, from.nextSet = n, true
+		if ps.held[scopeKey{scope, from.n}] == from {
+			ps.markDirtyLocked(scopeKey{scope, from.n})
+		}
 	}
 	return n
 }

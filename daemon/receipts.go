@@ -85,7 +85,7 @@ func (r *receipts) provisional(ctx context.Context, st storedReceipt) {
 	}
 	st.Digest, st.State = a.res.digest, receiptProvisional
 	data, _ := json.Marshal(st)
-	if r.db.PutReceipt(a.id, data) == nil {
+	if r.db.PutReceipt(a.id, data, r.cursorOf(&st)...) == nil {
 		a.res.provisional = true
 	}
 }
@@ -107,6 +107,9 @@ type receipts struct {
 	// recorded on its Session; one that was not never started, so its
 	// request_id is free to run.
 	recorded func(st *storedReceipt) bool
+	// positionOf is the stored form of a receipt's cursor, written in
+	// the receipt's own transaction.
+	positionOf func(st *storedReceipt) (store.Position, bool)
 	// mu guards inflight and unsaved.
 	mu       sync.Mutex
 	inflight map[string]*reservation
@@ -154,7 +157,7 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 				return nil, nil, errDifferentPayload
 			}
 			data, _ := json.Marshal(st)
-			if err := r.db.PutReceipt(id, data); err != nil {
+			if err := r.db.PutReceipt(id, data, r.cursorOf(st)...); err != nil {
 				return nil, nil, &errUnsavedReceipt{st: st, err: err}
 			}
 			delete(r.unsaved, id)
@@ -207,7 +210,7 @@ func (r *receipts) finish(id string, res *reservation, st *storedReceipt) error 
 	if st != nil {
 		st.Digest, st.State = res.digest, ""
 		data, _ := json.Marshal(st)
-		if err = r.db.PutReceipt(id, data); err == nil {
+		if err = r.db.PutReceipt(id, data, r.cursorOf(st)...); err == nil {
 			res.stored = st
 		}
 	}
@@ -219,6 +222,18 @@ func (r *receipts) finish(id string, res *reservation, st *storedReceipt) error 
 	r.mu.Unlock()
 	close(res.done)
 	return err
+}
+
+// cursorOf is what a write of st carries besides it: its cursor's
+// position, when held.
+func (r *receipts) cursorOf(st *storedReceipt) []store.Position {
+	if r.positionOf == nil {
+		return nil
+	}
+	if p, ok := r.positionOf(st); ok {
+		return []store.Position{p}
+	}
+	return nil
 }
 
 // errUnsavedReceipt is a retry of an acceptance whose receipt still

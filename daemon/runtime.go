@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,8 +96,17 @@ func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime
 	rt.receipts = newReceipts(db)
 	rt.receipts.recorded = rt.executionRecorded
 	rt.positions = newPositions()
+	rt.positions.db, rt.positions.log = db, log
+	rt.receipts.positionOf = rt.receiptPosition
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
+		return nil, err
+	}
+	if err := rt.positions.load(func(uid string) bool {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		return rt.sessions[uid] != nil
+	}); err != nil {
 		return nil, err
 	}
 	return rt, nil
@@ -203,6 +213,18 @@ func (rt *runtime) close() {
 		s.rows.Flush()
 		s.raw.Close()
 	}
+	rt.positions.close()
+}
+
+// receiptPosition is the stored form of a receipt's cursor, which the
+// receipt's own write carries: a receipt replayed after any restart
+// names the same window.
+func (rt *runtime) receiptPosition(st *storedReceipt) (store.Position, bool) {
+	n, err := strconv.ParseUint(st.Receipt.Cursor, 10, 64)
+	if err != nil || st.SessionUID == "" {
+		return store.Position{}, false
+	}
+	return rt.positions.stored(st.SessionUID, n)
 }
 
 // notifyAllLocked wakes all:true waiters and event subscribers. rt.mu held.

@@ -49,7 +49,9 @@ var (
 	bucketEventsBySess  = []byte("events_by_session")
 	bucketRows          = []byte("rows")
 	bucketRowsMeta      = []byte("rows_meta")
-	topLevelBuckets     = [][]byte{bucketMeta, bucketSessions, bucketResults, bucketResultsEvict, bucketReceipts, bucketReceiptOrder, bucketEvents, bucketEventsBySess, bucketRows, bucketRowsMeta}
+	bucketPositions     = []byte("positions")
+	bucketPositionsHWM  = []byte("positions_hwm")
+	topLevelBuckets     = [][]byte{bucketMeta, bucketSessions, bucketResults, bucketResultsEvict, bucketReceipts, bucketReceiptOrder, bucketEvents, bucketEventsBySess, bucketRows, bucketRowsMeta, bucketPositions, bucketPositionsHWM}
 	keySchemaVersion    = []byte("schema_version")
 	keyEventSeq         = []byte("event_seq")
 	keyEventsEvicted    = []byte("events_evicted_through")

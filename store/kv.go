@@ -96,7 +96,7 @@ func (db *DB) DeleteSession(uid string) error {
 				return err
 			}
 		}
-		return nil
+		return deletePositions(tx, uid)
 	})
 }
 
@@ -204,14 +204,26 @@ func (db *DB) ResultsEvictedThrough(uid string) uint64 {
 // oldest is dropped; re-putting an existing id replaces its data in place
 // without changing its age.
 //
+// The positions pos (the receipt's cursor) are stored in the same
+// transaction (see SavePositions), so a receipt never names a position a
+// restarted daemon cannot resolve.
+//
 // receipts:      requestID -> 8-byte insertion seq ++ data
 // receipt_order: seq       -> requestID
-func (db *DB) PutReceipt(requestID string, data []byte) error {
+func (db *DB) PutReceipt(requestID string, data []byte, pos ...Position) error {
 	if err := checkName(requestID); err != nil {
 		return err
 	}
+	for _, p := range pos {
+		if err := checkName(p.Scope); err != nil {
+			return err
+		}
+	}
 	id := []byte(requestID)
 	return db.update(func(tx *bolt.Tx) error {
+		if err := putPositions(tx, pos); err != nil {
+			return err
+		}
 		rb, ob, meta := tx.Bucket(bucketReceipts), tx.Bucket(bucketReceiptOrder), tx.Bucket(bucketMeta)
 		if old := rb.Get(id); old != nil {
 			return rb.Put(id, append(clone(old[:8]), data...))

@@ -1,0 +1,271 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// Positions across daemon restarts (issue 14): a position names the same
+// window in every daemon lifetime, numbers are never handed out twice,
+// and polling an unchanged Session does not spend positions.
+
+// restartKind ends a child daemon: planned (SIGTERM) or a crash (SIGKILL).
+type restartKind struct {
+	name  string
+	crash bool
+}
+
+var restartKinds = []restartKind{{"planned", false}, {"kill9", true}}
+
+// restartChild ends cd as kind says (a crash leaves the fake harness of
+// every cwd as an orphan, which is killed) and starts it again.
+func restartChild(t *testing.T, cd *childDaemon, kind restartKind, cwds ...string) {
+	t.Helper()
+	var groups []int
+	if kind.crash {
+		for _, cwd := range cwds {
+			groups = append(groups, harnessPIDs(t, cwd)...)
+		}
+		cd.kill9()
+		for _, g := range groups {
+			syscall.Kill(-g, syscall.SIGKILL)
+			waitGroupGone(t, g)
+		}
+	} else {
+		cd.stop()
+	}
+	for _, cwd := range cwds {
+		waitNoProcs(t, cwd)
+	}
+	cd.start()
+}
+
+// startChild starts a child daemon on a fresh home with the fake Claude,
+// stopped (and its harnesses killed) when the test ends.
+func startChild(t *testing.T) (*testDaemon, *childDaemon) {
+	t.Helper()
+	td, cd := newChildDaemon(t, fakeClaudeEnv(t))
+	t.Cleanup(func() {
+		if cd.cmd != nil && cd.exited != nil {
+			select {
+			case <-cd.exited:
+			default:
+				cd.cmd.Process.Kill()
+				<-cd.exited
+			}
+		}
+	})
+	cd.start()
+	return td, cd
+}
+
+func cursorNum(t testing.TB, c string) uint64 {
+	t.Helper()
+	n, err := strconv.ParseUint(c, 10, 64)
+	if err != nil {
+		t.Fatalf("cursor %q: %v", c, err)
+	}
+	return n
+}
+
+// immutable is a fetch document without what a replay may refresh (the
+// runtime, the Session snapshot, the live screen, and reason and has_more,
+// which say whether more was recorded since).
+func immutable(t testing.TB, doc *rpc.FetchDocument) string {
+	t.Helper()
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(raw, &m)
+	delete(m, "runtime")
+	delete(m, "reason")
+	delete(m, "has_more")
+	return stripCurrentMap(m)
+}
+
+func stripCurrentMap(doc map[string]any) string {
+	for _, b := range doc["sessions"].([]any) {
+		m := b.(map[string]any)
+		delete(m, "session")
+		if sc, ok := m["screen"].(map[string]any); ok {
+			delete(sc, "live")
+			delete(sc, "live_truncated")
+		}
+	}
+	b, _ := json.Marshal(doc)
+	return string(b)
+}
+
+func (td *testDaemon) fetch(t testing.TB, params map[string]any) (*rpc.FetchDocument, error) {
+	t.Helper()
+	var doc rpc.FetchDocument
+	err := td.call(rpc.MethodSessionFetch, params, &doc)
+	return &doc, err
+}
+
+func (td *testDaemon) mustFetch(t testing.TB, params map[string]any) *rpc.FetchDocument {
+	t.Helper()
+	doc, err := td.fetch(t, params)
+	if err != nil {
+		t.Fatalf("fetch %v: %v", params, err)
+	}
+	return doc
+}
+
+// The replayed-receipt scenario of issue 14: a receipt replayed after a
+// restart names its own turn, a position minted by a fetch before the
+// restart replays the same window after it, and numbers minted after the
+// restart are above every number handed out before it.
+func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
+	for _, kind := range restartKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			td, cd := startChild(t)
+			cwd := t.TempDir()
+			create := rpc.SessionCreateParams{Title: "r1", Harness: "claude", Cwd: cwd, Prompt: "first",
+				RequestID: "r1", Environment: td.env}
+			var r1 rpc.Receipt
+			td.mustCall(rpc.MethodSessionCreate, create, &r1)
+			id := r1.Session.ID
+			_, res := td.waitResult(t, id, r1.Cursor)
+			if res.ExecutionSeq != 1 || derefText(&res) != "MOCK-REPLY: first" {
+				t.Fatalf("first result %+v", res)
+			}
+			// The window of the receipt's cursor, and a fetch-minted
+			// position after it.
+			before := td.mustFetch(t, map[string]any{"session": id, "cursor": r1.Cursor, "screen": false})
+			if len(before.Sessions[0].Results) != 1 {
+				t.Fatalf("window of %s: %+v", r1.Cursor, before.Sessions[0].Results)
+			}
+			base := td.mustFetch(t, map[string]any{"session": id, "screen": false})
+			handed := []uint64{cursorNum(t, r1.Cursor), cursorNum(t, before.Cursor), cursorNum(t, base.Cursor)}
+			// Batched position writes land well within this.
+			time.Sleep(4 * positionFlushDelay)
+
+			restartChild(t, cd, kind, cwd)
+
+			// The fetch-minted position is still held and means the same.
+			again := td.mustFetch(t, map[string]any{"session": id, "cursor": r1.Cursor, "screen": false})
+			if immutable(t, again) != immutable(t, before) {
+				t.Fatalf("window of %s changed across the restart:\n%s\n%s", r1.Cursor, immutable(t, before), immutable(t, again))
+			}
+			var r2 rpc.Receipt
+			td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "second", RequestID: "r2",
+				Resume: true, Environment: td.env}, &r2)
+			if r2.ExecutionSeq != 2 {
+				t.Fatalf("resume receipt %+v", r2)
+			}
+			for _, n := range handed {
+				if cursorNum(t, r2.Cursor) <= n {
+					t.Fatalf("cursor %s minted after the restart is not above %d handed out before it", r2.Cursor, n)
+				}
+			}
+			_, res2 := td.waitResult(t, id, r2.Cursor)
+			if res2.ExecutionSeq != 2 || derefText(&res2) != "MOCK-REPLY: second" {
+				t.Fatalf("second result %+v", res2)
+			}
+			// From the baseline's position: what came after it, in order.
+			after := td.mustFetch(t, map[string]any{"session": id, "cursor": base.Cursor, "screen": false})
+			rs := after.Sessions[0].Results
+			if len(rs) == 0 || rs[0].ExecutionSeq != 2 {
+				t.Fatalf("results after the baseline %s: %+v", base.Cursor, rs)
+			}
+			// The replayed receipt, and its cursor, name execution 1.
+			var replay rpc.Receipt
+			td.mustCall(rpc.MethodSessionCreate, create, &replay)
+			if !replay.Replayed || replay.ExecutionSeq != 1 || replay.Cursor != r1.Cursor {
+				t.Fatalf("replay %+v, first receipt %+v", replay, r1)
+			}
+			doc := td.mustFetch(t, map[string]any{"session": id, "cursor": replay.Cursor, "until": "result", "wait_ms": 10000, "screen": false})
+			rs = doc.Sessions[0].Results
+			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || derefText(&rs[0]) != "MOCK-REPLY: first" {
+				t.Fatalf("fetch from the replayed cursor %s: %+v", replay.Cursor, rs)
+			}
+			cd.stop()
+		})
+	}
+}
+
+// A baseline of an unchanged Session returns the position it returned
+// before instead of minting, so polling never evicts another client's
+// cursor; all:true alike.
+func TestFetchBaselineDoesNotChurn(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "a")
+	runExec(rt, s, "one", "row 1")
+	mine, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
+	runExec(rt, s, "two", "row 2")
+	first, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
+	allFirst, _ := fetchDoc(t, rt, map[string]any{"all": true})
+	for i := 0; i < 2*positionsAll+10; i++ {
+		d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
+		if d.Cursor != first.Cursor {
+			t.Fatalf("baseline %d of an unchanged Session: cursor %s, first %s", i, d.Cursor, first.Cursor)
+		}
+		a, _ := fetchDoc(t, rt, map[string]any{"all": true})
+		if a.Cursor != allFirst.Cursor {
+			t.Fatalf("all baseline %d: cursor %s, first %s", i, a.Cursor, allFirst.Cursor)
+		}
+	}
+	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": mine.Cursor, "screen": false})
+	if rs := d.Sessions[0].Results; len(rs) != 1 || derefText(&rs[0]) != "two" {
+		t.Fatalf("the other client's cursor: %+v", rs)
+	}
+	// A change mints.
+	runExec(rt, s, "three")
+	if d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"}); d.Cursor == first.Cursor {
+		t.Fatal("a baseline after a change returned the old position")
+	}
+}
+
+// Positions stored by one runtime resolve in the next on the same store;
+// numbering continues above every reservation; a position lost before
+// its batch was stored answers CURSOR_EXPIRED.
+func TestPositionsReloaded(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "a")
+	s.mu.Lock()
+	rt.persistLocked(s)
+	s.mu.Unlock()
+	runExec(rt, s, "one", "row 1")
+	p1, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "screen": false})
+	runExec(rt, s, "two")
+	w1, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": p1.Cursor, "screen": false})
+	if err := rt.positions.flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Minted, never stored: as if the daemon died before the batch.
+	rt.positions.mu.Lock()
+	rt.positions.closed = true
+	clear(rt.positions.dirty)
+	rt.positions.mu.Unlock()
+	runExec(rt, s, "three")
+	lost, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": w1.Cursor, "screen": false})
+
+	rt2, err := newRuntime(rt.db, rt.paths, rt.log, rt.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := fetchDoc(t, rt2, map[string]any{"session": "claude:a", "cursor": p1.Cursor, "screen": false})
+	if immutable(t, got) != immutable(t, w1) {
+		t.Fatalf("window of %s changed:\n%s\n%s", p1.Cursor, immutable(t, w1), immutable(t, got))
+	}
+	_, err = fetchRaw(t, rt2, map[string]any{"session": "claude:a", "cursor": lost.Cursor})
+	wantCode(t, err, rpc.CodeCursorExpired)
+	runExec(rt2, rt2.sessions[s.uid], "four")
+	next, _ := fetchDoc(t, rt2, map[string]any{"session": "claude:a", "screen": false})
+	if cursorNum(t, next.Cursor) <= cursorNum(t, lost.Cursor) {
+		t.Fatalf("position %s minted again after %s", next.Cursor, lost.Cursor)
+	}
+}
+
+var _ = fmt.Sprint
+var _ sync.Mutex
