@@ -44,10 +44,11 @@ type skillTarget struct {
 const skillInstallLong = `Write this binary's guide (what "dlgt skill" prints) to the user skills
 directory of Claude Code, Codex, or both (neither flag = both):
 
-  claude  ~/.claude/skills/dlgt/SKILL.md
+  claude  ${CLAUDE_CONFIG_DIR:-~/.claude}/skills/dlgt/SKILL.md
   codex   ${CODEX_HOME:-~/.codex}/skills/dlgt/SKILL.md
 
-HOME and CODEX_HOME are read from the environment. Each file is written
+HOME, CLAUDE_CONFIG_DIR and CODEX_HOME are read from the environment (each
+harness reads its skills from there). Each file is written
 atomically (a temporary file in the same directory, renamed over the old
 one) with mode 0644; missing directories are created with mode 0755; nothing
 else is touched. A copy that already matches is left alone ("unchanged").
@@ -117,7 +118,7 @@ func newSkillInstallCommand(e *env) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&claude, "claude", false, "install for Claude Code (~/.claude/skills/dlgt/SKILL.md)")
+	f.BoolVar(&claude, "claude", false, "install for Claude Code (${CLAUDE_CONFIG_DIR:-~/.claude}/skills/dlgt/SKILL.md)")
 	f.BoolVar(&codex, "codex", false, "install for Codex (${CODEX_HOME:-~/.codex}/skills/dlgt/SKILL.md)")
 	f.BoolVar(&check, "check", false, "write nothing; report whether each installed copy is current, stale or missing (exit 1 unless all are current)")
 	addPretty(cmd)
@@ -131,10 +132,19 @@ func (e *env) skillTargets(claude, codex bool) ([]skillTarget, error) {
 	home := e.getenv("HOME")
 	var out []skillTarget
 	if claude {
-		if !filepath.IsAbs(home) {
-			return nil, usageError("HOME is %q, not an absolute path: cannot find ~/.claude/skills", home)
+		// Claude Code reads user skills from $CLAUDE_CONFIG_DIR/skills
+		// when that is set (measured with the pinned CLI), else
+		// ~/.claude/skills.
+		base := e.getenv("CLAUDE_CONFIG_DIR")
+		switch {
+		case base != "" && !filepath.IsAbs(base):
+			return nil, usageError("CLAUDE_CONFIG_DIR is %q, not an absolute path", base)
+		case base == "" && !filepath.IsAbs(home):
+			return nil, usageError("HOME is %q, not an absolute path, and CLAUDE_CONFIG_DIR is not set: cannot find ~/.claude/skills", home)
+		case base == "":
+			base = filepath.Join(home, ".claude")
 		}
-		out = append(out, skillTarget{Harness: "claude", Path: filepath.Join(home, ".claude", "skills", skillDirName, skillFileName)})
+		out = append(out, skillTarget{Harness: "claude", Path: filepath.Join(base, "skills", skillDirName, skillFileName)})
 	}
 	if codex {
 		base := e.getenv("CODEX_HOME")
@@ -320,7 +330,7 @@ func (e *env) skillDoctorChecks() []doctorCheck {
 		if err != nil {
 			c.Warning = true
 			c.Detail = "cannot locate the " + h + " skills directory: " + rpc.AsError(err).Message
-			c.Fix = "set HOME (or CODEX_HOME for codex) to an absolute path, then run `dlgt skill install --" + h + "`"
+			c.Fix = "set HOME (or CLAUDE_CONFIG_DIR / CODEX_HOME) to an absolute path, then run `dlgt skill install --" + h + "`"
 			checks = append(checks, c)
 			continue
 		}

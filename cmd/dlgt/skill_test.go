@@ -320,6 +320,20 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	}
 }
 
+// CLAUDE_CONFIG_DIR, when set, is where Claude Code reads user skills
+// from (measured with the pinned CLI), so the claude copy goes there.
+func TestSkillInstallClaudeConfigDir(t *testing.T) {
+	home, cfg := t.TempDir(), t.TempDir()
+	e, out, _ := testEnv(t, map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": cfg}, "")
+	if code := run([]string{"skill", "install", "--claude"}, e); code != exitOK ||
+		!strings.Contains(out.String(), `"path":"`+filepath.Join(cfg, "skills", "dlgt", "SKILL.md")+`","status":"written"`) {
+		t.Fatalf("exit %d, %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".claude")); !os.IsNotExist(err) {
+		t.Fatalf("~/.claude was created although CLAUDE_CONFIG_DIR is set")
+	}
+}
+
 // CODEX_HOME unset means ~/.codex; a symlinked SKILL.md is written through.
 func TestSkillInstallDefaultsAndSymlink(t *testing.T) {
 	home := t.TempDir()
@@ -350,22 +364,27 @@ func TestSkillInstallBadInput(t *testing.T) {
 	dir := t.TempDir()
 	codexHome := filepath.Join(dir, "codex")
 	for _, tc := range []struct {
-		name, home, codexHome, want string
-		args                        []string
+		name, want string
+		vars       map[string]string
+		args       []string
 	}{
-		{"no HOME", "", codexHome, "HOME is", nil},
-		{"relative HOME", "home", "", "not an absolute path", []string{"--codex"}},
-		{"relative CODEX_HOME", dir, "rel/codex", "CODEX_HOME is", []string{"--codex"}},
-		{"an argument", dir, codexHome, "unknown command", []string{"now"}},
-		{"bad output", dir, codexHome, "--output must be json or text", []string{"-o", "yaml"}},
+		{"no HOME", "HOME is", map[string]string{"CODEX_HOME": codexHome}, nil},
+		{"relative HOME", "not an absolute path", map[string]string{"HOME": "home"}, []string{"--codex"}},
+		{"relative CODEX_HOME", "CODEX_HOME is", map[string]string{"HOME": dir, "CODEX_HOME": "rel/codex"}, []string{"--codex"}},
+		{"relative CLAUDE_CONFIG_DIR", "CLAUDE_CONFIG_DIR is", map[string]string{"HOME": dir, "CODEX_HOME": codexHome, "CLAUDE_CONFIG_DIR": "rel"}, nil},
+		{"an argument", "unknown command", map[string]string{"HOME": dir, "CODEX_HOME": codexHome}, []string{"now"}},
+		{"bad output", "--output must be json or text", map[string]string{"HOME": dir, "CODEX_HOME": codexHome}, []string{"-o", "yaml"}},
 	} {
-		e, out, _ := skillEnv(t, tc.home, tc.codexHome)
+		e, out, _ := testEnv(t, tc.vars, "")
 		code := run(append([]string{"skill", "install"}, tc.args...), e)
 		if code != exitError || !strings.HasPrefix(out.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("%s: exit %d, %q", tc.name, code, out)
 		}
 		if _, err := os.Stat(codexHome); !os.IsNotExist(err) {
 			t.Fatalf("%s: %s was created", tc.name, codexHome)
+		}
+		if _, err := os.Stat(filepath.Join(dir, ".claude")); !os.IsNotExist(err) {
+			t.Fatalf("%s: ~/.claude was created", tc.name)
 		}
 	}
 	// A file where the skill folder should be: the failure names it, and

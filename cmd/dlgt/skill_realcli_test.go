@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlgt/internal/harnesstest/mockapi"
+)
+
+// The pinned real CLIs load the guide from where `dlgt skill install`
+// puts it: the first model request of a run lists the dlgt skill with its
+// description, and does not without the installed copy. Skipped only when
+// a CLI is not installed.
+
+// pinnedCLI returns the pinned binary of a harness (the variable, else
+// .cache/harnesses), skipping the test when it is absent.
+func pinnedCLI(t *testing.T, override string, rel ...string) string {
+	t.Helper()
+	p := os.Getenv(override)
+	if p == "" {
+		p = filepath.Join(append([]string{"..", "..", ".cache", "harnesses", "node_modules"}, rel...)...)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+		t.Skipf("%s is not installed (.ci/install-harnesses, or set %s)", abs, override)
+	}
+	return abs
+}
+
+// skillDescription is the guide's front-matter description.
+func skillDescription(t *testing.T) string {
+	t.Helper()
+	for _, line := range strings.Split(string(skillGuide), "\n") {
+		if d, ok := strings.CutPrefix(line, "description: "); ok {
+			return d
+		}
+	}
+	t.Fatal("the guide has no description")
+	return ""
+}
+
+// runCLIProbe runs a harness CLI once to completion with env and returns
+// the body of the first model request that carried the prompt.
+func runCLIProbe(t *testing.T, srv *mockapi.Server, env []string, dir string, argv ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env, cmd.Dir = env, dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Base(argv[0]), err, out)
+	}
+	for _, r := range srv.Requests() {
+		if r.Kind == mockapi.KindPrompt && strings.Contains(r.Prompt, "SKILL-PROBE") {
+			return string(r.Body)
+		}
+	}
+	t.Fatalf("%s sent no request with the prompt\n%s", filepath.Base(argv[0]), out)
+	return ""
+}
+
+func TestSkillInstalledCopySeenByRealClaude(t *testing.T) {
+	bin := pinnedCLI(t, "DLGT_CLAUDE_BIN", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	desc := skillDescription(t)
+	// Not installed; installed in ~/.claude; and with CLAUDE_CONFIG_DIR
+	// set, installed there (Claude then ignores ~/.claude/skills).
+	for _, tc := range []struct {
+		name                 string
+		installed, configDir bool
+	}{{"not installed", false, false}, {"HOME", true, false}, {"CLAUDE_CONFIG_DIR", true, true}} {
+		srv := mockapi.NewAnthropic(t, nil)
+		home := t.TempDir()
+		vars := map[string]string{"HOME": home}
+		stateDir := home
+		if tc.configDir {
+			stateDir = t.TempDir()
+			vars["CLAUDE_CONFIG_DIR"] = stateDir
+		}
+		const key = "sk-ant-mock-skill-0123456789abcdef"
+		state, _ := json.Marshal(map[string]any{
+			"hasCompletedOnboarding": true,
+			"customApiKeyResponses":  map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		})
+		if err := os.WriteFile(filepath.Join(stateDir, ".claude.json"), state, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if tc.installed {
+			e, out, _ := testEnv(t, vars, "")
+			if code := run([]string{"skill", "install", "--claude"}, e); code != exitOK || !strings.Contains(out.String(), `"status":"written"`) {
+				t.Fatalf("%s: install: exit %d %s", tc.name, code, out)
+			}
+		}
+		env := []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL(),
+			"ANTHROPIC_API_KEY=" + key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+		for k, v := range vars {
+			env = append(env, k+"="+v)
+		}
+		body := runCLIProbe(t, srv, env, t.TempDir(), bin, "-p", "SKILL-PROBE say hi", "--output-format", "json")
+		// "The following skills are available for use with the Skill
+		// tool: … - dlgt: DESCRIPTION".
+		if seen := strings.Contains(body, "- dlgt: "+desc); seen != tc.installed {
+			t.Errorf("%s: the dlgt skill listed in Claude's request: %v, want %v", tc.name, seen, tc.installed)
+		}
+	}
+}
+
+func TestSkillInstalledCopySeenByRealCodex(t *testing.T) {
+	bin := pinnedCLI(t, "DLGT_CODEX_BIN", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+	desc := skillDescription(t)
+	for _, installed := range []bool{false, true} {
+		srv := mockapi.NewResponses(t, nil)
+		home, codexHome := t.TempDir(), t.TempDir()
+		config := fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, srv.URL())
+		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if installed {
+			if code, doc, _ := runSkill(t, home, codexHome, "install", "--codex"); code != exitOK || statuses(doc)["codex"] != skillWritten {
+				t.Fatalf("install: exit %d %+v", code, doc)
+			}
+		}
+		env := []string{"HOME=" + home, "CODEX_HOME=" + codexHome, "PATH=" + os.Getenv("PATH"), "MOCK_API_KEY=mock-key"}
+		body := runCLIProbe(t, srv, env, t.TempDir(), bin, "exec", "--skip-git-repo-check", "SKILL-PROBE say hi")
+		// Codex lists it as "- dlgt: DESCRIPTION (file: r0/dlgt/SKILL.md)",
+		// r0 being an alias of the skills root it names elsewhere.
+		if seen := strings.Contains(body, "- dlgt: "+desc+" (file: "); seen != installed {
+			t.Errorf("installed %v: the dlgt skill listed in Codex's request: %v", installed, seen)
+		}
+	}
+}
