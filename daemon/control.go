@@ -360,9 +360,13 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 	}
 	if _, err := rt.startGeneration(ctx, s, lo); err != nil {
 		s.mu.Lock()
+		failed := rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"}
+		if e != nil && s.exec == e {
+			failed.ExecutionSeq, failed.ResultStatus = e.seq, rpc.StatusFailed
+		}
 		rt.launchExecFailedLocked(s, e, err)
 		rt.releaseAliasLocked(s)
-		rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"})
+		rt.setStateLocked(s, rpc.StateFailed, &failed)
 		s.mu.Unlock()
 		if re, ok := err.(*rpc.Error); ok && s.rec.ID != "" {
 			re.SessionID, re.LaunchID = s.rec.ID, ""
@@ -481,10 +485,18 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 		return nil
 	}
 	g := s.gen
-	rt.setStateLocked(s, rpc.StateStopping, &rpc.Event{Type: rpc.EventSessionStopping, Reason: reason})
+	// The event that records the end of an active execution carries its
+	// execution_seq and result_status: stopping (its result is retained
+	// with it) and stopped alike.
+	var ended rpc.Event
+	stopping := rpc.Event{Type: rpc.EventSessionStopping, Reason: reason}
 	if s.exec != nil {
-		rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: reason, Message: "the Session was stopped during this execution"})
+		s.rec.State = rpc.StateStopping
+		res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: reason, Message: "the Session was stopped during this execution"})
+		ended = rpc.Event{ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status}
+		stopping.ExecutionSeq, stopping.ResultStatus = ended.ExecutionSeq, ended.ResultStatus
 	}
+	rt.setStateLocked(s, rpc.StateStopping, &stopping)
 	s.mu.Unlock()
 	if g != nil {
 		if force {
@@ -499,7 +511,8 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 		s.gen = nil
 	}
 	rt.releaseAliasLocked(s)
-	rt.setStateLocked(s, rpc.StateStopped, &rpc.Event{Type: rpc.EventSessionStopped, Reason: reason})
+	rt.setStateLocked(s, rpc.StateStopped, &rpc.Event{Type: rpc.EventSessionStopped, Reason: reason,
+		ExecutionSeq: ended.ExecutionSeq, ResultStatus: ended.ResultStatus})
 	s.mu.Unlock()
 	return nil
 }
@@ -574,10 +587,12 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + st}
 	}
 	g := s.gen
+	restarting := rpc.Event{Type: rpc.EventSessionRestarting}
 	if s.exec != nil {
-		rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "restarted", Message: "the Session was restarted during this execution"})
+		res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "restarted", Message: "the Session was restarted during this execution"})
+		restarting.ExecutionSeq, restarting.ResultStatus = res.ExecutionSeq, res.Status
 	}
-	rt.setStateLocked(s, rpc.StateRestarting, &rpc.Event{Type: rpc.EventSessionRestarting})
+	rt.setStateLocked(s, rpc.StateRestarting, &restarting)
 	s.mu.Unlock()
 	if g != nil {
 		g.proc.Terminate(rt.opts.StopGrace)

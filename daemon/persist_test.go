@@ -267,5 +267,81 @@ func TestPositionsReloaded(t *testing.T) {
 	}
 }
 
+// closing finds the event of type typ after seq and checks it closes
+// execution exec with result_status interrupted.
+func closing(t testing.TB, evs []rpc.Event, after uint64, typ string, exec uint64) rpc.Event {
+	t.Helper()
+	for _, e := range evs {
+		if e.Seq > after && e.Type == typ {
+			if e.ExecutionSeq != exec || e.ResultStatus != rpc.StatusInterrupted {
+				t.Fatalf("%s event %+v: want execution_seq %d, result_status interrupted", typ, e, exec)
+			}
+			return e
+		}
+	}
+	t.Fatalf("no %s event after seq %d: %v", typ, after, eventTypes(evs))
+	return rpc.Event{}
+}
+
+// A stop, a restart and a daemon crash that end an execution say so on the
+// event that records it: execution_seq and result_status, matching the
+// retained result; the restarted daemon records the crash's outcome once.
+func TestEventsCloseEveryExecution(t *testing.T) {
+	td, cd := startChild(t)
+	cwd := t.TempDir()
+	var r rpc.Receipt
+	td.mustCall(rpc.MethodSessionCreate, rpc.SessionCreateParams{Title: "closer", Harness: "claude", Cwd: cwd,
+		Prompt: "[[slow 30000]] one", RequestID: "c1", Environment: td.env}, &r)
+	id := r.Session.ID
+	td.waitScreen(t, id, "Working")
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, nil)
+	evs := td.events(t, id)
+	closing(t, evs, 0, rpc.EventSessionStopping, 1)
+	closing(t, evs, 0, rpc.EventSessionStopped, 1)
+	checkInterrupted(t, td.read(t, id), 1, "stopped")
+
+	// restart ends execution 2.
+	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "[[slow 30000]] two", RequestID: "c2",
+		Resume: true, Environment: td.env}, &r)
+	td.waitScreen(t, id, "Working")
+	evs = td.events(t, id)
+	last := evs[len(evs)-1].Seq // the resume's own restarting is before it
+	td.mustCall(rpc.MethodSessionRestart, rpc.SessionRestartParams{Session: id, Environment: td.env}, nil)
+	evs = td.events(t, id)
+	closing(t, evs, last, rpc.EventSessionRestarting, 2)
+	checkInterrupted(t, td.read(t, id), 2, "restarted")
+
+	// A stop with nothing running closes nothing.
+	last = evs[len(evs)-1].Seq
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id}, nil)
+	for _, e := range td.events(t, id) {
+		if e.Seq > last && (e.ExecutionSeq != 0 || e.ResultStatus != "") {
+			t.Fatalf("idle stop: %+v", e)
+		}
+	}
+
+	// A daemon crash ends execution 3: the next daemon records it once.
+	evs = td.events(t, id)
+	last = evs[len(evs)-1].Seq
+	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "[[slow 30000]] three", RequestID: "c3",
+		Resume: true, Environment: td.env}, &r)
+	td.waitScreen(t, id, "Working")
+	restartChild(t, cd, restartKind{"kill9", true}, cwd)
+	evs = td.events(t, id)
+	closing(t, evs, last, rpc.EventSessionFailed, 3)
+	n := 0
+	for _, e := range evs {
+		if e.ExecutionSeq == 3 && e.ResultStatus != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("execution 3 closed by %d events: %v", n, evs)
+	}
+	checkInterrupted(t, td.read(t, id), 3, "daemon_restarted")
+	cd.stop()
+	waitNoProcs(t, cwd)
+}
+
 var _ = fmt.Sprint
 var _ sync.Mutex

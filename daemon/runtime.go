@@ -354,13 +354,13 @@ func (rt *runtime) failLocked(s *session, code, msg string) {
 		// Recovered after a crash: rebuild the execution to retain its result.
 		s.exec = &execution{seq: s.rec.ActiveExec.Seq, startedAt: time.UnixMilli(s.rec.ActiveExec.StartedAtMS), done: make(chan struct{}), submitted: make(chan struct{})}
 	}
-	var execSeq uint64
+	ev := rpc.Event{Type: rpc.EventSessionFailed, Reason: code}
 	if s.exec != nil {
-		execSeq = s.exec.seq
-		rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: code, Message: msg})
+		res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: code, Message: msg})
+		ev.ExecutionSeq, ev.ResultStatus = res.ExecutionSeq, res.Status
 	}
 	rt.releaseAliasLocked(s)
-	rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, ExecutionSeq: execSeq, Reason: code})
+	rt.setStateLocked(s, rpc.StateFailed, &ev)
 }
 
 // releaseAliasLocked frees the alias of a Session that became terminal.
