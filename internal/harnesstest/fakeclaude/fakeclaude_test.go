@@ -180,8 +180,9 @@ func TestPermission(t *testing.T) {
 		t.Errorf("probe.txt = %q, %v", b, err)
 	}
 
-	// Declined with Esc (harness.Claude.DismissDialog): no PostToolUse, and
-	// the turn ends with a Stop saying so.
+	// Declined with Esc (harness.Claude.DismissDialog): like the real CLI,
+	// the turn ends as an interrupt, with no PostToolUse and no Stop, and
+	// the transcript says so.
 	p.submit("[[tool echo no > declined.txt]] again")
 	w.waitCount("PermissionRequest", 2)
 	p.waitOutput("again")
@@ -193,9 +194,19 @@ func TestPermission(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.keys(harness.Claude{}.DismissDialog())
-	evs = w.waitCount("Stop", 2)
-	if stop := last(evs, "Stop"); !strings.HasPrefix(stop.str("last_assistant_message"), "MOCK-DECLINED") {
-		t.Errorf("Stop after declining: %s", stop.raw)
+	p.waitOutput("Interrupted")
+	tpath := filepath.Join(w.home, ".claude", "projects", regexp.MustCompile(`[^a-zA-Z0-9]`).ReplaceAllString(w.cwd, "-"), sessionID+".jsonl")
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(tpath); strings.Contains(string(b), "[Request interrupted by user for tool use]") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the transcript does not record the declined tool as an interrupt")
+		}
+	}
+	evs = w.events()
+	if n := count(evs, "Stop"); n != 1 {
+		t.Errorf("%d Stop hooks, want only the first turn's", n)
 	}
 	if n := count(evs, "PostToolUse"); n != 1 {
 		t.Errorf("%d PostToolUse", n)

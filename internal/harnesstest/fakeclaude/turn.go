@@ -17,21 +17,23 @@ import (
 
 // script is what a prompt's [[directives]] ask of the turn. The steps run
 // in this order: tool, flood, raw, bigline, slow, crash/hang, then the reply (echo or
-// long replace the text; fail and noreply change how the turn ends).
+// long or reply replace the text; fail and noreply change how the turn ends).
 type script struct {
-	tool    string // [[tool CMD]]: one Bash tool call running CMD
-	hasTool bool
-	flood   int           // [[flood N]]: N numbered 80-column output lines
-	raw     []byte        // [[raw HEX]]: these bytes as they are, then CR LF
-	bigline int           // [[bigline N]]: one line of N bytes, no line break until its end
-	slow    time.Duration // [[slow N]]: N ms of spinner, interruptible
-	crash   bool          // [[crash]]: exit(1) mid-turn, no Stop
-	hang    bool          // [[hang]]: ignore SIGTERM/SIGHUP/SIGINT, never finish
-	deaf    bool          // [[deaf]]: ignore SIGTERM/SIGHUP/SIGINT from now on, finish the turn
-	echo    bool          // [[echo]]: the reply is the whole prompt, byte-exact
-	long    int           // [[long N]]: an N-line reply
-	fail    bool          // [[fail]]: StopFailure instead of Stop
-	noreply bool          // [[noreply]]: Stop without last_assistant_message
+	tool     string // [[tool CMD]]: one Bash tool call running CMD
+	hasTool  bool
+	flood    int           // [[flood N]]: N numbered 80-column output lines
+	raw      []byte        // [[raw HEX]]: these bytes as they are, then CR LF
+	bigline  int           // [[bigline N]]: one line of N bytes, no line break until its end
+	slow     time.Duration // [[slow N]]: N ms of spinner, interruptible
+	crash    bool          // [[crash]]: exit(1) mid-turn, no Stop
+	hang     bool          // [[hang]]: ignore SIGTERM/SIGHUP/SIGINT, never finish
+	deaf     bool          // [[deaf]]: ignore SIGTERM/SIGHUP/SIGINT from now on, finish the turn
+	echo     bool          // [[echo]]: the reply is the whole prompt, byte-exact
+	long     int           // [[long N]]: an N-line reply
+	reply    string        // [[reply TEXT]]: the reply is TEXT
+	hasReply bool          // a [[reply]] with text was given
+	fail     bool          // [[fail]]: StopFailure instead of Stop
+	noreply  bool          // [[noreply]]: Stop without last_assistant_message
 }
 
 // directiveRE matches [[name]] and [[name ARG]]; ARG ends at the first "]]".
@@ -62,6 +64,8 @@ func parseScript(prompt string) script {
 			s.slow = time.Duration(n) * time.Millisecond
 		case "long":
 			s.long = n
+		case "reply":
+			s.reply, s.hasReply = arg, arg != ""
 		case "crash":
 			s.crash = true
 		case "hang":
@@ -125,9 +129,15 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	reply := defaultReply(prompt)
 
 	if sc.hasTool {
-		ran := f.toolCall(ctx, sc.tool, withEffort)
+		ran, declined := f.toolCall(ctx, sc.tool, withEffort)
 		if ctx.Err() != nil {
 			return interrupted()
+		}
+		if declined {
+			// Like the real CLI: declining the dialog ends the turn
+			// as an interrupt, with no hook.
+			f.record(f.tr.user([]obj{{{"type", "text"}, {"text", "[Request interrupted by user for tool use]"}}}, ""))
+			return turnResult{interrupted: true}
 		}
 		if !ran {
 			reply = "MOCK-DECLINED: the Bash command was not run: " + sc.tool
@@ -171,6 +181,8 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 		reply = prompt
 	case sc.long > 0:
 		reply = longReply(sc.long)
+	case sc.hasReply:
+		reply = sc.reply
 	}
 
 	if sc.fail {
@@ -198,8 +210,9 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 
 // toolCall plays one Bash tool call: PreToolUse, then (in permission modes
 // that ask) PermissionRequest and the dialog, then the command and
-// PostToolUse. It reports whether the command ran.
-func (f *fake) toolCall(ctx context.Context, command string, base obj) bool {
+// PostToolUse. It reports whether the command ran, and whether the user
+// declined it at the dialog (which interrupts the turn).
+func (f *fake) toolCall(ctx context.Context, command string, base obj) (ran, declined bool) {
 	id := "toolu_" + randHex(10)
 	input := obj{{"command", command}, {"description", "Run the scripted command"}}
 	tool := func(event string) obj {
@@ -212,7 +225,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj) bool {
 	case "auto", "acceptEdits", "bypassPermissions":
 		// runs without asking
 	case "dontAsk":
-		return false // denied without asking
+		return false, false // denied without asking
 	default: // "default", "plan": ask
 		suggestion := obj{
 			{"type", "addRules"},
@@ -225,22 +238,22 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj) bool {
 		select {
 		case f.asks <- askReq{command: command, reply: reply}:
 		case <-ctx.Done():
-			return false
+			return false, false
 		}
 		select {
 		case ok := <-reply:
 			if !ok {
-				return false
+				return false, true
 			}
 		case <-ctx.Done():
-			return false
+			return false, false
 		}
 	}
 
 	start := time.Now()
 	stdout, stderr := runShell(ctx, command, f.cwd)
 	if ctx.Err() != nil {
-		return false
+		return false, false
 	}
 	out := strings.TrimSpace(stdout + stderr)
 	if out == "" {
@@ -254,7 +267,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj) bool {
 	<-f.hooks.fire("PostToolUse", "Bash", tool("PostToolUse").
 		with("tool_response", resp).with("tool_use_id", id).
 		with("duration_ms", time.Since(start).Milliseconds()))
-	return true
+	return true, false
 }
 
 // runShell runs command with sh in dir; cancelling ctx kills its whole
