@@ -22,6 +22,10 @@ type Proxy struct {
 	Out   io.Writer
 	Conn  net.Conn
 	Local func(method string, params json.RawMessage) (any, error)
+	// Rewrite, when set, may replace the params of a public request before
+	// it is forwarded (nil keeps the line as read). An error answers the
+	// request locally, as INVALID_ARGUMENT would be.
+	Rewrite func(method string, params json.RawMessage) (json.RawMessage, error)
 	// MaxLineBytes bounds one input line (default DefaultMaxLineBytes).
 	MaxLineBytes int
 
@@ -155,6 +159,17 @@ func (p *Proxy) handleLine(line []byte) error {
 			return p.writeOut(MarshalResponse(req.ID, nil, AsError(err)))
 		}
 		return p.writeOut(MarshalResponse(req.ID, res, nil))
+	}
+	if p.Rewrite != nil {
+		params, err := p.Rewrite(req.Method, req.Params)
+		if err != nil {
+			return p.writeOut(MarshalResponse(req.ID, nil, AsError(err)))
+		}
+		if params != nil {
+			if line, err = Marshal(Request{ID: req.ID, Method: req.Method, Params: params}); err != nil {
+				return p.writeOut(MarshalResponse(req.ID, nil, AsError(err)))
+			}
+		}
 	}
 	p.mu.Lock()
 	p.outstanding++

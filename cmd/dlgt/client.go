@@ -35,6 +35,9 @@ func (e *env) connect(ctx context.Context) (*rpc.Client, error) {
 
 // connectConn is connect's raw form, for the stdio proxy.
 func (e *env) connectConn(ctx context.Context) (net.Conn, error) {
+	if host := e.remoteHost(); host != "" {
+		return e.dialRemote(ctx, host)
+	}
 	p, err := e.paths()
 	if err != nil {
 		return nil, err
@@ -167,7 +170,13 @@ func (e *env) startDaemon(p daemon.Paths) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(e.exe, "daemon")
-	cmd.Env = e.environ()
+	// The daemon serves this machine: a DLGT_HOST meant for clients must
+	// not send it elsewhere.
+	for _, kv := range e.environ() {
+		if !strings.HasPrefix(kv, "DLGT_HOST=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

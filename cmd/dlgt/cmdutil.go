@@ -72,9 +72,13 @@ func (e *env) callAndPrint(cmd *cobra.Command, method string, params any) error 
 }
 
 // clientEnvironment parses e.environ() into a map (later entries win;
-// entries without '=' are skipped).
+// entries without '=' are skipped). For another machine it is empty: the
+// remote proxy supplies that machine's own (remote.go).
 func (e *env) clientEnvironment() map[string]string {
 	m := map[string]string{}
+	if e.remote() {
+		return m
+	}
 	for _, kv := range e.environ() {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -174,6 +178,16 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string) (lau
 		for k, v := range p.Environment {
 			plan.environment[k] = v
 		}
+		if e.hostFlag == "" && p.Host != "" {
+			if _, err := parseHost(p.Host); err != nil {
+				return plan, err
+			}
+			e.profileHost = p.Host
+			plan.environment = map[string]string{}
+			for k, v := range p.Environment {
+				plan.environment[k] = v
+			}
+		}
 		if !changed("harness") && p.Harness != "" {
 			plan.harness = p.Harness
 		}
@@ -201,7 +215,12 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string) (lau
 		return plan, err
 	}
 	plan.startupTimeoutMS = ms
-	if changed("cwd") || o.cwd != "" {
+	if e.remote() && o.cwd != "" && !filepath.IsAbs(o.cwd) {
+		return plan, usageError("--cwd %q must be an absolute path on the remote host", o.cwd)
+	}
+	if e.remote() {
+		plan.cwd = o.cwd // empty: the remote side's working directory
+	} else if changed("cwd") || o.cwd != "" {
 		if plan.cwd, err = absDir(o.cwd); err != nil {
 			return plan, err
 		}

@@ -29,6 +29,8 @@ type doctorCheck struct {
 	// Warning marks a passed check that still deserves attention (a
 	// stale or missing skill): it never fails doctor.
 	Warning bool `json:"warning,omitempty"`
+	// Host names the machine of a check made on another one (--host).
+	Host string `json:"host,omitempty"`
 }
 
 // doctorHarnesses are the adapters doctor checks, with the variable that
@@ -121,6 +123,11 @@ func (e *env) doctor(ctx context.Context) []doctorCheck {
 	p, err := e.paths()
 	if err != nil {
 		return append(checks, doctorCheck{Name: "state_dir", Detail: err.Error(), Fix: "set DLGT_HOME (or HOME) to a directory you own"})
+	}
+	if e.remote() {
+		// The local daemon is not the one used: report the other end.
+		checks = append(checks, checkStateDir(p)...)
+		return append(checks, e.remoteDoctor(ctx)...)
 	}
 	checks = append(checks, checkDaemon(ctx, p, e.getenv("DLGT_SOCKET") != ""))
 	checks = append(checks, checkStateDir(p)...)

@@ -229,7 +229,7 @@ func (t *mcpTools) delegate(ctx context.Context, _ *mcp.CallToolRequest, in dele
 	if harness == "" {
 		return toolError(rpc.InvalidField("harness", "is required: claude or codex")), nil, nil
 	}
-	cwd, err := toolCwd(in.Cwd)
+	cwd, err := toolCwd(in.Cwd, t.e.remote())
 	if err != nil {
 		return toolError(err), nil, nil
 	}
@@ -442,7 +442,8 @@ func (t *mcpTools) stop(ctx context.Context, _ *mcp.CallToolRequest, in stopIn) 
 // provider-qualified id to the daemon that owns it, as the CLI does.
 func (t *mcpTools) call(ctx context.Context, session, method string, params, out any) error {
 	ce := &env{getenv: t.e.getenv, environ: t.e.environ, stdin: t.e.stdin, stdout: t.e.stdout,
-		stderr: t.e.stderr, exe: t.e.exe, isTerminal: t.e.isTerminal, sessionRef: session}
+		stderr: t.e.stderr, exe: t.e.exe, isTerminal: t.e.isTerminal, sessionRef: session, hostFlag: t.e.hostFlag}
+	defer ce.cleanupRemote()
 	c, err := ce.connect(ctx)
 	if err != nil {
 		return err
@@ -468,8 +469,15 @@ func requestID(id, key, scope string) (string, error) {
 	return "", rpc.InvalidField("request_id", "is required (or give key): choose it before the first attempt and reuse it on every retry")
 }
 
-// toolCwd resolves the Session directory against this server's own.
-func toolCwd(dir string) (string, error) {
+// toolCwd resolves the Session directory against this server's own. On
+// another machine it must be absolute, or empty for that side's own.
+func toolCwd(dir string, remote bool) (string, error) {
+	if remote {
+		if dir != "" && !filepath.IsAbs(dir) {
+			return "", rpc.InvalidField("cwd", "must be an absolute path on the remote host")
+		}
+		return dir, nil
+	}
 	wd, err := workingDir()
 	if err != nil {
 		return "", err

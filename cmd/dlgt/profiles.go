@@ -21,6 +21,8 @@ type profileConfig struct {
 	Effort         string            `toml:"effort"`
 	HarnessOptions []string          `toml:"harness_options"`
 	Environment    map[string]string `toml:"environment"`
+	// Host runs the profile's Sessions on another machine (remote.go).
+	Host string `toml:"host"`
 }
 
 // maxProfilesBytes bounds the profiles file; it is configuration, not data.

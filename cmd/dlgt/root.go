@@ -44,6 +44,17 @@ type env struct {
 	progress *progress
 	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
 	signals chan os.Signal
+
+	// hostFlag is --host, profileHost the host of the profile a launch
+	// used (remote.go); remoteMu guards controlDir, the private directory
+	// of ssh's shared connection.
+	hostFlag, profileHost string
+	remoteMu              sync.Mutex
+	controlDir            string
+	// localOnly pins this machine whatever DLGT_HOST says (list --hosts).
+	localOnly bool
+	// argv is the command line as given (for running it on a host).
+	argv []string
 }
 
 func newEnv() *env {
@@ -96,6 +107,8 @@ func run(args []string, e *env) int {
 	}()
 	root := newRootCommand(e)
 	root.SetArgs(args)
+	e.argv = args
+	defer e.cleanupRemote()
 	cmd, err := root.ExecuteContextC(ctx)
 	e.progress.stop()
 	if sig := caught.Load(); sig != 0 && (cmd == nil || !signalCommands[cmd.CommandPath()]) {
@@ -234,7 +247,13 @@ func newRootCommand(e *env) *cobra.Command {
 		newMCPCommand(e),
 		newSkillCommand(e),
 	)
+	root.PersistentFlags().StringVar(&e.hostFlag, "host", "", "run against the daemon on another machine, through ssh: [user@]host[:port] (default $DLGT_HOST; see docs/remote.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if cmd.Flags().Changed("host") {
+			if _, err := parseHost(e.hostFlag); err != nil {
+				return cliUsageError{err}
+			}
+		}
 		e.noteSession(cmd, args)
 		return nil
 	}
@@ -280,6 +299,12 @@ func newRootCommand(e *env) *cobra.Command {
 	root.SetVersionTemplate(string(ver) + "\n")
 	markUsage(root)
 	e.registerCompletions(root)
+	// Commands that are not RPC run on the host itself, through ssh.
+	for path, tty := range map[string]bool{"dlgt daemon": false, "dlgt daemon status": false, "dlgt daemon stop": false, "dlgt session attach": true} {
+		if c, _, err := root.Find(strings.Fields(path)[1:]); err == nil && c.RunE != nil {
+			e.passRemote(c, tty)
+		}
+	}
 	return root
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 func newRPCCommand(e *env) *cobra.Command {
-	var stdio bool
+	var stdio, remote bool
 	cmd := &cobra.Command{
 		Use:   "rpc --stdio",
 		Short: "Proxy the public RPC methods between stdin/stdout and the daemon",
@@ -23,7 +23,14 @@ proxy from the client-side profiles file. Responses and streamed events are
 forwarded byte for byte; blank lines are ignored. Invalid JSON or an
 over-long line ends the proxy with exit status 1, once every request read
 before it has been answered; nothing after it is forwarded. stdout carries
-protocol only; diagnostics go to stderr.`,
+protocol only; diagnostics go to stderr.
+
+With --remote (what dlgt --host runs over ssh), the first line written is
+{"hello":{"schema_version":N,"version":"V"}}, and a session.create,
+session.restart or session.send with resume gets this machine's environment
+under the entries the request names (and a create without cwd this
+machine's working directory): the client on the other machine cannot know
+either.`,
 		Example: `  printf '%s\n' '{"id":1,"method":"session.list","params":{"all":true}}' | dlgt rpc --stdio`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -40,6 +47,14 @@ protocol only; diagnostics go to stderr.`,
 					return e.profileList(params)
 				},
 			}
+			if remote {
+				// For a client on another machine (dlgt --host): a hello
+				// first, and launches filled from this side.
+				if _, err := cmd.OutOrStdout().Write(helloLine()); err != nil {
+					return err
+				}
+				p.Rewrite = fillLaunch(e.environ)
+			}
 			if err := p.Run(cmd.Context()); err != nil {
 				if errors.Is(err, rpc.ErrProxyInput) {
 					return exitStatus{exitError}
@@ -50,5 +65,6 @@ protocol only; diagnostics go to stderr.`,
 		},
 	}
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "proxy over stdin/stdout")
+	cmd.Flags().BoolVar(&remote, "remote", false, "serve a client on another machine (what dlgt --host runs over ssh): write a hello line first, and fill a create, restart or send --resume with this machine's environment and working directory")
 	return cmd
 }

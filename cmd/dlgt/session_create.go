@@ -55,7 +55,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 			if requestID == "" {
 				return printFailure(cmd, usageError("--request-id is required"))
 			}
-			if plan.cwd == "" {
+			if plan.cwd == "" && !e.remote() {
 				wd, err := workingDir()
 				if err != nil {
 					return printFailure(cmd, err)

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +15,7 @@ import (
 
 func newSessionListCommand(e *env) *cobra.Command {
 	var all, watch bool
+	var hosts []string
 	cmd := &cobra.Command{
 		Use:   "list [--all]",
 		Short: "List Sessions (terminal ones too with --all)",
@@ -20,8 +25,14 @@ created and last changed).
 
 --watch shows that table live, with each Session's last result, redrawn on
 every event (event.subscribe) until Ctrl-C (exit status 130); on a terminal
-it uses the alternate screen and restores the terminal on exit.`,
+it uses the alternate screen and restores the terminal on exit.
+
+--hosts a,b lists the Sessions of several machines (each through ssh, as
+--host does; "local" is this one): every Session carries a "host" member
+(the table a HOST column), and a host that cannot be reached is reported
+in "errors" without hiding the others (exit status 1).`,
 		Example: `  dlgt session list --all --pretty
+  dlgt session list --hosts local,devbox,build@ci-host:2222 -o text
   dlgt session list -o text
   dlgt session list --watch`,
 		Args: jsonArgs(cobra.NoArgs),
@@ -29,6 +40,12 @@ it uses the alternate screen and restores the terminal on exit.`,
 			text, err := textOutput(cmd)
 			if err != nil {
 				return printFailure(cmd, err)
+			}
+			if len(hosts) > 0 {
+				if watch {
+					return printFailure(cmd, usageError("--watch follows one daemon; it does not combine with --hosts"))
+				}
+				return e.listHosts(cmd, hosts, all, text)
 			}
 			if watch {
 				return e.watchSessions(cmd, all)
@@ -49,7 +66,112 @@ it uses the alternate screen and restores the terminal on exit.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include stopped and failed Sessions")
 	cmd.Flags().BoolVar(&watch, "watch", false, "a live table of the Sessions, redrawn on events, until Ctrl-C")
+	cmd.Flags().StringSliceVar(&hosts, "hosts", nil, "list the Sessions of several machines: comma-separated [user@]host[:port], \"local\" for this one")
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
+}
+
+// listHosts is session list --hosts: each host asked in turn (concurrently),
+// its Sessions tagged with the host, unreachable hosts listed as errors.
+func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) error {
+	type hostErr struct {
+		Host  string     `json:"host"`
+		Error *rpc.Error `json:"error"`
+	}
+	type answer struct {
+		sessions []json.RawMessage
+		err      *rpc.Error
+	}
+	for _, h := range hosts {
+		if h != "local" {
+			if _, err := parseHost(h); err != nil {
+				return printFailure(cmd, err)
+			}
+		}
+	}
+	answers := make([]answer, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ce := e.forHost(h)
+			defer ce.cleanupRemote()
+			raw, err := ce.call(cmd.Context(), rpc.MethodSessionList, rpc.SessionListParams{All: all})
+			if err != nil {
+				answers[i].err = rpc.AsError(err)
+				return
+			}
+			var res struct {
+				Sessions []json.RawMessage `json:"sessions"`
+			}
+			if err := json.Unmarshal(raw, &res); err != nil {
+				answers[i].err = rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err)
+				return
+			}
+			answers[i].sessions = res.Sessions
+		}()
+	}
+	wg.Wait()
+	sessions := []json.RawMessage{}
+	var errs []hostErr
+	var rows []rpc.Session
+	var rowHosts []string
+	for i, h := range hosts {
+		if answers[i].err != nil {
+			errs = append(errs, hostErr{h, answers[i].err})
+			continue
+		}
+		for _, s := range answers[i].sessions {
+			var m map[string]json.RawMessage
+			if json.Unmarshal(s, &m) != nil {
+				continue
+			}
+			m["host"], _ = json.Marshal(h)
+			b, _ := json.Marshal(m)
+			sessions = append(sessions, b)
+			var rs rpc.Session
+			json.Unmarshal(s, &rs)
+			rows = append(rows, rs)
+			rowHosts = append(rowHosts, h)
+		}
+	}
+	if text {
+		var buf bytes.Buffer
+		writeSessionTable(&buf, rows, time.Now(), nil)
+		w := cmd.OutOrStdout()
+		width := len("HOST")
+		for _, h := range hosts {
+			width = max(width, len(h))
+		}
+		for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+			host := "HOST"
+			if i > 0 && i-1 < len(rowHosts) {
+				host = rowHosts[i-1]
+			} else if i > 0 {
+				host = ""
+			}
+			fmt.Fprintf(w, "%-*s  %s\n", width, host, line)
+		}
+		for _, he := range errs {
+			fmt.Fprintf(cmd.ErrOrStderr(), "dlgt: %s: %s: %s\n", he.Host, he.Error.Code, he.Error.Message)
+		}
+	} else {
+		body, err := rpc.Marshal(struct {
+			OK       bool              `json:"ok"`
+			Sessions []json.RawMessage `json:"sessions"`
+			Errors   []hostErr         `json:"errors,omitempty"`
+		}{len(errs) == 0, sessions, errs})
+		if err != nil {
+			return err
+		}
+		if err := writeJSONLine(cmd, body); err != nil {
+			return err
+		}
+	}
+	if len(errs) > 0 {
+		return exitStatus{exitError}
+	}
+	return nil
 }

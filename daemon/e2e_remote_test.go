@@ -1,0 +1,449 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Remote Sessions over OpenSSH: a real sshd on 127.0.0.1 (a free port, a
+// throwaway host key and user key, nothing of the system's ssh setup
+// touched) runs the built dlgt as "the other machine", with a state
+// directory and environment of its own. The client is the built dlgt with
+// --host / DLGT_HOST, using the system ssh. Skipped only when sshd is not
+// installed (.ci/run installs it).
+
+const sshdPath = "/usr/sbin/sshd"
+
+type sshRig struct {
+	dir     string
+	port    int
+	sshdPID int
+	host    string // user@127.0.0.1:port
+	sshCmd  string // DLGT_SSH_COMMAND
+	dlgt    string
+	remote  map[string]string // the remote side's environment (SetEnv)
+	local   string            // the client's DLGT_HOME
+}
+
+// newSSHRig starts sshd; remoteEnv is the remote side's environment.
+func newSSHRig(t *testing.T, remoteEnv map[string]string) *sshRig {
+	t.Helper()
+	if _, err := os.Stat(sshdPath); err != nil {
+		t.Skip("sshd is not installed (Debian openssh-server)")
+	}
+	for _, tool := range []string{"ssh", "ssh-keygen"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "dlgt-ssh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	r := &sshRig{dir: dir, dlgt: dlgtBinary(t), local: filepath.Join(dir, "local")}
+	for _, key := range []string{"host", "user"} {
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, key)).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen: %v\n%s", err, out)
+		}
+	}
+	pub, _ := os.ReadFile(filepath.Join(dir, "user.pub"))
+	os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600)
+	// The remote side's dlgt lives in its own bin directory.
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	if err := os.Symlink(r.dlgt, filepath.Join(bin, "dlgt")); err != nil {
+		t.Fatal(err)
+	}
+	r.remote = map[string]string{
+		"DLGT_HOME": filepath.Join(dir, "remote"),
+		"PATH":      bin + ":/usr/local/bin:/usr/bin:/bin",
+	}
+	for k, v := range remoteEnv {
+		if k != "PATH" && k != "HOME" {
+			r.remote[k] = v
+		}
+	}
+	var setenv []string
+	keys := make([]string, 0, len(r.remote))
+	for k := range r.remote {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		setenv = append(setenv, strconv.Quote(k+"="+r.remote[k]))
+	}
+	r.port = freePort(t)
+	config := fmt.Sprintf(`Port %d
+ListenAddress 127.0.0.1
+HostKey %s
+AuthorizedKeysFile %s
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+PidFile %s
+SetEnv %s
+`, r.port, filepath.Join(dir, "host"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"), strings.Join(setenv, " "))
+	os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600)
+	os.MkdirAll("/run/sshd", 0o755)
+	r.startSSHD(t)
+	r.host = fmt.Sprintf("%s@127.0.0.1:%d", u.Username, r.port)
+	r.sshCmd = fmt.Sprintf("ssh -i %s -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR", filepath.Join(dir, "user"))
+	t.Cleanup(func() {
+		// The remote daemon first (through ssh, as a user would), then sshd
+		// and every connection it still serves.
+		r.run(t, nil, "daemon", "stop")
+		r.run(t, map[string]string{"DLGT_HOST": ""}, "daemon", "stop") // list --hosts local started one
+		r.stopSSHD()
+	})
+	return r
+}
+
+func (r *sshRig) startSSHD(t *testing.T) {
+	t.Helper()
+	os.Remove(filepath.Join(r.dir, "sshd.pid"))
+	if out, err := exec.Command(sshdPath, "-f", filepath.Join(r.dir, "sshd_config"), "-E", filepath.Join(r.dir, "sshd.log")).CombinedOutput(); err != nil {
+		t.Fatalf("sshd: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(filepath.Join(r.dir, "sshd.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.port)); err == nil {
+					c.Close()
+					r.sshdPID = pid
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	log, _ := os.ReadFile(filepath.Join(r.dir, "sshd.log"))
+	t.Fatalf("sshd did not come up:\n%s", log)
+}
+
+// stopSSHD kills sshd and the per-connection processes it forked.
+func (r *sshRig) stopSSHD() {
+	if r.sshdPID == 0 {
+		return
+	}
+	for _, pid := range descendants(r.sshdPID) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	syscall.Kill(r.sshdPID, syscall.SIGKILL)
+	r.sshdPID = 0
+}
+
+// descendants lists the processes below pid (from /proc).
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces.
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i > 0 {
+			f := strings.Fields(s[i+1:])
+			if len(f) > 1 {
+				parent[p], _ = strconv.Atoi(f[1])
+			}
+		}
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for c, pp := range parent {
+			if pp == p {
+				out = append(out, c)
+				walk(c)
+			}
+		}
+	}
+	walk(pid)
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// run runs the local dlgt against the remote host; extra is added to the
+// client's environment. It returns stdout and the exit status.
+func (r *sshRig) run(t *testing.T, extra map[string]string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.dlgt, args...)
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, "DLGT_HOME=" + r.local,
+		"DLGT_HOST=" + r.host, "DLGT_SSH_COMMAND=" + r.sshCmd,
+	}
+	for k, v := range extra {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	if testing.Verbose() {
+		t.Logf("dlgt %v: %v", args, time.Since(start).Round(time.Millisecond))
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("dlgt %v: %v", args, err)
+	}
+	if testing.Verbose() && stderr.Len() > 0 {
+		t.Logf("dlgt %v stderr: %s", args, stderr.String())
+	}
+	return stdout.String(), code
+}
+
+// must runs args, wants exit status 0 and decodes the JSON line into out.
+func (r *sshRig) must(t *testing.T, out any, args ...string) string {
+	t.Helper()
+	stdout, code := r.run(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("dlgt %v: exit %d\n%s", args, code, stdout)
+	}
+	if out != nil {
+		if err := json.Unmarshal([]byte(stdout), out); err != nil {
+			t.Fatalf("dlgt %v: %v\n%s", args, err, stdout)
+		}
+	}
+	return stdout
+}
+
+type cliReceipt struct {
+	OK      bool
+	Session struct{ ID, State string }
+	Cursor  string
+}
+
+type cliFetch struct {
+	OK       bool
+	Reason   string
+	Cursor   string
+	Runtime  struct{ Version string }
+	Sessions []struct {
+		Results []struct {
+			ExecutionSeq int    `json:"execution_seq"`
+			Status       string `json:"status"`
+			FinalText    string `json:"final_text"`
+		}
+	}
+}
+
+func (f cliFetch) finalTexts() []string {
+	var out []string
+	for _, s := range f.Sessions {
+		for _, r := range s.Results {
+			out = append(out, r.FinalText)
+		}
+	}
+	return out
+}
+
+func TestRemoteFakeHarnessOverSSH(t *testing.T) {
+	r := newSSHRig(t, fakeClaudeEnv(t))
+	var rc cliReceipt
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "remote", "--request-id", "rr1", "--", "hello from afar")
+	if !rc.OK || rc.Session.ID == "" || rc.Cursor == "" {
+		t.Fatalf("receipt %+v", rc)
+	}
+	var f cliFetch
+	r.must(t, &f, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s")
+	if f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "hello from afar") {
+		t.Fatalf("fetch over ssh: %+v", f)
+	}
+	// The Session lives on the remote side: its state directory, not the
+	// client's, holds the daemon; the client started no daemon.
+	if _, err := os.Stat(filepath.Join(r.remote["DLGT_HOME"], "run")); err != nil {
+		t.Errorf("the remote state directory has no run directory: %v", err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(r.local, "run")); len(ents) != 0 {
+		t.Errorf("a local daemon was started: %v", ents)
+	}
+	// The remote side's working directory (its HOME) is the Session's cwd.
+	var read struct {
+		Session struct{ Cwd string }
+	}
+	r.must(t, &read, "session", "read", rc.Session.ID)
+	if read.Session.Cwd == "" || read.Session.Cwd == r.local {
+		t.Errorf("remote Session cwd %q", read.Session.Cwd)
+	}
+	// Follow-up in the same Session, and the retried create is replayed.
+	var rc2 cliReceipt
+	r.must(t, &rc2, "session", "send", rc.Session.ID, "--request-id", "rr2", "--", "and again")
+	r.must(t, &f, "session", "fetch", rc.Session.ID, "--cursor", rc2.Cursor, "--until", "result", "--wait", "60s")
+	if len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "and again") {
+		t.Fatalf("follow-up over ssh: %+v", f)
+	}
+	var again struct {
+		Replayed bool
+		Session  struct{ ID string }
+	}
+	r.must(t, &again, "session", "create", "--harness", "claude", "--title", "remote", "--request-id", "rr1", "--", "hello from afar")
+	if !again.Replayed || again.Session.ID != rc.Session.ID {
+		t.Errorf("retried create: %+v", again)
+	}
+	// Lists, events and harnesses answer through the same path.
+	out := r.must(t, nil, "session", "list")
+	if !strings.Contains(out, rc.Session.ID) {
+		t.Errorf("list over ssh lacks the Session:\n%s", out)
+	}
+	out = r.must(t, nil, "events", "--session", rc.Session.ID)
+	if !strings.Contains(out, "session.idle") {
+		t.Errorf("events over ssh:\n%s", out)
+	}
+	// Several hosts in one list, each Session naming its host; this
+	// machine ("local") has none.
+	var multi struct {
+		OK       bool
+		Sessions []struct{ ID, Host string }
+	}
+	r.must(t, &multi, "session", "list", "--hosts", "local,"+r.host)
+	if !multi.OK || len(multi.Sessions) != 1 || multi.Sessions[0].Host != r.host || multi.Sessions[0].ID != rc.Session.ID {
+		t.Errorf("list --hosts: %+v", multi)
+	}
+	// doctor reports both ends; daemon status runs on the host.
+	var doc struct {
+		Checks []struct {
+			Name, Host string
+			OK         bool
+		}
+	}
+	out, _ = r.run(t, nil, "doctor")
+	json.Unmarshal([]byte(out), &doc)
+	remoteChecks := map[string]bool{}
+	for _, c := range doc.Checks {
+		if c.Host == r.host {
+			remoteChecks[c.Name] = c.OK
+		}
+	}
+	if !remoteChecks["remote"] || !remoteChecks["daemon"] {
+		t.Errorf("doctor over ssh does not report the remote end: %s", out)
+	}
+	out = r.must(t, nil, "daemon", "status")
+	if !strings.Contains(out, filepath.Join(r.remote["DLGT_HOME"], "run")) {
+		t.Errorf("daemon status did not run on the host: %s", out)
+	}
+	r.must(t, nil, "session", "stop", rc.Session.ID)
+	var read2 struct {
+		Session struct{ State string }
+	}
+	r.must(t, &read2, "session", "read", rc.Session.ID)
+	if read2.Session.State != "stopped" {
+		t.Errorf("after stop over ssh: %q", read2.Session.State)
+	}
+}
+
+// Failures are RPC_UNAVAILABLE naming the host, with the local exit
+// status (1), never a hang or a bare pipe error.
+func TestRemoteFailuresAreTyped(t *testing.T) {
+	r := newSSHRig(t, fakeClaudeEnv(t))
+	type failure struct {
+		OK    bool
+		Error struct{ Code, Message string }
+	}
+	check := func(name string, extra map[string]string, wants ...string) {
+		t.Helper()
+		out, code := r.run(t, extra, "session", "list")
+		var f failure
+		json.Unmarshal([]byte(out), &f)
+		if code != 1 || f.OK || f.Error.Code != "RPC_UNAVAILABLE" {
+			t.Errorf("%s: exit %d, %s", name, code, out)
+			return
+		}
+		for _, w := range append(wants, "127.0.0.1") {
+			if !strings.Contains(f.Error.Message, w) {
+				t.Errorf("%s: message lacks %q: %s", name, w, f.Error.Message)
+			}
+		}
+	}
+	check("unreachable", map[string]string{"DLGT_HOST": "127.0.0.1:" + strconv.Itoa(freePort(t))}, "ssh failed", "onnection refused")
+	check("authentication", map[string]string{"DLGT_SSH_COMMAND": "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -i /dev/null"}, "ssh failed", "ermission denied")
+	check("no remote dlgt", map[string]string{"DLGT_REMOTE_BIN": "/nonexistent/dlgt"}, "not found")
+
+	// An older remote: the hello announces another schema.
+	old := filepath.Join(r.dir, "dlgt-old")
+	if out, err := exec.Command("go", "build", "-ldflags", "-X main.helloSchemaOverride=0", "-o", old, "dlgt/cmd/dlgt").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	check("older schema", map[string]string{"DLGT_REMOTE_BIN": old}, "schema 0", "schema 1")
+
+	// A bad --host is a usage error that reaches no ssh.
+	out, code := r.run(t, nil, "--host", "-oProxyCommand=x", "session", "list")
+	if code != 1 || !strings.Contains(out, "INVALID_ARGUMENT") {
+		t.Errorf("bad --host: exit %d %s", code, out)
+	}
+}
+
+// A long poll cut mid-wait (the remote daemon killed, then sshd gone)
+// fails typed; the same fetch retried with the same cursor once the
+// remote is back returns the result.
+func TestRemoteDroppedMidWait(t *testing.T) {
+	r := newSSHRig(t, fakeClaudeEnv(t))
+	var rc cliReceipt
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "slow", "--request-id", "d1", "--", "[[slow 4000]] slow one")
+	type result struct {
+		out  string
+		code int
+	}
+	fetch := func() chan result {
+		ch := make(chan result, 1)
+		go func() {
+			out, code := r.run(t, nil, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s")
+			ch <- result{out, code}
+		}()
+		return ch
+	}
+	// sshd and its connections go away while the fetch waits.
+	ch := fetch()
+	time.Sleep(1500 * time.Millisecond)
+	r.stopSSHD()
+	res := <-ch
+	if res.code != 1 || !strings.Contains(res.out, "RPC_UNAVAILABLE") || !strings.Contains(res.out, "127.0.0.1") {
+		t.Fatalf("fetch cut by sshd's end: exit %d %s", res.code, res.out)
+	}
+	// Back again: the retry with the same cursor gets the result, once.
+	r.startSSHD(t)
+	res = <-fetch()
+	var f cliFetch
+	if res.code != 0 || json.Unmarshal([]byte(res.out), &f) != nil || f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "slow one") {
+		t.Fatalf("retried fetch: exit %d %s", res.code, res.out)
+	}
+}
