@@ -13,7 +13,9 @@ import (
 )
 
 // SchemaVersion is the value of meta/schema_version written by this build.
-const SchemaVersion = 1
+// 2: rows/<uid> holds chunk buckets (see rowChunk); a schema 1 file is
+// upgraded on Open, each session's rows when the session is first loaded.
+const SchemaVersion = 2
 
 // Defaults for Options fields left at zero.
 const (
@@ -201,7 +203,7 @@ func (db *DB) init() error {
 			}
 		}
 		meta = tx.Bucket(bucketMeta)
-		if meta.Get(keySchemaVersion) == nil {
+		if v := meta.Get(keySchemaVersion); v == nil || decodeU64(v) < SchemaVersion {
 			if err := meta.Put(keySchemaVersion, encodeU64(SchemaVersion)); err != nil {
 				return err
 			}

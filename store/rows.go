@@ -60,10 +60,18 @@ func (db *DB) Rows(uid string) (*RowLog, error) {
 		return l, nil
 	}
 	var last, evicted uint64
+	flat := false
 	err := db.view(func(tx *bolt.Tx) error {
 		last, evicted = decodeRowMeta(tx.Bucket(bucketRowsMeta).Get([]byte(uid)))
+		flat = isFlatRows(tx.Bucket(bucketRows).Bucket([]byte(uid)))
 		return nil
 	})
+	if err == nil && flat {
+		// Written by schema 1: convert this session's rows once. No
+		// RowLog of uid exists yet (logsMu is held), so the flusher has
+		// nothing of it to write meanwhile.
+		err = db.update(func(tx *bolt.Tx) error { return migrateFlatRows(tx, uid) })
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +164,8 @@ func (l *RowLog) First() uint64 { return l.first.Load() }
 // (limit <= 0: no limit). Rows below First have been evicted.
 func (l *RowLog) Read(fromID uint64, limit int) ([]Row, error) {
 	var out []Row
-	err := l.view(func(b *bolt.Bucket) error {
-		c := b.Cursor()
-		for k, v := c.Seek(encodeU64(fromID)); k != nil; k, v = c.Next() {
+	err := l.view(func(c *rowCursor, first uint64) error {
+		for k, v := c.seek(max(fromID, first)); k != nil; k, v = c.next() {
 			if limit > 0 && len(out) >= limit {
 				break
 			}
@@ -178,22 +185,24 @@ func (l *RowLog) Read(fromID uint64, limit int) ([]Row, error) {
 // scrollback backwards.
 func (l *RowLog) ReadBefore(beforeID uint64, limit int) ([]Row, error) {
 	var out []Row
-	err := l.view(func(b *bolt.Bucket) error {
-		c := b.Cursor()
-		k, _ := c.Seek(encodeU64(beforeID))
+	err := l.view(func(c *rowCursor, first uint64) error {
+		k, _ := c.seek(beforeID)
 		var v []byte
 		if k == nil {
-			k, v = c.Last()
+			k, v = c.last()
 		} else {
-			k, v = c.Prev()
+			k, v = c.prev()
 		}
-		for ; k != nil; k, v = c.Prev() {
+		for ; k != nil; k, v = c.prev() {
 			if limit > 0 && len(out) >= limit {
 				break
 			}
 			r, err := decodeRow(k, v)
 			if err != nil {
 				return err
+			}
+			if r.ID < first {
+				break
 			}
 			if r.ID >= beforeID {
 				continue
@@ -206,7 +215,10 @@ func (l *RowLog) ReadBefore(beforeID uint64, limit int) ([]Row, error) {
 	return out, err
 }
 
-func (l *RowLog) view(fn func(b *bolt.Bucket) error) error {
+// view runs fn on a cursor over the session's stored rows and the oldest
+// retained id as of the same transaction. Rows below it may still be
+// stored (eviction drops whole chunks) and must not be returned.
+func (l *RowLog) view(fn func(c *rowCursor, first uint64) error) error {
 	l.mu.Lock()
 	deleted := l.deleted
 	l.mu.Unlock()
@@ -218,8 +230,164 @@ func (l *RowLog) view(fn func(b *bolt.Bucket) error) error {
 		if b == nil {
 			return nil
 		}
-		return fn(b)
+		_, evicted := decodeRowMeta(tx.Bucket(bucketRowsMeta).Get([]byte(l.uid)))
+		return fn(newRowCursor(b), evicted+1)
 	})
+}
+
+// --- chunked layout ---
+
+// rowChunk is how many consecutive ids share one nested bucket: rows/<uid>
+// holds one bucket per chunk, keyed by (id-1)/rowChunk, holding id → row.
+// Retention drops whole chunks, so ingest writes each row once and never
+// deletes rows one by one: a session stores between RowRetention and
+// RowRetention+rowChunk-1 rows, of which readers see the newest
+// RowRetention (First). Changing it needs a migration of stored rows.
+const rowChunk = 1000
+
+func chunkOf(id uint64) uint64 { return (id - 1) / rowChunk }
+
+// rowCursor walks the rows of one session across its chunk buckets in id
+// order. bbolt cursors are not valid across writes; use it in one
+// transaction without writing to the bucket.
+type rowCursor struct {
+	outer *bolt.Cursor
+	rb    *bolt.Bucket
+	inner *bolt.Cursor
+}
+
+func newRowCursor(rb *bolt.Bucket) *rowCursor {
+	return &rowCursor{outer: rb.Cursor(), rb: rb}
+}
+
+// enter opens the chunk bucket at outer key k (nil: no chunk).
+func (c *rowCursor) enter(k []byte) bool {
+	for ; k != nil; k, _ = c.outer.Next() {
+		if cb := c.rb.Bucket(k); cb != nil {
+			c.inner = cb.Cursor()
+			return true
+		}
+	}
+	c.inner = nil
+	return false
+}
+
+// seek positions at the first row with id >= id.
+func (c *rowCursor) seek(id uint64) (k, v []byte) {
+	ck, _ := c.outer.Seek(encodeU64(chunkOf(max(id, 1))))
+	if !c.enter(ck) {
+		return nil, nil
+	}
+	if k, v = c.inner.Seek(encodeU64(id)); k != nil {
+		return k, v
+	}
+	return c.next()
+}
+
+// next moves to the following row.
+func (c *rowCursor) next() (k, v []byte) {
+	if c.inner == nil {
+		return nil, nil
+	}
+	if k, v = c.inner.Next(); k != nil {
+		return k, v
+	}
+	for {
+		ck, _ := c.outer.Next()
+		if !c.enter(ck) {
+			return nil, nil
+		}
+		if k, v = c.inner.First(); k != nil {
+			return k, v
+		}
+	}
+}
+
+// last positions at the newest row.
+func (c *rowCursor) last() (k, v []byte) {
+	for ck, _ := c.outer.Last(); ck != nil; ck, _ = c.outer.Prev() {
+		if cb := c.rb.Bucket(ck); cb != nil {
+			c.inner = cb.Cursor()
+			if k, v = c.inner.Last(); k != nil {
+				return k, v
+			}
+		}
+	}
+	c.inner = nil
+	return nil, nil
+}
+
+// prev moves to the preceding row.
+func (c *rowCursor) prev() (k, v []byte) {
+	if c.inner == nil {
+		return nil, nil
+	}
+	if k, v = c.inner.Prev(); k != nil {
+		return k, v
+	}
+	for ck, _ := c.outer.Prev(); ck != nil; ck, _ = c.outer.Prev() {
+		if cb := c.rb.Bucket(ck); cb != nil {
+			c.inner = cb.Cursor()
+			if k, v = c.inner.Last(); k != nil {
+				return k, v
+			}
+		}
+	}
+	c.inner = nil
+	return nil, nil
+}
+
+// isFlatRows reports whether rb holds rows directly (schema 1) rather than
+// chunk buckets.
+func isFlatRows(rb *bolt.Bucket) bool {
+	if rb == nil {
+		return false
+	}
+	k, v := rb.Cursor().First()
+	return k != nil && v != nil
+}
+
+// migrateFlatRows moves the rows of session uid from the schema 1 layout
+// (id → row directly in rows/<uid>) into chunk buckets.
+func migrateFlatRows(tx *bolt.Tx, uid string) error {
+	parent := tx.Bucket(bucketRows)
+	old := parent.Bucket([]byte(uid))
+	if !isFlatRows(old) {
+		return nil
+	}
+	type kv struct{ k, v []byte }
+	var rows []kv
+	err := old.ForEach(func(k, v []byte) error {
+		if v != nil && len(k) == 8 && decodeU64(k) > 0 {
+			rows = append(rows, kv{clone(k), clone(v)})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := parent.DeleteBucket([]byte(uid)); err != nil {
+		return err
+	}
+	rb, err := parent.CreateBucket([]byte(uid))
+	if err != nil {
+		return err
+	}
+	var cb *bolt.Bucket
+	cur := ^uint64(0)
+	for _, r := range rows {
+		if ci := chunkOf(decodeU64(r.k)); ci != cur || cb == nil {
+			if cb, err = rb.CreateBucketIfNotExists(encodeU64(ci)); err != nil {
+				return err
+			}
+			cb.FillPercent = appendFillPercent
+			cur = ci
+		}
+		if err := cb.Put(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Row value: uvarint(epoch) ++ text.
@@ -482,9 +650,11 @@ func (db *DB) requeue(batches []rowBatch) {
 	}
 }
 
-// writeBatch stores one session's batch and applies row retention. bbolt
-// keeps references to keys and values until the transaction ends, so they
-// are carved from a single arena allocated per batch.
+// writeBatch stores one session's batch and applies row retention: rows
+// already outside the window are never written, and chunks whose every id
+// is outside it are dropped whole (see rowChunk). bbolt keeps references to
+// values until the transaction ends, so they are carved from a single arena
+// allocated per batch.
 func writeBatch(tx *bolt.Tx, b *rowBatch) error {
 	uid := []byte(b.l.uid)
 	rb, err := tx.Bucket(bucketRows).CreateBucketIfNotExists(uid)
@@ -494,15 +664,19 @@ func writeBatch(tx *bolt.Tx, b *rowBatch) error {
 	rb.FillPercent = appendFillPercent
 	metaB := tx.Bucket(bucketRowsMeta)
 	_, evicted := decodeRowMeta(metaB.Get(uid))
-	firstNew, last := b.rows[0].ID, b.rows[len(b.rows)-1].ID
+	last := b.rows[len(b.rows)-1].ID
 
 	newEvicted := evicted
 	if last > RowRetention && last-RowRetention > evicted {
 		newEvicted = last - RowRetention
 	}
-	// Stored ids are exactly (evicted, firstNew-1].
-	for id := evicted + 1; id <= newEvicted && id < firstNew; id++ {
-		if err := rb.Delete(encodeU64(id)); err != nil {
+	// Drop the chunks that lie wholly at or below newEvicted, oldest first.
+	for {
+		k, _ := rb.Cursor().First()
+		if k == nil || (decodeU64(k)+1)*rowChunk > newEvicted {
+			break
+		}
+		if err := rb.DeleteBucket(k); err != nil {
 			return err
 		}
 	}
@@ -510,18 +684,29 @@ func writeBatch(tx *bolt.Tx, b *rowBatch) error {
 	size := 16
 	for _, r := range b.rows {
 		if r.ID > newEvicted {
-			size += 8 + binary.MaxVarintLen64 + len(r.Text)
+			size += binary.MaxVarintLen64 + len(r.Text)
 		}
 	}
 	arena := make([]byte, 0, size)
+	var key [8]byte
+	var cb *bolt.Bucket
+	cur := ^uint64(0)
 	for _, r := range b.rows {
 		if r.ID <= newEvicted {
 			continue
 		}
+		if ci := chunkOf(r.ID); ci != cur || cb == nil {
+			binary.BigEndian.PutUint64(key[:], ci)
+			if cb, err = rb.CreateBucketIfNotExists(key[:]); err != nil {
+				return err
+			}
+			cb.FillPercent = appendFillPercent
+			cur = ci
+		}
+		binary.BigEndian.PutUint64(key[:], r.ID) // Put copies the key
 		start := len(arena)
-		arena = binary.BigEndian.AppendUint64(arena, r.ID)
 		arena = appendRow(arena, r)
-		if err := rb.Put(arena[start:start+8], arena[start+8:]); err != nil {
+		if err := cb.Put(key[:], arena[start:]); err != nil {
 			return err
 		}
 	}

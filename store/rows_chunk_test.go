@@ -1,0 +1,169 @@
+package store
+
+import (
+	"encoding/binary"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// storedRowIDs walks the chunk buckets of uid and returns the ids stored,
+// in order, checking that every row sits in its own chunk.
+func storedRowIDs(t testing.TB, db *DB, uid string) []uint64 {
+	t.Helper()
+	var ids []uint64
+	err := db.view(func(tx *bolt.Tx) error {
+		rb := tx.Bucket(bucketRows).Bucket([]byte(uid))
+		if rb == nil {
+			return nil
+		}
+		return rb.ForEach(func(ck, v []byte) error {
+			if v != nil {
+				t.Errorf("rows/%s holds a plain value at %x (flat layout)", uid, ck)
+				return nil
+			}
+			return rb.Bucket(ck).ForEach(func(k, _ []byte) error {
+				id := decodeU64(k)
+				if chunkOf(id) != decodeU64(ck) {
+					t.Errorf("row %d stored in chunk %d", id, decodeU64(ck))
+				}
+				ids = append(ids, id)
+				return nil
+			})
+		})
+	})
+	must(t, err)
+	return ids
+}
+
+// Retention drops whole chunks: the store holds between RowRetention and
+// RowRetention+rowChunk-1 rows (a contiguous range ending at the last
+// committed id) while readers see exactly the newest RowRetention, at
+// every commit, whatever the batch size.
+func TestRowRetentionChunks(t *testing.T) {
+	db := openTestDBOpts(t, Options{FlushRows: 1 << 30, FlushBytes: 1 << 30, MaxPendingBytes: 1 << 30})
+	fastWrites(db)
+	l := mustRows(t, db, "s")
+	total := uint64(0)
+	for _, batch := range []int{7, 999, 1, 4000, 6000, 1500, 2, 12345, 333, 1000, 1000, 17, 25000, 1} {
+		appendN(t, l, 1, batch)
+		must(t, l.Flush())
+		total += uint64(batch)
+		ids := storedRowIDs(t, db, "s")
+		want := min(total, RowRetention)
+		if n := uint64(len(ids)); n < want || n > want+rowChunk-1 {
+			t.Fatalf("after %d rows: %d stored, want %d..%d", total, n, want, want+rowChunk-1)
+		}
+		for i, id := range ids {
+			if id != ids[0]+uint64(i) {
+				t.Fatalf("after %d rows: stored ids not contiguous at %d: %d", total, i, id)
+			}
+		}
+		if ids[len(ids)-1] != total || l.Committed() != total {
+			t.Fatalf("after %d rows: last stored %d, Committed %d", total, ids[len(ids)-1], l.Committed())
+		}
+		first := uint64(1)
+		if total > RowRetention {
+			first = total - RowRetention + 1
+		}
+		if l.First() != first {
+			t.Fatalf("after %d rows: First = %d, want %d", total, l.First(), first)
+		}
+		// Rows still stored below First are never returned.
+		rows, err := l.Read(0, 0)
+		must(t, err)
+		checkRows(t, rows, first, total)
+		rows, err = l.ReadBefore(first+3, 0)
+		must(t, err)
+		checkRows(t, rows, first, min(first+2, total))
+		rows, err = l.ReadBefore(total+1, 5)
+		must(t, err)
+		checkRows(t, rows, max(first, total-4), total)
+	}
+}
+
+// Reads cross chunk boundaries in both directions.
+func TestRowReadAcrossChunks(t *testing.T) {
+	db := openTestDB(t)
+	fastWrites(db)
+	l := mustRows(t, db, "s")
+	appendN(t, l, 1, 3*rowChunk+10)
+	must(t, l.Flush())
+	for _, from := range []uint64{1, rowChunk - 1, rowChunk, rowChunk + 1, 2 * rowChunk, 3*rowChunk + 10} {
+		rows, err := l.Read(from, 3)
+		must(t, err)
+		checkRows(t, rows, from, min(from+2, 3*rowChunk+10))
+		rows, err = l.ReadBefore(from+1, 4)
+		must(t, err)
+		checkRows(t, rows, max(1, int64ToU(int64(from)-3)), from)
+	}
+	rows, err := l.Read(3*rowChunk+11, 0)
+	must(t, err)
+	if len(rows) != 0 {
+		t.Fatalf("read past the end: %d rows", len(rows))
+	}
+	rows, err = l.ReadBefore(1, 0)
+	must(t, err)
+	if len(rows) != 0 {
+		t.Fatalf("read before the start: %d rows", len(rows))
+	}
+}
+
+func int64ToU(v int64) uint64 {
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
+}
+
+// A schema 1 file (rows stored directly under rows/<uid>) is upgraded:
+// Open records schema 2, and a session's rows move into chunk buckets the
+// first time the session is loaded, unchanged; appending continues.
+func TestRowsMigrateFlatLayout(t *testing.T) {
+	db := openTestDB(t)
+	const last, evicted = 2500, 400
+	err := db.update(func(tx *bolt.Tx) error {
+		must(t, tx.Bucket(bucketMeta).Put(keySchemaVersion, encodeU64(1)))
+		rb, err := tx.Bucket(bucketRows).CreateBucket([]byte("old"))
+		if err != nil {
+			return err
+		}
+		for id := uint64(evicted + 1); id <= last; id++ {
+			v := binary.AppendUvarint(nil, 3)
+			v = append(v, rowText(id)...)
+			if err := rb.Put(encodeU64(id), v); err != nil {
+				return err
+			}
+		}
+		meta := append(encodeU64(last), encodeU64(evicted)...)
+		return tx.Bucket(bucketRowsMeta).Put([]byte("old"), meta)
+	})
+	must(t, err)
+	db = reopen(t, db)
+	must(t, db.view(func(tx *bolt.Tx) error {
+		if v := decodeU64(tx.Bucket(bucketMeta).Get(keySchemaVersion)); v != SchemaVersion {
+			t.Errorf("schema_version after open = %d, want %d", v, SchemaVersion)
+		}
+		return nil
+	}))
+	l := mustRows(t, db, "old")
+	if l.First() != evicted+1 || l.Committed() != last {
+		t.Fatalf("First=%d Committed=%d", l.First(), l.Committed())
+	}
+	ids := storedRowIDs(t, db, "old")
+	if len(ids) != last-evicted || ids[0] != evicted+1 {
+		t.Fatalf("stored after migration: %d rows from %v", len(ids), ids[:1])
+	}
+	rows, err := l.Read(0, 0)
+	must(t, err)
+	checkRows(t, rows, evicted+1, last)
+	if rows[0].Epoch != 3 {
+		t.Fatalf("epoch = %d, want 3", rows[0].Epoch)
+	}
+	appendN(t, l, 4, 10)
+	must(t, l.Flush())
+	rows, err = l.Read(last-1, 0)
+	must(t, err)
+	checkRows(t, rows, last-1, last+10)
+	must(t, db.Check())
+}
