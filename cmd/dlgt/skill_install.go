@@ -323,6 +323,20 @@ func writeSkillText(w io.Writer, targets []skillTarget) {
 // skillDoctorChecks are doctor's warnings about the installed guides: a
 // stale or missing copy is reported, never a failure.
 func (e *env) skillDoctorChecks() []doctorCheck {
+	// A missing copy for a harness that is not installed either is no
+	// reason for a warning.
+	installed := map[string]bool{}
+	env := map[string]string{"PATH": e.getenv("PATH")}
+	for _, dh := range doctorHarnesses {
+		if v := e.getenv(dh.override); v != "" {
+			env[dh.override] = v
+		}
+	}
+	for _, dh := range doctorHarnesses {
+		if _, err := dh.h.Binary(env); err == nil {
+			installed[dh.h.Info().Name] = true
+		}
+	}
 	var checks []doctorCheck
 	for _, h := range []string{"claude", "codex"} {
 		c := doctorCheck{Name: "skill." + h, OK: true}
@@ -336,10 +350,12 @@ func (e *env) skillDoctorChecks() []doctorCheck {
 		}
 		t := targets[0]
 		checkSkill(&t)
-		switch t.Status {
-		case skillCurrent:
+		switch {
+		case t.Status == skillCurrent:
 			c.Detail = fmt.Sprintf("the dlgt skill at %s matches this binary's guide", t.Path)
-		case skillMissing:
+		case t.Status == skillMissing && !installed[h]:
+			c.Detail = fmt.Sprintf("no dlgt skill at %s (%s is not installed either; after installing it, run `dlgt skill install --%s`)", t.Path, h, h)
+		case t.Status == skillMissing:
 			c.Warning = true
 			c.Detail = fmt.Sprintf("no dlgt skill at %s: agents in %s do not know how to delegate through dlgt", t.Path, h)
 			c.Fix = "run `dlgt skill install --" + h + "`"

@@ -403,13 +403,28 @@ func TestSkillInstallBadInput(t *testing.T) {
 	}
 }
 
-// doctor reports a missing or stale skill as a warning, never a failure.
+// doctor reports a missing or stale skill as a warning, never a failure;
+// a missing one only for a harness that is installed.
 func TestDoctorSkillWarnings(t *testing.T) {
 	dir := shortDir(t)
 	home := filepath.Join(dir, "user")
 	os.MkdirAll(home, 0o700)
 	vars := map[string]string{"DLGT_HOME": filepath.Join(dir, "fresh"), "PATH": filepath.Join(dir, "empty"), "HOME": home}
 	code, doc, c := runDoctor(t, vars)
+	if code != exitOK || !doc.OK {
+		t.Fatalf("no harness, no skill: exit %d %+v", code, doc)
+	}
+	for _, h := range []string{"claude", "codex"} {
+		if s := c["skill."+h]; !s.OK || s.Warning || !strings.Contains(s.Detail, h+" is not installed either") {
+			t.Errorf("missing %s skill, %s not installed: %+v", h, h, s)
+		}
+	}
+	bin := filepath.Join(dir, "bin")
+	os.MkdirAll(bin, 0o755)
+	vars["PATH"] = bin
+	vars["DLGT_CODEX_BIN"] = fakeBinary(t, dir, "mycodex", "echo 'codex-cli 0.1.2'")
+	fakeBinary(t, bin, "claude", "echo '1.0.0 (Claude Code)'")
+	code, doc, c = runDoctor(t, vars)
 	if code != exitOK || !doc.OK {
 		t.Fatalf("missing skills failed doctor: exit %d %+v", code, doc)
 	}
