@@ -28,6 +28,7 @@ import (
 const (
 	inlineRows, inlineCols = 40, 100
 	inlineLines            = 150
+	inlineTail             = 60 // a second reply's lines, after a resize
 )
 
 // inlineLine is line i of the long reply: numbered, some with wide
@@ -57,7 +58,10 @@ func inlineReply() string {
 // scripted for prompts starting INLINE-150.
 func startInline(t *testing.T, harness string) *e2eClaude {
 	t.Helper()
-	script := mockapi.Script{mockapi.Prefix("INLINE-150", mockapi.Reply{Text: inlineReply(), Chunk: 64})}
+	script := mockapi.Script{
+		mockapi.Prefix("INLINE-150", mockapi.Reply{Text: inlineReply(), Chunk: 64}),
+		mockapi.Prefix("INLINE-TAIL", mockapi.Reply{Text: mockapi.Lines("tail row", inlineTail), Chunk: 64}),
+	}
 	switch harness {
 	case "claude":
 		return startE2EClaude(t, script)
@@ -127,6 +131,29 @@ func (e *e2eClaude) inlineRaw(t *testing.T, id string) []byte {
 			return out
 		}
 	}
+}
+
+// inlineSettle waits until the Session's raw output has not grown for a
+// second.
+func (e *e2eClaude) inlineSettle(t *testing.T, id string) {
+	t.Helper()
+	var prev int64 = -1
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		end := max(prev, 0)
+		for {
+			var page rpc.RawPage
+			e.call(t, rpc.MethodTranscriptReadRaw, rpc.TranscriptReadRawParams{Session: id, After: end, LimitBytes: 8 << 20}, &page)
+			end = page.NextAfter
+			if !page.HasMore {
+				break
+			}
+		}
+		if end == prev {
+			return
+		}
+		prev = end
+	}
+	t.Fatal("the TUI kept writing for 30 s")
 }
 
 // scrollbackAll is scrollback.read with the largest page.
@@ -267,6 +294,58 @@ func testInlineHistory(t *testing.T, harness string) {
 	}
 	replyOnce(t, "tmux history+grid", append(slices.Clone(tm.History), tm.Grid...))
 	t.Logf("%s: %d raw bytes; vt history %d lines, tmux history %d lines", harness, len(raw), len(hist), len(tm.History))
+
+	// A person attaches (the daemon nudges the TUI into a repaint by a
+	// one-row resize and back) and narrows the terminal: the column change
+	// starts a new epoch, and what the TUI repaints for it (Codex erases
+	// the scrollback and prints its whole transcript again; Claude Code
+	// reprints the tail that fits) is not stored a second time. A second
+	// turn then scrolls the repainted screen into history.
+	epoch := screen.Epoch
+	var doc rpc.FetchDocument
+	e.call(t, rpc.MethodSessionFetch, map[string]any{"session": id, "screen": true}, &doc)
+	cursor := doc.Cursor
+	w, err := e.td.attach(t, id, AttachWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.inlineSettle(t, id)
+	e.call(t, rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: inlineRows, Cols: 80}, nil)
+	e.inlineSettle(t, id)
+	e.call(t, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	e.call(t, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "screen": true}, &doc)
+	sc := doc.Sessions[0].Screen
+	if sc == nil || !sc.Reset || sc.Epoch <= epoch || sc.ResetReason == nil || (*sc.ResetReason != "resize" && *sc.ResetReason != "erase_scrollback") {
+		t.Fatalf("screen after a column change = %+v, want a reset to a later epoch than %d", sc, epoch)
+	}
+	if harness == "claude" && *sc.ResetReason != "resize" {
+		t.Errorf("reset_reason = %q, want resize", *sc.ResetReason)
+	}
+	t.Logf("%s: column change: epoch %d -> %d, reset_reason %s", harness, epoch, sc.Epoch, *sc.ResetReason)
+	var r2 rpc.Receipt
+	e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "INLINE-TAIL more rows", RequestID: "inline-2"}, &r2)
+	if _, res := e.waitResult(t, id, r2.Cursor); res.Status != rpc.StatusCompleted {
+		t.Fatalf("second turn: %+v", res)
+	}
+	e.inlineSettle(t, id)
+	page = e.scrollbackAll(t, id)
+	first, last := replyOnce(t, "scrollback.read after a resize", page.Lines)
+	tails := 0
+	for i, l := range page.Lines {
+		if strings.Contains(l, "tail row ") {
+			if i < last {
+				t.Errorf("tail row %q at line %d, before the first reply's last line %d", l, i, last)
+			}
+			tails++
+			if want := fmt.Sprintf("tail row %d", tails); !strings.HasSuffix(l, want) {
+				t.Errorf("line %d = %q, want %q", i, l, want)
+			}
+		}
+	}
+	if tails != inlineTail {
+		t.Errorf("%d tail rows in scrollback, want %d", tails, inlineTail)
+	}
+	t.Logf("%s: after the resize and a second turn: %d lines, first reply at lines %d..%d", harness, len(page.Lines), first, last)
 
 	// After a daemon restart, the history reads the same.
 	before := page.Lines

@@ -19,6 +19,10 @@
 //   - A screen epoch ends on RIS (ESC c), erase-scrollback (CSI 3 J) and a
 //     Resize that changes the column count; process restart is the daemon's
 //     (a new Screen). Alt-screen switches and clears only change the grid.
+//   - After a reset or a size change, rows that scroll off repeating the
+//     end of the history row for row are an inline TUI's reprint (Codex
+//     prints its whole transcript again after CSI 3 J; Claude Code reprints
+//     the tail that fits) and are not emitted again (reprint.go).
 //   - Rows are plain text with trailing blanks trimmed. Wide characters take
 //     two cells and render once; combining marks stay with their base
 //     character; invalid UTF-8 becomes U+FFFD.

@@ -61,6 +61,7 @@ type Screen struct {
 	emu     emulator
 	cb      Callbacks
 	pending []string // stable rows not yet delivered
+	rp      *reprint // drops a TUI's reprint of history after a reset or resize
 	epoch   int
 	emitted int64
 	row     []byte
@@ -68,7 +69,7 @@ type Screen struct {
 
 // New returns a Screen of rows×cols (each at least 1).
 func New(rows, cols int, cb Callbacks) *Screen {
-	s := &Screen{cb: cb}
+	s := &Screen{cb: cb, rp: newReprint()}
 	s.emu = newTerm(rows, cols, (*screenEvents)(s))
 	return s
 }
@@ -78,8 +79,9 @@ type screenEvents Screen
 
 func (e *screenEvents) scrolledOff(text []byte) {
 	s := (*Screen)(e)
-	s.pending = append(s.pending, string(text))
-	s.emitted++
+	n := len(s.pending)
+	s.pending = s.rp.row(string(text), s.pending)
+	s.emitted += int64(len(s.pending) - n)
 }
 
 func (e *screenEvents) reply(b []byte) {
@@ -93,6 +95,7 @@ func (e *screenEvents) reply(b []byte) {
 func (e *screenEvents) reset(reason ResetReason) {
 	s := (*Screen)(e)
 	s.flush() // rows that scrolled off before the reset belong to the old epoch
+	s.rp.arm()
 	s.epoch++
 	if s.cb.Reset != nil {
 		s.cb.Reset(reason)
@@ -130,10 +133,13 @@ func (s *Screen) Resize(rows, cols int) (reset bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rows, cols = max(rows, 1), max(cols, 1)
-	_, oldCols := s.emu.size()
+	oldRows, oldCols := s.emu.size()
 	s.emu.resize(rows, cols)
 	s.flush()
 	if cols == oldCols {
+		if rows != oldRows {
+			s.rp.arm() // the TUI repaints for the new size
+		}
 		return false
 	}
 	(*screenEvents)(s).reset(ResetResize)

@@ -29,6 +29,22 @@ type TmuxScreen struct {
 // dlgt never turns a clear into history. The server is killed before
 // TmuxReplay returns.
 func TmuxReplay(data []byte, rows, cols int) (*TmuxScreen, error) {
+	return TmuxReplaySegments([]Segment{{Data: data, Rows: rows, Cols: cols}})
+}
+
+// Segment is a piece of a stream played at one terminal size: the pane is
+// resized to Rows×Cols (once the previous segment is parsed) before Data.
+type Segment struct {
+	Data       []byte
+	Rows, Cols int
+}
+
+// TmuxReplaySegments is TmuxReplay for a stream with resizes between its
+// segments.
+func TmuxReplaySegments(segs []Segment) (*TmuxScreen, error) {
+	if len(segs) == 0 {
+		return nil, errors.New("no segments")
+	}
 	if _, err := exec.LookPath("tmux"); err != nil {
 		return nil, ErrNoTmux
 	}
@@ -38,10 +54,7 @@ func TmuxReplay(data []byte, rows, cols int) (*TmuxScreen, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	sock, in, cfg := filepath.Join(dir, "s"), filepath.Join(dir, "in"), filepath.Join(dir, "conf")
-	if err := os.WriteFile(in, data, 0o600); err != nil {
-		return nil, err
-	}
+	sock, cfg := filepath.Join(dir, "s"), filepath.Join(dir, "conf")
 	conf := "set -g status off\nset -g history-limit 1000000\nset -g scroll-on-clear off\nset -g remain-on-exit on\n"
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		return nil, err
@@ -56,22 +69,54 @@ func TmuxReplay(data []byte, rows, cols int) (*TmuxScreen, error) {
 		return out, nil
 	}
 	defer tmux("kill-server")
-	shell := fmt.Sprintf("stty raw -echo -opost; cat '%s'; tmux -S '%s' wait-for -S replayed; exec sleep 3600", in, sock)
-	if _, err := tmux("new-session", "-d", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), shell); err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { _, err := tmux("wait-for", "replayed"); done <- err }()
-	select {
-	case err := <-done:
-		if err != nil {
+	// The pane plays segment i, signals played<i>, and waits for resized<i>
+	// before the next one.
+	var sh strings.Builder
+	sh.WriteString("stty raw -echo -opost")
+	for i, sg := range segs {
+		in := filepath.Join(dir, fmt.Sprintf("in%d", i))
+		if err := os.WriteFile(in, sg.Data, 0o600); err != nil {
 			return nil, err
 		}
-	case <-time.After(60 * time.Second):
-		return nil, errors.New("tmux did not finish replaying in 60 s")
+		if i > 0 {
+			fmt.Fprintf(&sh, "; tmux -S '%s' wait-for resized%d", sock, i)
+		}
+		fmt.Fprintf(&sh, "; cat '%s'; tmux -S '%s' wait-for -S played%d", in, sock, i)
 	}
-	// The pane's last bytes may still be on their way to the server when
-	// the signal arrives: take the capture once two agree.
+	sh.WriteString("; exec sleep 3600")
+	if _, err := tmux("new-session", "-d", "-x", strconv.Itoa(segs[0].Cols), "-y", strconv.Itoa(segs[0].Rows), sh.String()); err != nil {
+		return nil, err
+	}
+	var cur *TmuxScreen
+	for i, sg := range segs {
+		if i > 0 {
+			if _, err := tmux("resize-window", "-x", strconv.Itoa(sg.Cols), "-y", strconv.Itoa(sg.Rows)); err != nil {
+				return nil, err
+			}
+			if _, err := tmux("wait-for", "-S", fmt.Sprintf("resized%d", i)); err != nil {
+				return nil, err
+			}
+		}
+		done := make(chan error, 1)
+		go func() { _, err := tmux("wait-for", fmt.Sprintf("played%d", i)); done <- err }()
+		select {
+		case err := <-done:
+			if err != nil {
+				return nil, err
+			}
+		case <-time.After(60 * time.Second):
+			return nil, fmt.Errorf("tmux did not finish replaying segment %d in 60 s", i)
+		}
+		// The pane's last bytes may still be on their way to the server
+		// when the signal arrives: go on once two captures agree.
+		if cur, err = settledCapture(tmux, sg.Rows); err != nil {
+			return nil, err
+		}
+	}
+	return cur, nil
+}
+
+func settledCapture(tmux func(...string) ([]byte, error), rows int) (*TmuxScreen, error) {
 	var prev *TmuxScreen
 	for range 50 {
 		cur, err := tmuxCapture(tmux, rows)

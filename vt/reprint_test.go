@@ -1,0 +1,150 @@
+package vt
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// recorder collects a Screen's stable rows, with resets as "<reset R>".
+type recorder struct{ rows []string }
+
+func (r *recorder) screen(rows, cols int) *Screen {
+	return New(rows, cols, Callbacks{
+		Stable: func(rs []string) { r.rows = append(r.rows, rs...) },
+		Reset:  func(reason ResetReason) { r.rows = append(r.rows, "<reset "+string(reason)+">") },
+	})
+}
+
+// lines prints rows "<prefix> i" for i in [from, to] at the cursor, each
+// followed by CRLF.
+func lines(prefix string, from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		fmt.Fprintf(&b, "%s %d\r\n", prefix, i)
+	}
+	return b.String()
+}
+
+func want(parts ...[]string) []string { return slices.Concat(parts...) }
+
+func seq(prefix string, from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("%s %d", prefix, i))
+	}
+	return out
+}
+
+// Codex inline: on a resize it erases the scrollback and prints its whole
+// transcript again. The reprint is not stored twice; what follows it is.
+func TestReprintAfterEraseScrollbackDropped(t *testing.T) {
+	var r recorder
+	s := r.screen(5, 20)
+	s.Write([]byte(lines("row", 1, 12))) // rows 1..8 scroll off; 9..12 visible
+	s.Write([]byte("\x1b[H\x1b[2J\x1b[3J"))
+	s.Write([]byte(lines("row", 1, 14) + lines("new", 1, 5)))
+	got := r.rows
+	// History: 1..8, the reset, then the rows that were only on the grid
+	// (9..12), the two rows printed past the old end (13, 14), new rows.
+	exp := want(seq("row", 1, 8), []string{"<reset erase_scrollback>"}, seq("row", 9, 14), seq("new", 1, 1))
+	if !slices.Equal(got, exp) {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(exp, "\n"))
+	}
+}
+
+// The reprint may start at the bottom of the erased grid: the blank rows
+// that scroll off before it go with it.
+func TestReprintLeadingBlanksDropped(t *testing.T) {
+	var r recorder
+	s := r.screen(5, 20)
+	s.Write([]byte(lines("row", 1, 12)))
+	s.Write([]byte("\x1b[2J\x1b[3J\x1b[5;1H"))
+	s.Write([]byte(lines("row", 1, 12) + lines("new", 1, 5)))
+	exp := want(seq("row", 1, 8), []string{"<reset erase_scrollback>"}, seq("row", 9, 12), seq("new", 1, 1))
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows:\n%q\nwant:\n%q", r.rows, exp)
+	}
+}
+
+// Claude Code inline: after a width change it homes, erases the screen and
+// prints the tail of its output that fits, starting with rows already in
+// history; once they scroll off they are not stored again.
+func TestReprintOverlapAfterResizeDropped(t *testing.T) {
+	var r recorder
+	s := r.screen(5, 20)
+	s.Write([]byte(lines("row", 1, 10))) // 1..6 in history, 7..10 + blank visible
+	s.Resize(5, 16)
+	// Repaint from the top: the last two history rows, then the grid rows.
+	s.Write([]byte("\x1b[H\x1b[2K\x1b[1B\x1b[2K\x1b[1B\x1b[2K\x1b[1B\x1b[2K\x1b[1B\x1b[2K\x1b[H"))
+	s.Write([]byte(lines("row", 5, 10) + lines("more", 1, 6)))
+	exp := want(seq("row", 1, 6), []string{"<reset resize>"}, seq("row", 7, 10), seq("more", 1, 2))
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(r.rows, "\n"), strings.Join(exp, "\n"))
+	}
+}
+
+// New output after a reset that does not repeat history is delivered, in
+// order, even when its first rows happen to repeat some history rows.
+func TestReprintNotARepeatDelivered(t *testing.T) {
+	var r recorder
+	s := r.screen(3, 20)
+	s.Write([]byte(lines("row", 1, 8))) // 1..6 in history
+	s.Write([]byte("\x1b[3J"))
+	// "row 3", "row 4" repeat history but do not run to its end.
+	s.Write([]byte("row 3\r\nrow 4\r\nother\r\n\r\n\r\n\r\n"))
+	exp := want(seq("row", 1, 6), []string{"<reset erase_scrollback>"}, seq("row", 7, 8), []string{"row 3", "row 4", "other", ""})
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows:\n%q\nwant:\n%q", r.rows, exp)
+	}
+	// Outside the window after a reset, repeats are stored as usual.
+	r.rows = nil
+	s.Write([]byte("row 5\r\nrow 6\r\n\r\n\r\n"))
+	if exp := []string{"", "", "row 5", "row 6"}; !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows %q, want %q", r.rows, exp)
+	}
+}
+
+// A run of blank rows alone is never taken for a reprint.
+func TestReprintBlankRunKept(t *testing.T) {
+	var r recorder
+	s := r.screen(3, 20)
+	s.Write([]byte("a\r\n\r\n\r\n\r\n\r\n")) // history "a", "", ""
+	s.Resize(4, 20)
+	s.Write([]byte("\x1b[4;1H\r\n\r\nb\r\n\r\n\r\n\r\n"))
+	// Every row that scrolled off is delivered: nine line feeds at the
+	// bottom, nine rows.
+	if got := strings.Join(r.rows, "|"); got != "a||||||||b" {
+		t.Fatalf("rows %q", r.rows)
+	}
+}
+
+// A second reset in the middle of a reprint (a resize and back) drops the
+// rows held so far and watches the next reprint.
+func TestReprintInterruptedByReset(t *testing.T) {
+	var r recorder
+	s := r.screen(4, 20)
+	s.Write([]byte(lines("row", 1, 10))) // 1..7 in history
+	s.Write([]byte("\x1b[3J\x1b[H\x1b[2J" + lines("row", 1, 6)))
+	s.Write([]byte("\x1b[3J\x1b[H\x1b[2J" + lines("row", 1, 14)))
+	exp := want(seq("row", 1, 7), []string{"<reset erase_scrollback>", "<reset erase_scrollback>"}, seq("row", 8, 11))
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows:\n%q\nwant:\n%q", r.rows, exp)
+	}
+	if s.Emitted() != int64(len(exp)-2) {
+		t.Fatalf("Emitted() = %d, want %d", s.Emitted(), len(exp)-2)
+	}
+}
+
+// The remembered history is bounded.
+func TestReprintHistoryBounded(t *testing.T) {
+	r := newReprint()
+	var out []string
+	for i := range 3 * maxReprintRows {
+		out = r.row(fmt.Sprint(i), out[:0])
+	}
+	if len(r.hist) > 2*maxReprintRows {
+		t.Fatalf("%d hashes kept", len(r.hist))
+	}
+}
