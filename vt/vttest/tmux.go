@@ -163,3 +163,42 @@ func equalScreens(a, b *TmuxScreen) bool {
 	return strings.Join(a.History, "\n") == strings.Join(b.History, "\n") &&
 		strings.Join(a.Grid, "\n") == strings.Join(b.Grid, "\n")
 }
+
+// TmuxIngest times tmux parsing data in a detached rows×cols pane: from
+// starting the server until the pane has played it all (its `cat` exited),
+// the way the daemon's ingest benchmark measures tmux.
+func TmuxIngest(data []byte, rows, cols int) (time.Duration, error) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return 0, ErrNoTmux
+	}
+	dir, err := os.MkdirTemp("", "vtmux")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	sock, in, cfg := filepath.Join(dir, "s"), filepath.Join(dir, "in"), filepath.Join(dir, "conf")
+	if err := os.WriteFile(in, data, 0o600); err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(cfg, []byte("set -g status off\nset -g history-limit 10000\n"), 0o600); err != nil {
+		return 0, err
+	}
+	tmux := func(args ...string) error {
+		c := exec.Command("tmux", append([]string{"-u", "-S", sock, "-f", cfg}, args...)...)
+		c.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TMUX=")
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("tmux %s: %v: %s", args[0], err, out)
+		}
+		return nil
+	}
+	defer tmux("kill-server")
+	start := time.Now()
+	shell := fmt.Sprintf("stty raw -echo -opost; cat '%s'; tmux -S '%s' wait-for -S played; exec sleep 3600", in, sock)
+	if err := tmux("new-session", "-d", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), shell); err != nil {
+		return 0, err
+	}
+	if err := tmux("wait-for", "played"); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
