@@ -180,6 +180,7 @@ func (rt *runtime) pump(s *session, g *generation) {
 		s.termMu.Lock()
 		s.screen.Write(chunk)
 		s.termMu.Unlock()
+		g.out.observe(chunk) // after the grid has it: see deliver.go
 		s.mu.Lock()
 		s.lastOutput = time.Now()
 		s.mu.Unlock()

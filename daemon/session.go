@@ -90,6 +90,8 @@ type generation struct {
 	// transcript is the provider transcript path, from the first hook
 	// naming it (s.mu).
 	transcript string
+	// out is what the process printed, for prompt delivery (deliver.go).
+	out outputWatch
 }
 
 // session is one Session. mu guards every mutable field; one update

@@ -329,18 +329,18 @@ var (
 	pasteEnd   = []byte("\x1b[201~")
 )
 
-// Submit clears the draft (Ctrl-U), pastes the prompt as one bracketed
-// paste, then sends Enter as a separate write after a settle delay that
-// grows with the paste, because large pastes install asynchronously.
+// claudePastePlaceholder starts the label Claude Code shows in its input
+// box for a paste of more than 800 characters or 2 lines ("[Pasted text
+// #1 +1485 lines]").
+const claudePastePlaceholder = "[Pasted text "
+
+// Submit clears the draft (Ctrl-U) and pastes the prompt as one bracketed
+// paste once the TUI reads bracketed paste, then sends Enter as a
+// separate write once the paste shows in the input box (see
+// pasteSubmit): a large paste installs asynchronously, and Enter before
+// it is lost.
 func (Claude) Submit(prompt string) []Keystroke {
-	paste := make([]byte, 0, len(prompt)+12)
-	paste = append(append(append(paste, pasteStart...), prompt...), pasteEnd...)
-	settle := 250*time.Millisecond + time.Duration(len(prompt)/1024)*3*time.Millisecond
-	return []Keystroke{
-		{Data: []byte{0x15}},
-		{Data: paste, Pause: 30 * time.Millisecond},
-		{Data: []byte{'\r'}, Pause: settle},
-	}
+	return pasteSubmit(prompt, claudePastePlaceholder)
 }
 
 // Interrupt is Esc, Claude Code's interrupt key.

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"time"
 
 	"dlgt/rpc"
 )
@@ -252,18 +251,15 @@ func tomlString(s string) string {
 	return b.String()
 }
 
-// Submit clears the draft (Ctrl-U), pastes the prompt as one bracketed
-// paste and sends Enter separately after a settle delay growing with the
-// paste.
+// codexPastePlaceholder starts the label Codex shows in its composer for
+// a long paste ("[Pasted Content 102453 chars]").
+const codexPastePlaceholder = "[Pasted Content "
+
+// Submit clears the draft (Ctrl-U) and pastes the prompt as one bracketed
+// paste once the TUI reads bracketed paste, then sends Enter separately
+// once the composer shows the paste (see pasteSubmit).
 func (Codex) Submit(prompt string) []Keystroke {
-	paste := make([]byte, 0, len(prompt)+12)
-	paste = append(append(append(paste, pasteStart...), prompt...), pasteEnd...)
-	settle := 250*time.Millisecond + time.Duration(len(prompt)/1024)*3*time.Millisecond
-	return []Keystroke{
-		{Data: []byte{0x15}},
-		{Data: paste, Pause: 30 * time.Millisecond},
-		{Data: []byte{'\r'}, Pause: settle},
-	}
+	return pasteSubmit(prompt, codexPastePlaceholder)
 }
 
 // Interrupt is Esc, Codex's interrupt key; it also declines an approval

@@ -54,10 +54,13 @@ type LaunchPrompter interface {
 	LaunchPrompt(prompt string) error
 }
 
-// Keystroke is one write to the harness's PTY, made after a pause.
+// Keystroke is one write to the harness's PTY, made after a pause and,
+// when Await is set, once the harness's output shows that evidence (or
+// its fallback timeout passed).
 type Keystroke struct {
 	Data  []byte
 	Pause time.Duration
+	Await *Await
 }
 
 // Harness is one coding agent CLI. Implementations are stateless; the

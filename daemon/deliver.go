@@ -1,0 +1,284 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"dlgt/harness"
+)
+
+// Prompt delivery waits on evidence in the harness's own output
+// (harness.Await) instead of fixed pauses: bracketed paste turned on by
+// the TUI before the first key, the paste shown at the cursor before
+// Enter. Each wait has a fallback timeout, logged when taken. The
+// evidence is read from the byte stream (mode switches) and the live grid
+// (the echo): the main screen and the alternate screen alike.
+
+// outputWatch is what a generation's output showed so far, for delivery.
+// The pump feeds it after the emulator took each chunk. The zero value
+// is ready to use.
+type outputWatch struct {
+	mu     sync.Mutex
+	chunks uint64    // chunks seen
+	last   time.Time // when the last one arrived
+	modes  modeScan
+	// pasteFellBack records a wait for bracketed paste that timed out:
+	// later prompts of the generation do not wait for it again.
+	pasteFellBack bool
+	wake          chan struct{} // closed and cleared on the next chunk
+}
+
+// observe records one chunk of output.
+func (w *outputWatch) observe(p []byte) {
+	w.mu.Lock()
+	w.modes.scan(p)
+	w.chunks++
+	w.last = time.Now()
+	if w.wake != nil {
+		close(w.wake)
+		w.wake = nil
+	}
+	w.mu.Unlock()
+}
+
+// outputState is a snapshot of an outputWatch.
+type outputState struct {
+	chunks        uint64
+	last          time.Time
+	pasteMode     bool
+	pasteFellBack bool
+	wake          <-chan struct{} // closed when the next chunk arrives
+}
+
+func (w *outputWatch) state() outputState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wake == nil {
+		w.wake = make(chan struct{})
+	}
+	return outputState{chunks: w.chunks, last: w.last, pasteMode: w.modes.pasteMode, pasteFellBack: w.pasteFellBack, wake: w.wake}
+}
+
+func (w *outputWatch) markPasteFellBack() {
+	w.mu.Lock()
+	w.pasteFellBack = true
+	w.mu.Unlock()
+}
+
+// maxModeParam caps a DEC private mode number being parsed.
+const maxModeParam = 1 << 16
+
+// modeScan follows DEC private mode sets and resets (ESC [ ? Pm h / l)
+// across chunk boundaries and keeps the bracketed paste mode (2004). It
+// skips from ESC to ESC, so plain output costs one IndexByte per chunk.
+type modeScan struct {
+	state     uint8 // 0 ground, 1 ESC, 2 ESC [, 3 in ESC [ ? params
+	param     int
+	has2004   bool
+	pasteMode bool
+}
+
+func (m *modeScan) scan(p []byte) {
+	for i := 0; i < len(p); i++ {
+		if m.state == 0 {
+			j := bytes.IndexByte(p[i:], 0x1b)
+			if j < 0 {
+				return
+			}
+			i += j
+		}
+		b := p[i]
+		switch m.state {
+		case 0:
+			m.state = 1
+		case 1:
+			if b == '[' {
+				m.state = 2
+			} else {
+				m.state = 0
+				if b == 0x1b {
+					m.state = 1
+				}
+			}
+		case 2:
+			if b == '?' {
+				m.state, m.param, m.has2004 = 3, 0, false
+			} else {
+				m.state = 0
+				if b == 0x1b {
+					m.state = 1
+				}
+			}
+		case 3:
+			switch {
+			case b >= '0' && b <= '9':
+				if m.param < maxModeParam {
+					m.param = m.param*10 + int(b-'0')
+				}
+			case b == ';':
+				m.has2004 = m.has2004 || m.param == 2004
+				m.param = 0
+			case b == 'h' || b == 'l':
+				if m.has2004 || m.param == 2004 {
+					m.pasteMode = b == 'h'
+				}
+				m.state = 0
+			default:
+				m.state = 0
+				if b == 0x1b {
+					m.state = 1
+				}
+			}
+		}
+	}
+}
+
+// maxQuietWait bounds the wait for quiet output once the rest of an
+// Await holds: a TUI that animates (a spinner while its hook runs) is
+// never quiet, and the echo already shows that the paste was taken.
+const maxQuietWait = 50 * time.Millisecond
+
+// errGenerationExited ends a delivery whose harness process is gone.
+var errGenerationExited = errors.New("the harness exited during delivery")
+
+// deliver writes keys to generation g of s, holding each write for its
+// pause and its awaited evidence.
+func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys []harness.Keystroke) error {
+	mark := g.out.state().chunks
+	for _, k := range keys {
+		if k.Pause > 0 {
+			select {
+			case <-time.After(k.Pause):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if k.Await != nil {
+			if err := rt.await(ctx, s, g, *k.Await, mark); err != nil {
+				return err
+			}
+		}
+		mark = g.out.state().chunks
+		if _, err := g.proc.Write(k.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// await waits until g's output shows a, or a.Timeout passed (logged as a
+// fallback). mark is the chunk count at the previous write: the echo must
+// come after it.
+func (rt *runtime) await(ctx context.Context, s *session, g *generation, a harness.Await, mark uint64) error {
+	start := time.Now()
+	s.mu.Lock()
+	id := s.rec.ID
+	s.mu.Unlock()
+	deadline := time.NewTimer(a.Timeout)
+	defer deadline.Stop()
+	var quiet *time.Timer
+	defer func() {
+		if quiet != nil {
+			quiet.Stop()
+		}
+	}()
+	echo := a.Echo[:0:0]
+	for _, e := range a.Echo {
+		if e != "" {
+			echo = append(echo, e)
+		}
+	}
+	echoed := len(echo) == 0
+	var echoAt time.Time // when the echo was seen (or the wait began, without one)
+	for {
+		st := g.out.state()
+		waiting := ""
+		if a.PasteMode && !st.pasteMode && !st.pasteFellBack {
+			waiting = "bracketed paste mode"
+		}
+		if waiting == "" && !echoed {
+			if st.chunks > mark && rt.echoShown(s, echo) {
+				echoed = true
+			} else {
+				waiting = "the paste echoed at the cursor"
+			}
+		}
+		if echoed && echoAt.IsZero() {
+			echoAt = time.Now()
+		}
+		var quietC <-chan time.Time
+		if waiting == "" && a.Quiet > 0 && time.Since(echoAt) < maxQuietWait {
+			if rest := a.Quiet - time.Since(st.last); rest > 0 {
+				waiting = "quiet output"
+				if quiet == nil {
+					quiet = time.NewTimer(rest)
+				} else {
+					quiet.Reset(rest)
+				}
+				quietC = quiet.C
+			}
+		}
+		if waiting == "" {
+			rt.log.Debug("prompt delivery: evidence seen", "session", id, "waited", time.Since(start))
+			return nil
+		}
+		select {
+		case <-st.wake:
+		case <-quietC:
+		case <-deadline.C:
+			if a.PasteMode && !st.pasteMode {
+				g.out.markPasteFellBack()
+			}
+			args := []any{"session", id, "waiting_for", waiting, "timeout", a.Timeout}
+			if !echoed {
+				args = append(args, "echo", echo, "near_cursor", rt.nearCursor(s))
+			}
+			rt.log.Warn("prompt delivery fell back to its timeout", args...)
+			return nil
+		case <-g.exited:
+			return errGenerationExited
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// echoShown reports whether the live grid shows one of echo on the
+// cursor's row or the row above it.
+func (rt *runtime) echoShown(s *session, echo []string) bool {
+	s.termMu.Lock()
+	live := s.screen.Live()
+	row, _ := s.screen.Cursor()
+	s.termMu.Unlock()
+	for r := row; r >= 0 && r >= row-1; r-- {
+		if r >= len(live) {
+			continue
+		}
+		for _, e := range echo {
+			if strings.Contains(live[r], e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// nearCursor renders the cursor's row and the rows around it, trimmed,
+// for the log of a fallback.
+func (rt *runtime) nearCursor(s *session) string {
+	s.termMu.Lock()
+	live := s.screen.Live()
+	row, col := s.screen.Cursor()
+	s.termMu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "cursor %d,%d", row, col)
+	for r := max(0, row-3); r < min(len(live), row+2); r++ {
+		fmt.Fprintf(&b, " | %d:%q", r, strings.TrimRight(live[r], " "))
+	}
+	return b.String()
+}

@@ -1,0 +1,220 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dlgt/harness"
+	"dlgt/vt"
+)
+
+func TestModeScanBracketedPaste(t *testing.T) {
+	for _, c := range []struct {
+		out  string
+		want bool
+	}{
+		{"\x1b[?2004h", true},
+		{"text\x1b[?25l\x1b[?2004h\x1b[?1004hmore", true},
+		{"\x1b[?1004;2004;2031h", true},
+		{"\x1b[?2004h\x1b[?2004l", false},
+		{"\x1b[?2004h\x1b[?1004;2004l", false},
+		{"\x1b[?20045h", false},
+		{"\x1b[2004h", false},         // not a private mode
+		{"\x1b[?2004$p", false},       // a query, not a set
+		{"\x1b\x1b[?2004h", true},     // ESC ESC: the second one starts over
+		{"\x1b[?99999999999h", false}, // overlong parameter, capped
+	} {
+		// Every split point: the pump's chunks end anywhere.
+		for cut := 0; cut <= len(c.out); cut++ {
+			var m modeScan
+			m.scan([]byte(c.out[:cut]))
+			m.scan([]byte(c.out[cut:]))
+			if m.pasteMode != c.want {
+				t.Errorf("%q cut at %d: paste mode %v, want %v", c.out, cut, m.pasteMode, c.want)
+			}
+		}
+	}
+}
+
+// logBuffer collects a logger's lines for a test.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// deliveryRig is a Session with a live grid and a generation whose output
+// the test plays, without a process.
+func deliveryRig() (*runtime, *session, *generation, *logBuffer) {
+	logs := &logBuffer{}
+	rt := &runtime{log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s := &session{screen: vt.New(10, 40, vt.Callbacks{})}
+	s.rec.ID = "claude:test"
+	g := &generation{exited: make(chan struct{})}
+	return rt, s, g, logs
+}
+
+// play is the pump: the grid takes the chunk, then the watch.
+func play(s *session, g *generation, out string) {
+	s.termMu.Lock()
+	s.screen.Write([]byte(out))
+	s.termMu.Unlock()
+	g.out.observe([]byte(out))
+}
+
+const noFallback = time.Minute // a wait that ends before this ended on evidence
+
+func awaitAsync(rt *runtime, s *session, g *generation, a harness.Await, mark uint64) chan error {
+	done := make(chan error, 1)
+	go func() { done <- rt.await(context.Background(), s, g, a, mark) }()
+	return done
+}
+
+func TestAwaitPasteMode(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	done := awaitAsync(rt, s, g, harness.Await{PasteMode: true, Timeout: noFallback}, 0)
+	play(s, g, "starting up\r\n")
+	select {
+	case err := <-done:
+		t.Fatalf("returned before bracketed paste was on: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	play(s, g, "\x1b[?25l\x1b[?2004h")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "fell back") {
+		t.Fatalf("fell back: %s", logs)
+	}
+}
+
+func TestAwaitPasteModeFallsBackOnce(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	if err := rt.await(context.Background(), s, g, harness.Await{PasteMode: true, Timeout: time.Millisecond}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "prompt delivery fell back to its timeout") || !strings.Contains(logs.String(), "bracketed paste mode") {
+		t.Fatalf("the fallback is not logged: %s", logs)
+	}
+	// The generation never showed it: the next prompt does not wait again.
+	if err := rt.await(context.Background(), s, g, harness.Await{PasteMode: true, Timeout: noFallback}, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAwaitEcho(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	a := harness.Await{Echo: []string{"", "WORD", "[Pasted text "}, Quiet: time.Millisecond, Timeout: noFallback}
+
+	// Shown at the cursor, after the mark.
+	play(s, g, "history\r\n> ")
+	mark := g.out.state().chunks
+	done := awaitAsync(rt, s, g, a, mark)
+	play(s, g, "\x1b[?2026h") // a redraw without the echo
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the echo: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	play(s, g, "two words WORD")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A placeholder counts too, on the row above the cursor.
+	play(s, g, "\r\n> ")
+	mark = g.out.state().chunks
+	done = awaitAsync(rt, s, g, a, mark)
+	play(s, g, "[Pasted text #1 +3 lines]\r\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "fell back") {
+		t.Fatalf("fell back: %s", logs)
+	}
+}
+
+func TestAwaitEchoNeedsNewOutputAtTheCursor(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	a := harness.Await{Echo: []string{"WORD"}, Timeout: 30 * time.Millisecond}
+	// Already on screen before the write: not evidence for this paste.
+	play(s, g, "> WORD")
+	mark := g.out.state().chunks
+	if err := rt.await(context.Background(), s, g, a, mark); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "the paste echoed at the cursor") {
+		t.Fatalf("stale echo taken as evidence: %s", logs)
+	}
+	// New output, but the word is only in history far above the cursor.
+	play(s, g, "\r\nline\r\nline\r\n> ")
+	mark = g.out.state().chunks
+	play(s, g, "x")
+	if err := rt.await(context.Background(), s, g, a, mark); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(logs.String(), "fell back"); n != 2 {
+		t.Fatalf("history taken as the echo (%d fallbacks): %s", n, logs)
+	}
+}
+
+func TestAwaitEndsWithTheGeneration(t *testing.T) {
+	rt, s, g, _ := deliveryRig()
+	close(g.exited)
+	if err := rt.await(context.Background(), s, g, harness.Await{PasteMode: true, Timeout: noFallback}, 0); err != errGenerationExited {
+		t.Fatalf("err = %v, want errGenerationExited", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, s, g, _ = deliveryRig()
+	if err := rt.await(ctx, s, g, harness.Await{PasteMode: true, Timeout: noFallback}, 0); err != context.Canceled {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+}
+
+// A TUI that keeps drawing (a spinner) after the echo is never quiet: the
+// echo alone then ends the wait, with no fallback.
+func TestAwaitEchoWithoutQuiet(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	play(s, g, "> ")
+	mark := g.out.state().chunks
+	play(s, g, "prompt WORD")
+	stop := make(chan struct{})
+	spun := make(chan struct{})
+	go func() {
+		defer close(spun)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				play(s, g, "\x1b7\x1b[1;1H"+string("|/-\\"[i%4])+"\x1b8")
+			}
+		}
+	}()
+	err := rt.await(context.Background(), s, g, harness.Await{Echo: []string{"WORD"}, Quiet: time.Hour, Timeout: noFallback}, mark)
+	close(stop)
+	<-spun
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "fell back") {
+		t.Fatalf("fell back: %s", logs)
+	}
+}
