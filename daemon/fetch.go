@@ -92,6 +92,9 @@ type fetchReq struct {
 	stableCap int
 	maxBytes  int
 	budget    int // bytes for the document itself
+	// after: start from the retained results after this execution_seq.
+	after    uint64
+	hasAfter bool
 }
 
 func parseFetch(p *rpc.SessionFetchParams) (*fetchReq, error) {
@@ -133,6 +136,12 @@ func parseFetch(p *rpc.SessionFetchParams) (*fetchReq, error) {
 	}
 	fr.maxBytes = max
 	fr.budget = max - cliWrapper
+	if p.AfterExecution != nil {
+		if fr.hasCursor {
+			return nil, rpc.InvalidField("after_execution", "give cursor or after_execution, not both")
+		}
+		fr.after, fr.hasAfter = *p.AfterExecution, true
+	}
 	return fr, nil
 }
 
@@ -149,6 +158,9 @@ func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, params json.
 		return nil, err
 	}
 	if p.All {
+		if fr.hasAfter {
+			return nil, rpc.InvalidField("after_execution", "applies to one Session, not all:true")
+		}
 		return rt.fetchAll(ctx, fr)
 	}
 	s, err := rt.resolve(p.Session)
@@ -210,7 +222,10 @@ func fit[T any](fr *fetchReq, build func(*fetchReq) (T, error)) (T, error) {
 
 func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (any, error) {
 	var pos *position
-	if fr.hasCursor {
+	if fr.hasAfter {
+		fr.cursor, pos = rt.afterExecutionPosition(s, fr.after)
+		fr.hasCursor = true
+	} else if fr.hasCursor {
 		p, err := rt.positions.get(s.uid, fr.cursor)
 		if err != nil {
 			return nil, err
@@ -235,6 +250,23 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 	}
 	lp.first = st
 	return lp, nil
+}
+
+// afterExecutionPosition is the position from which a fetch returns every
+// retained result of s after execution after, and nothing else already
+// recorded: everything else is at its current mark. Results retention
+// already dropped are skipped (their numbers stay below the first result
+// returned).
+func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *position) {
+	s.mu.Lock()
+	m := rt.currentMarkLocked(s)
+	s.mu.Unlock()
+	m.Result = min(max(after, rt.db.ResultsEvictedThrough(s.uid)), m.Result)
+	m.TextOff = 0
+	ps := rt.positions
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.mintLocked(s.uid, &position{mark: m})
 }
 
 // fetchBaseline answers a cursorless fetch: a baseline, which until:result

@@ -189,6 +189,11 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || derefText(&rs[0]) != "MOCK-REPLY: first" {
 				t.Fatalf("fetch from the replayed cursor %s: %+v", replay.Cursor, rs)
 			}
+			// Every retained result, from either lifetime, by execution.
+			all := td.mustFetch(t, map[string]any{"session": id, "after_execution": 0, "screen": false})
+			if rs = all.Sessions[0].Results; len(rs) != 2 || rs[0].ExecutionSeq != 1 || rs[1].ExecutionSeq != 2 {
+				t.Fatalf("after_execution 0: %+v", rs)
+			}
 			cd.stop()
 		})
 	}
@@ -343,5 +348,50 @@ func TestEventsCloseEveryExecution(t *testing.T) {
 	waitNoProcs(t, cwd)
 }
 
-var _ = fmt.Sprint
+// after_execution pages through every retained result after an
+// execution, from the store, and nothing else.
+func TestFetchAfterExecution(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "a")
+	for i := 1; i <= 6; i++ {
+		runExec(rt, s, fmt.Sprint("text ", i), fmt.Sprint("row ", i))
+	}
+	page := func(params map[string]any) (*rpc.FetchDocument, []uint64) {
+		d, _ := fetchDoc(t, rt, params)
+		var seqs []uint64
+		for _, r := range d.Sessions[0].Results {
+			if derefText(&r) != fmt.Sprint("text ", r.ExecutionSeq) {
+				t.Fatalf("result %+v", r)
+			}
+			seqs = append(seqs, r.ExecutionSeq)
+		}
+		if len(d.Sessions[0].Events) != 0 || d.Sessions[0].Screen != nil {
+			t.Fatalf("after_execution returned more than results: %+v", d.Sessions[0])
+		}
+		return d, seqs
+	}
+	d, seqs := page(map[string]any{"session": "claude:a", "after_execution": 0, "screen": false})
+	if fmt.Sprint(seqs) != "[1 2 3 4]" || !d.HasMore {
+		t.Fatalf("first page %v has_more %v", seqs, d.HasMore)
+	}
+	d, seqs = page(map[string]any{"session": "claude:a", "cursor": d.Cursor, "screen": false})
+	if fmt.Sprint(seqs) != "[5 6]" || d.HasMore {
+		t.Fatalf("second page %v has_more %v", seqs, d.HasMore)
+	}
+	if _, seqs = page(map[string]any{"session": "claude:a", "after_execution": 4, "screen": false}); fmt.Sprint(seqs) != "[5 6]" {
+		t.Fatalf("after 4: %v", seqs)
+	}
+	if _, seqs = page(map[string]any{"session": "claude:a", "after_execution": 99, "screen": false}); len(seqs) != 0 {
+		t.Fatalf("after 99: %v", seqs)
+	}
+	for _, bad := range []map[string]any{
+		{"session": "claude:a", "after_execution": 0, "cursor": d.Cursor},
+		{"all": true, "after_execution": 0},
+		{"session": "claude:a", "after_execution": -1},
+	} {
+		_, err := fetchRaw(t, rt, bad)
+		wantCode(t, err, rpc.CodeInvalidArgument)
+	}
+}
+
 var _ sync.Mutex

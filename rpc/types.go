@@ -138,6 +138,9 @@ type SessionFetchParams struct {
 	Until    string          `json:"until,omitempty"`
 	Screen   json.RawMessage `json:"screen,omitempty"`
 	MaxBytes int             `json:"max_bytes,omitempty"`
+	// AfterExecution (an extension of the seed) starts from the retained
+	// results after this execution_seq instead of a cursor.
+	AfterExecution *uint64 `json:"after_execution,omitempty"`
 }
 
 // SessionCancelParams are the parameters of session.cancel.
