@@ -2,9 +2,10 @@ package vt
 
 import "hash/maphash"
 
-// maxReprintRows bounds the history a Screen remembers (as 8-byte hashes)
-// to recognise a TUI reprinting it.
-const maxReprintRows = 50_000
+// maxReprintRows bounds the history a Screen remembers (as 8-byte hashes,
+// at most 1.125 × this many: 288 KiB) to recognise a TUI reprinting it; a
+// reprint starting further back is stored again.
+const maxReprintRows = 32 << 10
 
 // reprint recognises an inline TUI reprinting its history after a resize
 // or a reset, so that the rows it repeats are not stored twice.
@@ -45,7 +46,7 @@ func newReprint() *reprint {
 
 // remember appends a delivered row's hash, keeping at most maxReprintRows.
 func (r *reprint) remember(h uint64) {
-	if len(r.hist) >= 2*maxReprintRows {
+	if len(r.hist) >= maxReprintRows+maxReprintRows/8 {
 		n := copy(r.hist, r.hist[len(r.hist)-maxReprintRows:])
 		r.hist = r.hist[:n]
 	}

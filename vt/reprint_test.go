@@ -144,7 +144,7 @@ func TestReprintHistoryBounded(t *testing.T) {
 	for i := range 3 * maxReprintRows {
 		out = r.row(fmt.Sprint(i), out[:0])
 	}
-	if len(r.hist) > 2*maxReprintRows {
+	if len(r.hist) > maxReprintRows+maxReprintRows/8 {
 		t.Fatalf("%d hashes kept", len(r.hist))
 	}
 }
