@@ -92,13 +92,16 @@ func (l *RowLog) UID() string { return l.uid }
 //
 // Backpressure: when the rows pending across the whole DB reach
 // Options.MaxPendingBytes, Append blocks until the flusher has committed
-// enough of them (or the DB is closed). The bound is soft: each concurrent
-// Append may overshoot it by its own rows. Append must not be called from the
-// commit hook or from an AppendEvent build function.
+// enough of them (or the DB is closed). A session that itself holds at
+// least 1/16 of that buffer already blocks at 3/4 of it, so one flooding
+// session never fills the buffer and the others' Appends go on (see
+// mustWait). The bound is soft: each concurrent Append may overshoot it by
+// its own rows. Append must not be called from the commit hook or from an
+// AppendEvent build function.
 func (l *RowLog) Append(epoch uint64, texts ...string) (firstID uint64) {
 	db := l.db
-	if db.pendingBytes.Load() >= int64(db.opts.MaxPendingBytes) {
-		db.waitForRoom()
+	if db.pendingBytes.Load() >= db.heavyLimit() {
+		db.waitForRoom(l)
 	}
 	l.mu.Lock()
 	firstID = l.next
@@ -415,11 +418,39 @@ func (db *DB) signal() {
 	}
 }
 
-// waitForRoom blocks while the pending buffer is full (backpressure).
-func (db *DB) waitForRoom() {
+// heavyLimit is the pending level at which a session holding a large share
+// of the buffer (see mustWait) waits: 3/4 of MaxPendingBytes.
+func (db *DB) heavyLimit() int64 {
+	m := int64(db.opts.MaxPendingBytes)
+	return m - m/4
+}
+
+// mustWait reports whether an Append to l has to wait for the flusher:
+// the pending buffer is full, or it is 3/4 full and l's own uncommitted
+// rows are at least 1/16 of it. The last quarter is thereby kept for
+// sessions with little output while another floods.
+func (db *DB) mustWait(l *RowLog) bool {
+	p, m := db.pendingBytes.Load(), int64(db.opts.MaxPendingBytes)
+	if p >= m {
+		return true
+	}
+	if p < db.heavyLimit() {
+		return false
+	}
+	l.mu.Lock()
+	own := l.pendingBytes
+	l.mu.Unlock()
+	return own >= m/16
+}
+
+// waitForRoom blocks while Appends to l must wait (backpressure).
+func (db *DB) waitForRoom(l *RowLog) {
+	if !db.mustWait(l) {
+		return
+	}
 	db.signal()
 	db.bpMu.Lock()
-	for db.pendingBytes.Load() >= int64(db.opts.MaxPendingBytes) && !db.closed.Load() {
+	for db.mustWait(l) && !db.closed.Load() {
 		db.bpCond.Wait()
 	}
 	db.bpMu.Unlock()
@@ -460,8 +491,9 @@ func (db *DB) flush() error {
 }
 
 func (db *DB) overFlushThreshold() bool {
+	b := db.pendingBytes.Load()
 	return db.pendingRows.Load() >= int64(db.opts.FlushRows) ||
-		db.pendingBytes.Load() >= int64(db.opts.FlushBytes)
+		b >= int64(db.opts.FlushBytes) || b >= db.heavyLimit() // someone may wait (mustWait)
 }
 
 // runFlusher is the single goroutine that commits rows. It commits when the

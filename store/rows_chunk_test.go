@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -166,4 +168,62 @@ func TestRowsMigrateFlatLayout(t *testing.T) {
 	must(t, err)
 	checkRows(t, rows, last-1, last+10)
 	must(t, db.Check())
+}
+
+// Backpressure is fair: a session flooding while the flusher cannot commit
+// stops at 3/4 of MaxPendingBytes, and another session's Append still goes
+// through instead of waiting behind it.
+func TestAppendBackpressureSparesQuietSessions(t *testing.T) {
+	const maxPending = 64 << 10
+	db := openTestDBOpts(t, Options{MaxPendingBytes: maxPending, FlushInterval: time.Hour, FlushRows: 1 << 20})
+	fastWrites(db)
+	noisy, quiet := mustRows(t, db, "noisy"), mustRows(t, db, "quiet")
+	text := strings.Repeat("n", 200)
+	const floodRows = 2 * maxPending / 200
+
+	db.flushMu.Lock() // no commit can run
+	locked := true
+	defer func() {
+		if locked {
+			db.flushMu.Unlock()
+		}
+	}()
+	floodDone := make(chan struct{})
+	go func() {
+		defer close(floodDone)
+		for range floodRows {
+			noisy.Append(1, text)
+		}
+	}()
+	for deadline := time.Now().Add(time.Minute); db.pendingBytes.Load() < db.heavyLimit(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood never reached 3/4 of the buffer: %d bytes", db.pendingBytes.Load())
+		}
+	}
+	quietDone := make(chan uint64)
+	go func() { quietDone <- quiet.Append(1, "quiet row") }()
+	select {
+	case id := <-quietDone:
+		if id != 1 {
+			t.Fatalf("quiet Append returned id %d", id)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the quiet session's Append waited behind the flood")
+	}
+	if p := db.pendingBytes.Load(); p >= maxPending {
+		t.Fatalf("pending %d bytes: the flood filled the whole buffer", p)
+	}
+	select {
+	case <-floodDone:
+		t.Fatal("the flood was not held back while nothing could commit")
+	default:
+	}
+	db.flushMu.Unlock()
+	locked = false
+	<-floodDone
+	must(t, noisy.Flush())
+	must(t, quiet.Flush())
+	if noisy.Committed() != floodRows || quiet.Committed() != 1 {
+		t.Fatalf("committed noisy %d quiet %d", noisy.Committed(), quiet.Committed())
+	}
 }
