@@ -149,3 +149,67 @@ stream_max_retries = 0
 		}
 	}
 }
+
+// When the model invokes the installed skill (Claude Code's Skill tool,
+// {"skill":"dlgt"}), the next model request carries the guide's body
+// exactly as installed, after the front matter.
+func TestSkillBodyLoadedByRealClaudeSkillTool(t *testing.T) {
+	bin := pinnedCLI(t, "DLGT_CLAUDE_BIN", "@anthropic-ai", "claude-code-linux-x64", "claude")
+	agent := func(results []string) (*mockapi.ToolCall, string) {
+		if len(results) == 0 {
+			return &mockapi.ToolCall{Name: "Skill", Input: map[string]any{"skill": "dlgt"}}, ""
+		}
+		return nil, "SKILL-READ"
+	}
+	srv := mockapi.NewAnthropic(t, mockapi.Script{mockapi.Contains("SKILL-PROBE", mockapi.Reply{Agent: agent})})
+	home := t.TempDir()
+	const key = "sk-ant-mock-skill-0123456789abcdef"
+	state, _ := json.Marshal(map[string]any{"hasCompletedOnboarding": true,
+		"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}}})
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, doc, _ := runSkill(t, home, "", "install", "--claude"); code != exitOK || statuses(doc)["claude"] != skillWritten {
+		t.Fatalf("install: exit %d %+v", code, doc)
+	}
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL(),
+		"ANTHROPIC_API_KEY=" + key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+	runCLIProbe(t, srv, env, t.TempDir(), bin, "-p", "SKILL-PROBE use the dlgt skill", "--output-format", "json")
+	_, body, _ := strings.Cut(string(skillGuide), "\n---\n")
+	body = strings.TrimSpace(body)
+	prefix := "Base directory for this skill: " + filepath.Join(home, ".claude", "skills", "dlgt")
+	var loaded []string
+	for _, r := range srv.Requests() {
+		if r.Kind != mockapi.KindToolResult {
+			continue
+		}
+		var doc any
+		if err := json.Unmarshal(r.Body, &doc); err != nil {
+			t.Fatal(err)
+		}
+		walkStrings(doc, func(s string) {
+			if strings.HasPrefix(s, prefix) {
+				loaded = append(loaded, s)
+			}
+		})
+	}
+	if len(loaded) != 1 || strings.TrimSpace(strings.TrimPrefix(loaded[0], prefix)) != body {
+		t.Fatalf("the request after the Skill call carries %d skill texts; want the guide's body once:\n%q", len(loaded), loaded)
+	}
+}
+
+// walkStrings calls f with every string in a decoded JSON value.
+func walkStrings(v any, f func(string)) {
+	switch v := v.(type) {
+	case string:
+		f(v)
+	case []any:
+		for _, x := range v {
+			walkStrings(x, f)
+		}
+	case map[string]any:
+		for _, x := range v {
+			walkStrings(x, f)
+		}
+	}
+}
