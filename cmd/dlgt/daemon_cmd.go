@@ -44,7 +44,7 @@ daemon in the background when none is running.`,
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			opts := daemon.Options{ClaudeBin: e.getenv("DLGT_CLAUDE_BIN"), CodexBin: e.getenv("DLGT_CODEX_BIN")}
 			if e.exe != "" {
-				opts.HookCommand = []string{e.exe, "hook"}
+				opts.HookCommand = hookCommand(e.exe)
 			}
 			return daemon.Run(cmd.Context(), daemon.Config{Paths: p, Logger: log, Options: opts})
 		},
