@@ -43,7 +43,7 @@ var (
 
 // dlgtBinary builds cmd/dlgt once per test process (without -race: it is
 // what a user runs) and returns its path.
-func dlgtBinary(t *testing.T) string {
+func dlgtBinary(t testing.TB) string {
 	t.Helper()
 	dlgtBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "dlgt-bin")

@@ -39,7 +39,7 @@ type sshRig struct {
 }
 
 // newSSHRig starts sshd; remoteEnv is the remote side's environment.
-func newSSHRig(t *testing.T, remoteEnv map[string]string) *sshRig {
+func newSSHRig(t testing.TB, remoteEnv map[string]string) *sshRig {
 	t.Helper()
 	if _, err := os.Stat(sshdPath); err != nil {
 		t.Skip("sshd is not installed (Debian openssh-server)")
@@ -118,7 +118,7 @@ SetEnv %s
 	return r
 }
 
-func (r *sshRig) startSSHD(t *testing.T) {
+func (r *sshRig) startSSHD(t testing.TB) {
 	t.Helper()
 	os.Remove(filepath.Join(r.dir, "sshd.pid"))
 	if out, err := exec.Command(sshdPath, "-f", filepath.Join(r.dir, "sshd_config"), "-E", filepath.Join(r.dir, "sshd.log")).CombinedOutput(); err != nil {
@@ -189,7 +189,7 @@ func descendants(pid int) []int {
 	return out
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -201,7 +201,7 @@ func freePort(t *testing.T) int {
 
 // run runs the local dlgt against the remote host; extra is added to the
 // client's environment. It returns stdout and the exit status.
-func (r *sshRig) run(t *testing.T, extra map[string]string, args ...string) (string, int) {
+func (r *sshRig) run(t testing.TB, extra map[string]string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -233,7 +233,7 @@ func (r *sshRig) run(t *testing.T, extra map[string]string, args ...string) (str
 }
 
 // must runs args, wants exit status 0 and decodes the JSON line into out.
-func (r *sshRig) must(t *testing.T, out any, args ...string) string {
+func (r *sshRig) must(t testing.TB, out any, args ...string) string {
 	t.Helper()
 	stdout, code := r.run(t, nil, args...)
 	if code != 0 {
@@ -445,5 +445,66 @@ func TestRemoteDroppedMidWait(t *testing.T) {
 	var f cliFetch
 	if res.code != 0 || json.Unmarshal([]byte(res.out), &f) != nil || f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "slow one") {
 		t.Fatalf("retried fetch: exit %d %s", res.code, res.out)
+	}
+}
+
+// BenchmarkRemoteOverhead measures, as a client process sees it, what ssh
+// adds: one create → confirmed receipt, and one fetch of a result that is
+// already there (the response path a Stop wakes), each as a whole dlgt
+// command, locally and through ssh to the loopback sshd, interleaved.
+//
+//	go test -run '^$' -bench RemoteOverhead -benchtime 10x ./daemon/
+func BenchmarkRemoteOverhead(b *testing.B) {
+	r := newSSHRig(b, fakeClaudeEnv(b))
+	// The local side: the same fake harness, its own daemon.
+	local := map[string]string{"DLGT_HOST": ""}
+	for k, v := range fakeClaudeEnv(b) {
+		if k != "PATH" && k != "HOME" {
+			local[k] = v
+		}
+	}
+	b.Cleanup(func() { r.run(b, local, "daemon", "stop") })
+	var times [2][2][]time.Duration // [local|ssh][create|fetch]
+	var bare []time.Duration        // `ssh host true`: the peer
+	user, hostport, _ := strings.Cut(r.host, "@")
+	host, port, _ := strings.Cut(hostport, ":")
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if out, err := exec.Command("/bin/sh", "-c", r.sshCmd+` -T -o BatchMode=yes -p "$1" "$2" true`, "ssh", port, user+"@"+host).CombinedOutput(); err != nil {
+			b.Fatalf("ssh true: %v %s", err, out)
+		}
+		bare = append(bare, time.Since(start))
+		for side, extra := range []map[string]string{local, nil} {
+			start := time.Now()
+			out, code := r.run(b, extra, "session", "create", "--harness", "claude", "--title", "bench", "--request-id", fmt.Sprintf("b%d-%d", i, side), "--", "bench")
+			times[side][0] = append(times[side][0], time.Since(start))
+			var rc cliReceipt
+			if code != 0 || json.Unmarshal([]byte(out), &rc) != nil {
+				b.Fatalf("create: %d %s", code, out)
+			}
+			if out, code := r.run(b, extra, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s"); code != 0 {
+				b.Fatalf("fetch: %d %s", code, out)
+			}
+			start = time.Now()
+			if out, code := r.run(b, extra, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s"); code != 0 {
+				b.Fatalf("fetch: %d %s", code, out)
+			}
+			times[side][1] = append(times[side][1], time.Since(start))
+			r.run(b, extra, "session", "stop", rc.Session.ID)
+		}
+	}
+	med := func(ds []time.Duration) time.Duration {
+		s := append([]time.Duration(nil), ds...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		return s[len(s)/2]
+	}
+	b.Logf("ssh host true: %v, median of %d", med(bare).Round(time.Millisecond), len(bare))
+	b.ReportMetric(float64(med(bare).Microseconds())/1000, "ssh_true_ms")
+	for j, name := range []string{"create_confirmed", "fetch_result"} {
+		l, s := med(times[0][j]), med(times[1][j])
+		b.ReportMetric(float64(l.Microseconds())/1000, name+"_local_ms")
+		b.ReportMetric(float64(s.Microseconds())/1000, name+"_ssh_ms")
+		b.Logf("%s: local %v, ssh %v (+%v over local; %v over ssh host true), median of %d", name, l.Round(time.Millisecond), s.Round(time.Millisecond),
+			(s - l).Round(time.Millisecond), (s - med(bare)).Round(time.Millisecond), len(times[0][j]))
 	}
 }
