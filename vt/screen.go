@@ -25,8 +25,8 @@ const (
 type Callbacks struct {
 	// Stable receives rows that scrolled off the top of the main screen,
 	// oldest first, as plain text with trailing blanks trimmed (blank rows
-	// are "" and are still rows). Rows are delivered once per Write or
-	// Resize call, and before any Reset that follows them in the stream. The
+	// are "" and are still rows). Rows are delivered once per Write (per
+	// MaxWriteHold piece of a larger Write) or Resize call, and before any Reset that follows them in the stream. The
 	// slice is reused after the call returns; the strings may be kept.
 	Stable func(rows []string)
 	// Reply receives bytes to write back to the PTY: answers to cursor
@@ -116,12 +116,25 @@ func (s *Screen) flush() {
 // Write feeds PTY output to the emulator. It never fails: malformed escape
 // sequences are dropped and invalid UTF-8 becomes U+FFFD. Sequences and
 // characters split across calls are handled as if the stream were whole.
+//
+// A large p is parsed in pieces of at most MaxWriteHold bytes, taking the
+// Screen's lock (and delivering stable rows) once per piece, so readers of
+// the live grid never wait behind more than one piece.
 func (s *Screen) Write(p []byte) (int, error) {
+	for off := 0; off < len(p); off += MaxWriteHold {
+		s.writePiece(p[off:min(len(p), off+MaxWriteHold)])
+	}
+	return len(p), nil
+}
+
+// MaxWriteHold bounds the bytes one Write parses under the Screen's lock.
+const MaxWriteHold = 64 << 10
+
+func (s *Screen) writePiece(p []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.emu.write(p)
 	s.flush()
-	return len(p), nil
 }
 
 // Resize changes the grid size. It returns true, after calling Reset with
