@@ -117,6 +117,7 @@ var e2eClaudeCLI = e2eAdapter{
 			mockapi.Contains("BIG-PROMPT:", mockapi.Reply{Text: "BIG-REPLY"}),
 			// A command that is not read-only, so default mode asks first.
 			mockapi.Prefix("E2E-TOOL", mockapi.Reply{Tool: "touch dlgt-e2e-marker", Text: "AFTER-TOOL"}),
+			mockapi.Prefix("E2E-RUN", mockapi.Reply{Tool: "touch dlgt-usage-marker", Text: "AFTER-TOOL"}),
 			mockapi.Prefix("E2E-SLOW", e2eSlowReply),
 			mockapi.Prefix("E2E-FAIL", mockapi.Reply{Status: 400, ErrorMessage: "mock bad request"}),
 		})
@@ -125,8 +126,13 @@ var e2eClaudeCLI = e2eAdapter{
 	streaming:  "slow slow slow",
 	failText:   "mock bad request",
 	askOptions: []string{"permission-mode=default"},
-	resumed:    claudeResumed,
-	caps:       e2eCaps{pasteTagged: true, resumeCarriesHistory: true},
+	runOptions: []string{"allowed-tools=Bash"},
+	// mockapi's Bash tool call.
+	toolInput: func(c string) string {
+		return toolInputJSON(map[string]any{"command": c, "description": "mockapi tool call"})
+	},
+	resumed: claudeResumed,
+	caps:    e2eCaps{pasteTagged: true, resumeCarriesHistory: true},
 }
 
 // claudeResumed: Claude Code resumes with --resume <session uuid>.
@@ -164,6 +170,8 @@ var e2eFakeClaude = e2eAdapter{
 			return "[[slow 600000]] " + p
 		case strings.HasPrefix(p, "E2E-TOOL"):
 			return "[[tool touch dlgt-e2e-marker]] " + p
+		case strings.HasPrefix(p, "E2E-RUN"):
+			return "[[tool touch dlgt-usage-marker]] [[reply AFTER-TOOL]] " + p
 		case strings.HasPrefix(p, "E2E-FAIL"):
 			return "[[fail]] " + p
 		}
@@ -172,8 +180,12 @@ var e2eFakeClaude = e2eAdapter{
 	streaming:  "Working…",
 	failText:   "MOCK-FAIL: simulated server error",
 	askOptions: []string{"permission-mode=default"},
-	resumed:    claudeResumed,
-	caps:       e2eCaps{resumeCarriesHistory: true},
+	// The fake's own Bash tool call.
+	toolInput: func(c string) string {
+		return toolInputJSON(map[string]any{"command": c, "description": "Run the scripted command"})
+	},
+	resumed: claudeResumed,
+	caps:    e2eCaps{resumeCarriesHistory: true},
 }
 
 // fakeRequests is what the fake Claude's "model" received: every user

@@ -124,6 +124,7 @@ var e2eCodexCLI = e2eAdapter{
 			// About three minutes of streaming, to be canceled or cut by kill -9.
 			mockapi.Prefix("E2E-SLOW", mockapi.Reply{Text: mockapi.Lines("slow line", 1200), Chunk: 4, Delay: 50 * time.Millisecond}),
 			mockapi.Prefix("E2E-FAIL", mockapi.Reply{Status: 400, ErrorMessage: "mock bad request"}),
+			mockapi.Prefix("E2E-RUN", mockapi.Reply{Tool: "touch dlgt-usage-marker", Text: "AFTER-TOOL"}),
 			// Escalated: the command asks for approval outside the sandbox.
 			mockapi.Prefix("E2E-TOOL", mockapi.Reply{Tool: "touch dlgt-e2e-marker", Text: "AFTER-TOOL", Escalated: true}),
 		})
@@ -131,6 +132,8 @@ var e2eCodexCLI = e2eAdapter{
 	prompt:    func(p string) string { return p },
 	streaming: "slow line",
 	failText:  "mock bad request",
+	// mockapi's shell call.
+	toolInput: func(c string) string { return toolInputJSON(map[string]any{"cmd": c}) },
 	// Codex resumes with `codex resume ... -- <thread id>`.
 	resumed: func(argv, id string) bool {
 		args := strings.Split(argv, "\x00")

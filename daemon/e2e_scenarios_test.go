@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -42,7 +43,7 @@ type e2eAdapter struct {
 	// without a daemon; it skips t when the CLI is absent.
 	start func(t *testing.T) *e2eRig
 	// prompt turns a scenario prompt into this harness's: the markers
-	// (BIG-PROMPT:, E2E-SLOW, E2E-TOOL, E2E-FAIL) are what the mock
+	// (BIG-PROMPT:, E2E-SLOW, E2E-TOOL, E2E-RUN, E2E-FAIL) are what the mock
 	// scripts match; the fake needs [[directives]] instead. Plain
 	// prompts are unchanged.
 	prompt func(string) string
@@ -53,6 +54,12 @@ type e2eAdapter struct {
 	// askOptions are the harness options of a Session that asks before
 	// running a tool (with auto_approve false).
 	askOptions []string
+	// runOptions are the harness options of a Session that runs an
+	// E2E-RUN tool call without asking.
+	runOptions []string
+	// toolInput is the JSON of the tool call input the model streams for
+	// a shell command (what a tool turn's usage counts).
+	toolInput func(command string) string
 	// resumed reports whether argv (NUL-separated) is the harness
 	// resuming Session id.
 	resumed func(argv, id string) bool
@@ -189,6 +196,7 @@ var e2eSteps = []e2eStep{
 	{"StopResume", false, stepStopResume},
 	{"Restart", false, stepRestart},
 	{"PermissionBlocks", true, stepPermissionBlocks},
+	{"ToolTurnUsage", true, stepToolTurnUsage},
 	{"DaemonKill9", true, stepDaemonKill9},
 }
 
@@ -380,6 +388,39 @@ func stepPermissionBlocks(t *testing.T, s *e2eScenario) {
 	}
 	var stopped rpc.SessionResult
 	s.call(t, rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, Force: true}, &stopped)
+}
+
+// stepToolTurnUsage: a turn with a tool call makes two model requests
+// (the tool call, then the reply after the tool result); the result's
+// usage sums both, each once, as the mock charged them (Codex also writes
+// a token_count event per response).
+func stepToolTurnUsage(t *testing.T, s *e2eScenario) {
+	cwd := t.TempDir()
+	var r rpc.Receipt
+	s.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "e2e usage", Harness: s.a.harness, Cwd: cwd, Prompt: s.a.prompt("E2E-RUN run it"),
+		RequestID: s.a.name + "-usage-1", Environment: s.env, HarnessOptions: s.a.runOptions,
+	}, &r)
+	_, res := s.waitResult(t, r.Session.ID, r.Cursor)
+	if res.Status != rpc.StatusCompleted || res.FinalText == nil || *res.FinalText != "AFTER-TOOL" {
+		t.Fatalf("result = %+v text %q", res, derefText(&res))
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "dlgt-usage-marker")); err != nil {
+		t.Fatalf("the tool did not run: %v", err)
+	}
+	tool := mockUsage(s.a.toolInput("touch dlgt-usage-marker"))
+	reply := mockUsage("AFTER-TOOL")
+	want := rpc.Usage{InputTokens: 20, OutputTokens: tool.OutputTokens + reply.OutputTokens, Requests: 2}
+	want.TotalTokens = want.InputTokens + want.OutputTokens
+	wantUsage(t, "tool turn", &res, want)
+	var stopped rpc.SessionResult
+	s.call(t, rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, &stopped)
+}
+
+// toolInputJSON is the JSON encoding of a tool call's input.
+func toolInputJSON(input map[string]any) string {
+	b, _ := json.Marshal(input)
+	return string(b)
 }
 
 // stepDaemonKill9: a daemon SIGKILLed in the middle of a turn. The next
@@ -592,7 +633,8 @@ func (e *e2eRig) promptOnce(t *testing.T, prompt string) {
 		for _, r := range e.requests() {
 			all = append(all, r.prompt[:min(len(r.prompt), 80)])
 			if r.prompt == prompt {
-				t.Logf("a request with the prompt: %d bytes, ending %s", len(r.context), r.context[max(0, len(r.context)-1500):])
+				from := max(0, strings.LastIndex(r.context, prompt)-200)
+				t.Logf("a request with the prompt: %d bytes; from its last copy of the prompt: %.1200s", len(r.context), r.context[from:])
 			}
 		}
 		t.Fatalf("the model saw the prompt %q %d times, want once (prompts: %q)", prompt, n, all)

@@ -2,6 +2,7 @@ package fakeclaude
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -71,7 +72,11 @@ func (t *transcript) load() ([]historyEntry, error) {
 		if e.Type != "user" && e.Type != "assistant" {
 			continue
 		}
-		out = append(out, historyEntry{role: e.Type, text: contentText(e.Message.Content), at: e.Timestamp})
+		text := contentText(e.Message.Content)
+		if text == "" {
+			continue // a tool call or its result: no text to replay
+		}
+		out = append(out, historyEntry{role: e.Type, text: text, at: e.Timestamp})
 	}
 	return out, sc.Err()
 }
@@ -135,6 +140,47 @@ func (t *transcript) assistant(text string, apiError bool) error {
 	e := t.entry("assistant").with("message", msg)
 	if apiError {
 		e = e.with("isApiErrorMessage", true)
+	}
+	return t.append(e)
+}
+
+// toolUse records the assistant message calling the Bash tool with input
+// (tool_use id), with the usage mockapi charges for streaming that input:
+// input_tokens 10, one output token per 16-rune delta of its JSON plus
+// one, and stop_reason tool_use (another request follows).
+func (t *transcript) toolUse(id string, input obj) error {
+	js, err := marshal(input)
+	if err != nil {
+		return err
+	}
+	out := (utf8.RuneCount(bytes.TrimSpace(js))+mockChunk-1)/mockChunk + 1
+	msg := obj{
+		{"id", "msg_" + randHex(12)},
+		{"type", "message"},
+		{"role", "assistant"},
+		{"model", t.model},
+		{"content", []obj{{{"type", "tool_use"}, {"id", id}, {"name", "Bash"}, {"input", input}}}},
+		{"stop_reason", "tool_use"},
+		{"stop_sequence", nil},
+		{"usage", obj{
+			{"input_tokens", 10},
+			{"cache_creation_input_tokens", 0},
+			{"cache_read_input_tokens", 0},
+			{"output_tokens", out},
+			{"output_tokens_details", obj{{"thinking_tokens", 0}}},
+			{"service_tier", "standard"},
+		}},
+	}
+	return t.append(t.entry("assistant").with("message", msg))
+}
+
+// toolResult records a tool's result as Claude Code does: a user line
+// carrying the turn's promptId.
+func (t *transcript) toolResult(id, content string, isError bool, promptID string) error {
+	block := obj{{"tool_use_id", id}, {"type", "tool_result"}, {"content", content}, {"is_error", isError}}
+	e := t.entry("user").with("message", obj{{"role", "user"}, {"content", []obj{block}}})
+	if promptID != "" {
+		e = e.with("promptId", promptID)
 	}
 	return t.append(e)
 }

@@ -129,7 +129,7 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	reply := defaultReply(prompt)
 
 	if sc.hasTool {
-		ran, declined := f.toolCall(ctx, sc.tool, withEffort)
+		ran, declined := f.toolCall(ctx, sc.tool, withEffort, promptID)
 		if ctx.Err() != nil {
 			return interrupted()
 		}
@@ -212,9 +212,10 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 // that ask) PermissionRequest and the dialog, then the command and
 // PostToolUse. It reports whether the command ran, and whether the user
 // declined it at the dialog (which interrupts the turn).
-func (f *fake) toolCall(ctx context.Context, command string, base obj) (ran, declined bool) {
+func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID string) (ran, declined bool) {
 	id := "toolu_" + randHex(10)
 	input := obj{{"command", command}, {"description", "Run the scripted command"}}
+	f.record(f.tr.toolUse(id, input))
 	tool := func(event string) obj {
 		return base.with("hook_event_name", event).with("tool_name", "Bash").with("tool_input", input)
 	}
@@ -225,7 +226,9 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj) (ran, dec
 	case "auto", "acceptEdits", "bypassPermissions":
 		// runs without asking
 	case "dontAsk":
-		return false, false // denied without asking
+		// Denied without asking; the model hears it and replies.
+		f.record(f.tr.toolResult(id, "Permission to use Bash has been denied.", true, promptID))
+		return false, false
 	default: // "default", "plan": ask
 		suggestion := obj{
 			{"type", "addRules"},
@@ -260,6 +263,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj) (ran, dec
 		out = "(No content)"
 	}
 	f.scr.println("  ⎿  " + firstLine(out))
+	f.record(f.tr.toolResult(id, out, false, promptID))
 	resp := obj{
 		{"stdout", stdout}, {"stderr", stderr}, {"interrupted", false},
 		{"isImage", false}, {"noOutputExpected", false},
