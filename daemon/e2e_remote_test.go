@@ -13,9 +13,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	creackpty "github.com/creack/pty"
+
+	"dlgt/internal/harnesstest/mockapi"
 )
 
 // Remote Sessions over OpenSSH: a real sshd on 127.0.0.1 (a free port, a
@@ -77,7 +82,7 @@ func newSSHRig(t testing.TB, remoteEnv map[string]string) *sshRig {
 		"PATH":      bin + ":/usr/local/bin:/usr/bin:/bin",
 	}
 	for k, v := range remoteEnv {
-		if k != "PATH" && k != "HOME" {
+		if k != "PATH" {
 			r.remote[k] = v
 		}
 	}
@@ -507,4 +512,87 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 		b.Logf("%s: local %v, ssh %v (+%v over local; %v over ssh host true), median of %d", name, l.Round(time.Millisecond), s.Round(time.Millisecond),
 			(s - l).Round(time.Millisecond), (s - med(bare)).Round(time.Millisecond), len(times[0][j]))
 	}
+}
+
+// attach over ssh: `dlgt --host h session attach` runs `ssh -t h dlgt
+// session attach`, so the remote TUI reaches this terminal and Ctrl-]
+// detaches as it does locally.
+func TestRemoteAttachOverSSH(t *testing.T) {
+	r := newSSHRig(t, fakeClaudeEnv(t))
+	var rc cliReceipt
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "attach", "--request-id", "a1", "--", "ATTACH-MARK-42")
+	r.must(t, nil, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s")
+	cmd := exec.Command(r.dlgt, "--host", r.host, "session", "attach", rc.Session.ID)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, "DLGT_HOME=" + r.local, "DLGT_SSH_COMMAND=" + r.sshCmd, "TERM=xterm-256color"}
+	f, err := creackpty.StartWithSize(cmd, &creackpty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var mu sync.Mutex
+	var seen bytes.Buffer
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := f.Read(buf)
+			mu.Lock()
+			seen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	has := func(s string) bool { mu.Lock(); defer mu.Unlock(); return strings.Contains(seen.String(), s) }
+	deadline := time.Now().Add(60 * time.Second)
+	for !has("ATTACH-MARK-42") {
+		if time.Now().After(deadline) {
+			mu.Lock()
+			t.Fatalf("the remote screen never reached the terminal:\n%q", seen.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.Write([]byte{0x1d}) // Ctrl-]
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("attach over ssh ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("Ctrl-] did not end the remote attach")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if !has(`"end":"detached"`) {
+		mu.Lock()
+		t.Errorf("no detached line:\n%q", seen.String())
+		mu.Unlock()
+	}
+}
+
+// The real Claude Code once over ssh: the remote side's environment (its
+// HOME with the seeded state, the mock's URL and key) is what the remote
+// proxy fills the launch with.
+func TestRemoteRealClaudeOverSSH(t *testing.T) {
+	mock, env := e2eClaudeEnv(t, mockapi.Script{mockapi.Contains("REMOTE-REAL", mockapi.Reply{Text: "REMOTE-REAL-ANSWER-9c1"})})
+	r := newSSHRig(t, env)
+	var rc cliReceipt
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "real", "--request-id", "real1", "--", "REMOTE-REAL: answer")
+	var f cliFetch
+	r.must(t, &f, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "90s")
+	if f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "REMOTE-REAL-ANSWER-9c1") {
+		t.Fatalf("real Claude over ssh: %+v", f)
+	}
+	n := 0
+	for _, p := range mock.Prompts() {
+		if strings.Contains(p, "REMOTE-REAL") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("the mock saw the prompt %d times, want 1", n)
+	}
+	r.must(t, nil, "session", "stop", rc.Session.ID)
 }
