@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,6 +114,22 @@ func (g *guideRun) sh(line string, vals map[string]string) (int, string) {
 	}
 	g.t.Logf("$ %s\n[exit %d] %s%s", cmdline, code, clipGuide(string(out)), clipGuide(stderr.String()))
 	return code, string(out)
+}
+
+// killed starts line and kills its process group after d: a client
+// whose response is lost at an arbitrary point.
+func (g *guideRun) killed(line string, vals map[string]string, d time.Duration) {
+	g.t.Helper()
+	cmdline := guidePlaceRE.ReplaceAllStringFunc(line, func(p string) string { return vals[p] })
+	cmd := exec.Command("sh", "-c", cmdline)
+	cmd.Env, cmd.Dir = g.env, g.cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		g.t.Fatal(err)
+	}
+	time.Sleep(d)
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	cmd.Wait()
 }
 
 func clipGuide(s string) string {
@@ -257,6 +275,48 @@ func TestSkillGuideCommands(t *testing.T) {
 	}
 	if busy != 2 || r.Result == nil || r.Result.ExecutionSeq != 2 {
 		t.Fatalf("%d executions began, latest result %+v; want the task and the follow-up once each", busy, r.Result)
+	}
+
+	// A lost response: the create is killed at some point of its run
+	// (before or after the daemon accepted it), then run again unchanged as
+	// the guide says. Either way there is one Session with one execution,
+	// and another rerun replays its receipt.
+	var create string
+	for _, s := range steps {
+		if strings.HasPrefix(s.line, "dlgt session create") {
+			create = s.line
+			break
+		}
+	}
+	for i, d := range []time.Duration{100 * time.Millisecond, 250 * time.Millisecond, 400 * time.Millisecond} {
+		lost := map[string]string{}
+		for k, v := range vals {
+			lost[k] = v
+		}
+		title := fmt.Sprintf("guide lost %d", i)
+		lost["<title>"], lost["<request-id>"] = title, fmt.Sprintf("guide-lost-%d", i)
+		g.killed(create, lost, d)
+		code, out := g.sh(create, lost)
+		var first, again rpc.Receipt
+		json.Unmarshal([]byte(out), &first)
+		code2, out2 := g.sh(create, lost)
+		json.Unmarshal([]byte(out2), &again)
+		if code != 0 || code2 != 0 || !again.Replayed || again.Session.ID != first.Session.ID || first.Session.ID == "" {
+			t.Fatalf("rerun after a lost response: exit %d %s; again exit %d %s", code, out, code2, out2)
+		}
+		var list rpc.SessionListResult
+		td.mustCall(rpc.MethodSessionList, rpc.SessionListParams{All: true}, &list)
+		n := 0
+		for _, ss := range list.Sessions {
+			if ss.Title == title {
+				n++
+			}
+		}
+		if n != 1 || first.ExecutionSeq != 1 {
+			t.Fatalf("%d Sessions titled %q, execution %d: want one, with one execution", n, title, first.ExecutionSeq)
+		}
+		t.Logf("lost response after %v: the killed create had been accepted: %v", d, first.Replayed)
+		td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: first.Session.ID, Force: true}, nil)
 	}
 
 	// Each documented failure, in its situation.
