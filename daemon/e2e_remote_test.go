@@ -451,6 +451,31 @@ func TestRemoteDroppedMidWait(t *testing.T) {
 	if res.code != 0 || json.Unmarshal([]byte(res.out), &f) != nil || f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "slow one") {
 		t.Fatalf("retried fetch: exit %d %s", res.code, res.out)
 	}
+
+	// The remote daemon killed (-9) while a fetch waits on it: typed, and
+	// the retry reaches a new daemon (started by the remote proxy) that
+	// still knows the Session and answers with a document.
+	var rc2 cliReceipt
+	r.must(t, &rc2, "session", "send", rc.Session.ID, "--request-id", "d2", "--", "[[slow 30000]] slower")
+	var st struct{ PID int }
+	r.must(t, &st, "daemon", "status")
+	ch = make(chan result, 1)
+	go func() {
+		out, code := r.run(t, nil, "session", "fetch", rc.Session.ID, "--cursor", rc2.Cursor, "--until", "result", "--wait", "60s")
+		ch <- result{out, code}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if st.PID <= 0 || syscall.Kill(st.PID, syscall.SIGKILL) != nil {
+		t.Fatalf("cannot kill the remote daemon (pid %d)", st.PID)
+	}
+	res = <-ch
+	if res.code != 1 || !strings.Contains(res.out, "RPC_UNAVAILABLE") || !strings.Contains(res.out, "127.0.0.1") {
+		t.Fatalf("fetch cut by the remote daemon's death: exit %d %s", res.code, res.out)
+	}
+	out, code := r.run(t, nil, "session", "read", rc.Session.ID)
+	if code != 0 || !strings.Contains(out, rc.Session.ID) {
+		t.Fatalf("after the remote daemon's restart the Session is unknown: exit %d %s", code, out)
+	}
 }
 
 // BenchmarkRemoteOverhead measures, as a client process sees it, what ssh

@@ -17,6 +17,8 @@ import (
 var mcpForwardEnv = []string{
 	"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES", "DLGT_CLAUDE_BIN", "DLGT_CODEX_BIN",
 	"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENAI_API_KEY",
+	// A server pointed at another machine (--host, DLGT_HOST) needs ssh's.
+	"DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK",
 }
 
 func newMCPConfigCommand(e *env) *cobra.Command {
@@ -55,6 +57,10 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 				exe = abs
 			}
 			serverArgs := []string{"mcp"}
+			if e.hostFlag != "" {
+				// The server delegates to that machine's daemon.
+				serverArgs = []string{"--host", e.hostFlag, "mcp"}
+			}
 			if cmd.Flags().Changed("wait-max") {
 				if waitMax < time.Second || waitMax > mcpWaitCeiling {
 					return printFailure(cmd, usageError("--wait-max must be between 1s and %s", mcpWaitCeiling))
