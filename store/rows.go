@@ -149,10 +149,20 @@ func (l *RowLog) Flush() error {
 	if deleted {
 		return ErrDeleted
 	}
-	if l.committed.Load() >= target {
-		return nil
+	// A flush cycle may stop short of a flood's newest rows (see
+	// flushOnce); ask again until target is committed.
+	for l.committed.Load() < target {
+		if err := l.db.flush(); err != nil {
+			return err
+		}
+		l.mu.Lock()
+		deleted := l.deleted
+		l.mu.Unlock()
+		if deleted {
+			return ErrDeleted
+		}
 	}
-	return l.db.flush()
+	return nil
 }
 
 // Committed returns the highest committed row id (0 if none). Rows up to it
@@ -580,35 +590,75 @@ type rowBatch struct {
 	last  uint64 // id of the last row
 }
 
-// flushOnce commits every pending row of every session in one bbolt
-// transaction, then publishes the new committed ids and calls the hook.
+// commitCap bounds the bytes of one session's rows in one commit
+// transaction (rowCost, as pending is counted). Every other writer of the
+// DB (session records, events, results) waits for the row commit holding
+// bbolt's writer lock, so a flooding session's backlog is committed in
+// transactions of bounded size rather than in one.
+func (db *DB) commitCap() int64 { return max(int64(db.opts.FlushBytes), 1<<20) }
+
+// flushOnce commits the pending rows of every session, then publishes the
+// new committed ids and calls the hook. Rows of a session beyond
+// commitCap go into further transactions right after, each followed by
+// its hooks, until what was pending when it started is committed (or,
+// when the DB is closing, until nothing is pending).
 func (db *DB) flushOnce() error {
-	db.flushMu.Lock()
-	batches, err := db.commitPending()
-	db.flushMu.Unlock()
-	if err != nil {
-		return err
-	}
-	if hook := db.hook.Load(); hook != nil {
-		for _, b := range batches {
-			(*hook)(b.l.uid, b.last)
+	limit := 2*int(int64(db.opts.MaxPendingBytes)/db.commitCap()) + 2
+	for i := 0; ; i++ {
+		db.flushMu.Lock()
+		batches, more, err := db.commitPending()
+		db.flushMu.Unlock()
+		if err != nil {
+			return err
+		}
+		if hook := db.hook.Load(); hook != nil {
+			for _, b := range batches {
+				(*hook)(b.l.uid, b.last)
+			}
+		}
+		if !more || (i >= limit && !db.closed.Load()) {
+			return nil
 		}
 	}
-	return nil
 }
 
-func (db *DB) commitPending() ([]rowBatch, error) {
+// commitPending commits, in one transaction, the pending rows of every
+// session, at most commitCap bytes of each. more reports rows left pending
+// by that cap.
+func (db *DB) commitPending() (batches []rowBatch, more bool, err error) {
 	db.dirtyMu.Lock()
 	dirty := db.dirty
 	db.dirty, db.spare = db.spare[:0], nil
 	db.dirtyMu.Unlock()
 
-	var batches []rowBatch
+	capBytes := db.commitCap()
 	for _, l := range dirty {
 		l.mu.Lock()
 		if len(l.pending) > 0 && !l.deleted {
-			batches = append(batches, rowBatch{l: l, rows: l.pending, bytes: l.pendingBytes, last: l.pending[len(l.pending)-1].ID})
-			l.pending, l.spare, l.pendingBytes = l.spare, nil, 0
+			rows, bytes := l.pending, l.pendingBytes
+			if bytes > capBytes {
+				// Take the oldest rows up to the cap (at least one); the
+				// rest stays pending in its own slice, so the batch's
+				// array can still be recycled.
+				var took int64
+				k := 0
+				for k < len(rows) && (k == 0 || took+rowCost(rows[k].Text) <= capBytes) {
+					took += rowCost(rows[k].Text)
+					k++
+				}
+				rest := make([]Row, len(rows)-k, max(len(rows)-k, 256))
+				copy(rest, rows[k:])
+				clear(rows[k:])
+				rows, bytes = rows[:k], took
+				l.pending, l.pendingBytes = rest, l.pendingBytes-took
+				db.dirtyMu.Lock()
+				db.dirty = append(db.dirty, l)
+				db.dirtyMu.Unlock()
+				more = true
+			} else {
+				l.pending, l.spare, l.pendingBytes = l.spare, nil, 0
+			}
+			batches = append(batches, rowBatch{l: l, rows: rows, bytes: bytes, last: rows[len(rows)-1].ID})
 		}
 		l.mu.Unlock()
 	}
@@ -617,11 +667,11 @@ func (db *DB) commitPending() ([]rowBatch, error) {
 	db.spare = dirty[:0]
 	db.dirtyMu.Unlock()
 	if len(batches) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 
 	// Not db.update: Close sets db.closed before the final flush.
-	err := mapErr(db.bolt.Update(func(tx *bolt.Tx) error {
+	err = mapErr(db.bolt.Update(func(tx *bolt.Tx) error {
 		for i := range batches {
 			if err := writeBatch(tx, &batches[i]); err != nil {
 				return fmt.Errorf("store: commit rows of %s: %w", batches[i].l.uid, err)
@@ -632,11 +682,11 @@ func (db *DB) commitPending() ([]rowBatch, error) {
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			// Only reachable if bolt was closed underneath us; nothing to retry.
-			return nil, err
+			return nil, false, err
 		}
 		db.lastFlushErr.Store(&err)
 		db.requeue(batches)
-		return nil, err
+		return nil, false, err
 	}
 	db.lastFlushErr.Store(nil)
 
@@ -657,7 +707,7 @@ func (db *DB) commitPending() ([]rowBatch, error) {
 		l.mu.Unlock()
 	}
 	db.releasePending(rows, bytes)
-	return batches, nil
+	return batches, more, nil
 }
 
 // requeue puts the rows of a failed commit back in front of what was appended

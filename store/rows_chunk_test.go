@@ -2,7 +2,9 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,5 +227,62 @@ func TestAppendBackpressureSparesQuietSessions(t *testing.T) {
 	must(t, quiet.Flush())
 	if noisy.Committed() != floodRows || quiet.Committed() != 1 {
 		t.Fatalf("committed noisy %d quiet %d", noisy.Committed(), quiet.Committed())
+	}
+}
+
+// A flooding session's backlog is committed in transactions of at most
+// commitCap bytes of its rows, each published (hook) as it commits, while
+// a quiet session's rows all go into the first one; Flush still returns
+// only once everything appended before it is committed.
+func TestCommitCapsFloodPerTransaction(t *testing.T) {
+	db := openTestDBOpts(t, Options{FlushInterval: time.Hour, FlushRows: 1 << 30, FlushBytes: 1 << 20, MaxPendingBytes: 64 << 20})
+	fastWrites(db)
+	var mu sync.Mutex
+	var hooks []string
+	var steps []uint64
+	db.SetCommitHook(func(uid string, through uint64) {
+		mu.Lock()
+		defer mu.Unlock()
+		hooks = append(hooks, uid)
+		if uid == "noisy" {
+			steps = append(steps, through)
+		}
+	})
+	noisy, quiet := mustRows(t, db, "noisy"), mustRows(t, db, "quiet")
+	text := strings.Repeat("f", 300)
+	const n = 12_000 // about 4 MiB counted
+	texts := make([]string, n)
+	for i := range texts {
+		texts[i] = text
+	}
+	noisy.Append(1, texts...)
+	quiet.Append(1, "q")
+	must(t, noisy.Flush())
+	if noisy.Committed() != n || quiet.Committed() != 1 {
+		t.Fatalf("committed noisy %d quiet %d", noisy.Committed(), quiet.Committed())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(steps) < 4 {
+		t.Fatalf("noisy committed in %d transactions (%v), want >= 4 for %d bytes", len(steps), steps, n*rowCost(text))
+	}
+	perTx := uint64(db.commitCap() / rowCost(text))
+	prev := uint64(0)
+	for _, s := range steps {
+		if s-prev > perTx {
+			t.Fatalf("one commit took rows %d..%d, more than %d", prev+1, s, perTx)
+		}
+		prev = s
+	}
+	if prev != n {
+		t.Fatalf("last hook for noisy at %d", prev)
+	}
+	if i := slices.Index(hooks, "quiet"); i < 0 || i > 1 {
+		t.Fatalf("quiet committed at hook %d of %v, want in the first transaction", i, hooks)
+	}
+	rows, err := noisy.Read(0, 0)
+	must(t, err)
+	if len(rows) != RowRetention || rows[len(rows)-1].ID != n {
+		t.Fatalf("read %d rows ending %d", len(rows), rows[len(rows)-1].ID)
 	}
 }
