@@ -335,19 +335,19 @@ func TestSkillGuideCommands(t *testing.T) {
 			if code != c.exit || !strings.Contains(out, `"code":"`+c.code+`"`) {
 				t.Errorf("%s (%s): exit %d, %s", s.line, c.text, code, out)
 			}
-			// Clean up: interrupt whatever runs, then stop.
-			td.call(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: id}, nil)
+			// Clean up: stop, interrupting whatever runs.
 			td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, nil)
 		}
 	}
-	if n < 3 {
+	if n < 4 {
 		t.Fatalf("only %d documented failures found", n)
 	}
 }
 
 // situation makes a Session in the state behind code and returns its id:
-// SESSION_BUSY a prompt still running, SESSION_BLOCKED a turn stopped at
-// a permission prompt (which the guide's fetch reports as reason blocked).
+// SESSION_BUSY a prompt still running, CANCEL_TIMEOUT one that ignores
+// interrupts, SESSION_BLOCKED a turn stopped at a permission prompt (which
+// the guide's fetch reports as reason blocked).
 func (g *guideRun) situation(code string, n int) string {
 	g.t.Helper()
 	params := rpc.SessionCreateParams{Title: "situation", Harness: "claude", Cwd: g.cwd,
@@ -355,6 +355,9 @@ func (g *guideRun) situation(code string, n int) string {
 	switch code {
 	case string(rpc.CodeSessionBusy):
 		params.Prompt = "[[slow 60000]] a long task"
+	case string(rpc.CodeCancelTimeout):
+		// A turn that ignores the interrupt: the cancel is never proved.
+		params.Prompt = "[[hang]] a stuck task"
 	case string(rpc.CodeSessionBlocked):
 		no := false
 		params.Prompt, params.AutoApprove, params.HarnessOptions = "[[tool echo hi]] run it", &no, []string{"permission-mode=default"}
