@@ -20,6 +20,8 @@ import (
 
 	creackpty "github.com/creack/pty"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"dlgt/internal/harnesstest/mockapi"
 )
 
@@ -366,6 +368,14 @@ func TestRemoteFakeHarnessOverSSH(t *testing.T) {
 	if !strings.Contains(out, filepath.Join(r.remote["DLGT_HOME"], "run")) {
 		t.Errorf("daemon status did not run on the host: %s", out)
 	}
+	// The other read paths, and the MCP server pointed at the host.
+	if out := r.must(t, nil, "harnesses"); !strings.Contains(out, `"claude"`) {
+		t.Errorf("harnesses over ssh:\n%s", out)
+	}
+	if out := r.must(t, nil, "scrollback", rc.Session.ID); !strings.Contains(out, "and again") {
+		t.Errorf("scrollback over ssh:\n%s", out)
+	}
+	mcpOverSSH(t, r)
 	r.must(t, nil, "session", "stop", rc.Session.ID)
 	var read2 struct {
 		Session struct{ State string }
@@ -620,4 +630,52 @@ func TestRemoteRealClaudeOverSSH(t *testing.T) {
 		t.Errorf("the mock saw the prompt %d times, want 1", n)
 	}
 	r.must(t, nil, "session", "stop", rc.Session.ID)
+}
+
+// mcpOverSSH runs `dlgt --host H mcp` as an MCP client would and delegates
+// a task through it: the Session is created on the host.
+func mcpOverSSH(t *testing.T, r *sshRig) {
+	t.Helper()
+	cmd := exec.Command(r.dlgt, "--host", r.host, "mcp")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, "DLGT_HOME=" + r.local, "DLGT_SSH_COMMAND=" + r.sshCmd}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "remote-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("mcp over ssh: %v", err)
+	}
+	defer cs.Close()
+	text := func(res *mcp.CallToolResult) string {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "delegate", Arguments: map[string]any{"harness": "claude", "prompt": "MCP-REMOTE task", "request_id": "mcp-r1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("delegate over ssh: %v %s", err, text(res))
+	}
+	session, cursor := lastMatch(agentSessionRe, text(res)), lastMatch(agentCursorRe, text(res))
+	for i := 0; i < 10; i++ {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"session": session, "cursor": cursor}})
+		if err != nil || res.IsError {
+			t.Fatalf("wait over ssh: %v %s", err, text(res))
+		}
+		if strings.Contains(text(res), "Execution 1 completed") {
+			break
+		}
+		cursor = lastMatch(agentCursorRe, text(res))
+	}
+	if !strings.Contains(text(res), "MCP-REMOTE task") {
+		t.Errorf("wait over ssh did not bring the result:\n%s", text(res))
+	}
+	// The Session is the host's: the host's daemon reads it.
+	if out := r.must(t, nil, "session", "read", session); session == "" || !strings.Contains(out, session) {
+		t.Errorf("read of %q over ssh: %s", session, out)
+	}
+	r.must(t, nil, "session", "stop", session)
 }
