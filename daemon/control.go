@@ -490,13 +490,16 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 	// with it) and stopped alike.
 	var ended rpc.Event
 	stopping := rpc.Event{Type: rpc.EventSessionStopping, Reason: reason}
-	if s.exec != nil {
-		s.rec.State = rpc.StateStopping
-		res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: reason, Message: "the Session was stopped during this execution"})
-		ended = rpc.Event{ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status}
-		stopping.ExecutionSeq, stopping.ResultStatus = ended.ExecutionSeq, ended.ResultStatus
-	}
-	rt.setStateLocked(s, rpc.StateStopping, &stopping)
+	// The result, the record and the event are stored in one transaction.
+	rt.oneTxLocked(s, func() {
+		if s.exec != nil {
+			s.rec.State = rpc.StateStopping
+			res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: reason, Message: "the Session was stopped during this execution"})
+			ended = rpc.Event{ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status}
+			stopping.ExecutionSeq, stopping.ResultStatus = ended.ExecutionSeq, ended.ResultStatus
+		}
+		rt.setStateLocked(s, rpc.StateStopping, &stopping)
+	})
 	s.mu.Unlock()
 	if g != nil {
 		if force {
@@ -588,11 +591,13 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 	}
 	g := s.gen
 	restarting := rpc.Event{Type: rpc.EventSessionRestarting}
-	if s.exec != nil {
-		res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "restarted", Message: "the Session was restarted during this execution"})
-		restarting.ExecutionSeq, restarting.ResultStatus = res.ExecutionSeq, res.Status
-	}
-	rt.setStateLocked(s, rpc.StateRestarting, &restarting)
+	rt.oneTxLocked(s, func() {
+		if s.exec != nil {
+			res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "restarted", Message: "the Session was restarted during this execution"})
+			restarting.ExecutionSeq, restarting.ResultStatus = res.ExecutionSeq, res.Status
+		}
+		rt.setStateLocked(s, rpc.StateRestarting, &restarting)
+	})
 	s.mu.Unlock()
 	if g != nil {
 		g.proc.Terminate(rt.opts.StopGrace)
