@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -395,3 +396,35 @@ func TestFetchAfterExecution(t *testing.T) {
 }
 
 var _ sync.Mutex
+
+// An alias that names no active Session but did name one is NOT_FOUND
+// naming that Session and how to reach it, in this daemon lifetime and
+// the next.
+func TestStoppedAliasNamesItsSession(t *testing.T) {
+	td, cd := startChild(t)
+	cwd := t.TempDir()
+	var r rpc.Receipt
+	td.mustCall(rpc.MethodSessionCreate, rpc.SessionCreateParams{Title: "aliased", Alias: "gone", Harness: "claude", Cwd: cwd,
+		Prompt: "hi", RequestID: "a1", Environment: td.env}, &r)
+	td.waitResult(t, r.Session.ID, r.Cursor)
+	check := func(when, state string) {
+		t.Helper()
+		err := td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "@gone"}, nil)
+		re := wantCode(t, err, rpc.CodeNotFound)
+		for _, want := range []string{"@gone", r.Session.ID, state, "--resume"} {
+			if !strings.Contains(re.Message, want) {
+				t.Fatalf("%s: message %q lacks %q", when, re.Message, want)
+			}
+		}
+	}
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: "@gone"}, nil)
+	check("after stop", rpc.StateStopped)
+	restartChild(t, cd, restartKinds[0], cwd)
+	check("after a daemon restart", rpc.StateStopped)
+	// Never an alias: the plain message.
+	err := td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "@never"}, nil)
+	if re := wantCode(t, err, rpc.CodeNotFound); strings.Contains(re.Message, "last named") {
+		t.Fatalf("message %q", re.Message)
+	}
+	cd.stop()
+}

@@ -257,13 +257,36 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 	if ref == "" {
 		return nil, rpc.InvalidField("session", "must not be empty")
 	}
+	alias := normalizeAlias(ref)
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if s, ok := rt.byID[ref]; ok {
+		rt.mu.Unlock()
 		return s, nil
 	}
-	if s, ok := rt.aliases[normalizeAlias(ref)]; ok {
+	if s, ok := rt.aliases[alias]; ok {
+		rt.mu.Unlock()
 		return s, nil
+	}
+	all := make([]*session, 0, len(rt.sessions))
+	for _, s := range rt.sessions {
+		all = append(all, s)
+	}
+	rt.mu.Unlock()
+	// Only an active alias addresses a Session; one that named a Session
+	// now stopped or failed says which, and how to reach it.
+	var lastID, lastState string
+	var lastAt int64
+	for _, s := range all {
+		s.mu.Lock()
+		if s.rec.Alias == alias && s.rec.ID != "" && (lastID == "" || s.rec.UpdatedAtMS > lastAt) {
+			lastID, lastState, lastAt = s.rec.ID, s.rec.State, s.rec.UpdatedAtMS
+		}
+		s.mu.Unlock()
+	}
+	if lastID != "" {
+		return nil, &rpc.Error{Code: rpc.CodeNotFound, Message: fmt.Sprintf(
+			"no active Session has the alias @%s; it last named %s, now %s: address that Session by its ID, or resume it (dlgt session send %s --resume)",
+			clipRef(alias), lastID, lastState, lastID)}
 	}
 	return nil, &rpc.Error{Code: rpc.CodeNotFound, Message: fmt.Sprintf("no Session %q on this daemon", clipRef(ref))}
 }
