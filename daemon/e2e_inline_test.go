@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -406,4 +407,46 @@ func inlineDiff(a, b []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A user's explicit choice of the alternate screen is respected (Claude
+// Code: the variable in the client's environment; Codex: its
+// tui.alternate_screen option), keeps the seed's rule (nothing of the
+// alternate screen becomes history) and scrollback.read says so.
+func TestAlternateScreenChoiceClaudeE2E(t *testing.T) { testAlternateScreenChoice(t, "claude") }
+func TestAlternateScreenChoiceCodexE2E(t *testing.T)  { testAlternateScreenChoice(t, "codex") }
+
+func testAlternateScreenChoice(t *testing.T, harness string) {
+	e := startInline(t, harness)
+	env := maps.Clone(e.env)
+	var opts []string
+	if harness == "claude" {
+		env["CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"] = "0"
+	} else {
+		opts = []string{`tui.alternate_screen="always"`}
+	}
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "alternate " + harness, Harness: harness, Cwd: t.TempDir(), Prompt: "INLINE-150 print the numbered rows",
+		RequestID: "alt-1", Environment: env, HarnessOptions: opts, Rows: inlineRows, Cols: inlineCols,
+	}, &r)
+	id := r.Session.ID
+	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	e.inlineSettle(t, id)
+	if raw := e.inlineRaw(t, id); !strings.Contains(string(raw), "\x1b[?1049h") {
+		t.Fatalf("%s did not switch to the alternate screen: the user's choice was not passed on", harness)
+	}
+	page := e.scrollbackAll(t, id)
+	if !page.AlternateScreen {
+		t.Errorf("scrollback.read alternate_screen = false while %s draws on the alternate screen", harness)
+	}
+	stable, _, _ := e.inlineStable(t, id, r.Cursor)
+	for _, row := range stable {
+		if strings.Contains(row, "of the inline history") {
+			t.Fatalf("a reply line became a stable row on the alternate screen: %q", row)
+		}
+	}
+	t.Logf("%s on the alternate screen: %d stable rows after the receipt, none from the reply; alternate_screen %v", harness, len(stable), page.AlternateScreen)
 }

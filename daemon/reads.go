@@ -245,6 +245,9 @@ func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params jso
 	s.mu.Lock()
 	out := rpc.ScrollbackPage{SessionID: s.rec.ID, Screen: rpc.ScreenSize{Rows: s.rec.Rows, Cols: s.rec.Cols}, Lines: []string{}}
 	s.mu.Unlock()
+	s.termMu.Lock()
+	out.AlternateScreen = s.screen != nil && s.screen.AltScreen()
+	s.termMu.Unlock()
 	var live []string
 	if liveLeft != 0 {
 		live = s.liveRows()

@@ -423,6 +423,10 @@ type ScrollbackPage struct {
 	Lines     []string   `json:"lines"`
 	Truncated bool       `json:"truncated"`
 	Before    string     `json:"before,omitempty"`
+	// AlternateScreen is dlgt's extension: the harness draws on the
+	// alternate screen now, so what it shows there never becomes history
+	// (the seed's rule) and the page's history ends where it switched.
+	AlternateScreen bool `json:"alternate_screen,omitempty"`
 }
 
 // RawPage is the result of transcript.read_raw.
