@@ -57,7 +57,7 @@ func inlineReply() string {
 
 // startInline starts a daemon and a mock for harness, with the long reply
 // scripted for prompts starting INLINE-150.
-func startInline(t *testing.T, harness string) *e2eRig {
+func startInline(t *testing.T, harness string) *e2eClaude {
 	t.Helper()
 	script := mockapi.Script{
 		mockapi.Prefix("INLINE-150", mockapi.Reply{Text: inlineReply(), Chunk: 64}),
@@ -77,7 +77,7 @@ func startInline(t *testing.T, harness string) *e2eRig {
 // inlineStable pages session.fetch from cursor with the screen and returns
 // every stable row after it (joined fragments), the last screen and the
 // final cursor.
-func (e *e2eRig) inlineStable(t *testing.T, id, cursor string) ([]string, *rpc.Screen, string) {
+func (e *e2eClaude) inlineStable(t *testing.T, id, cursor string) ([]string, *rpc.Screen, string) {
 	t.Helper()
 	var rows []string
 	var last *rpc.Screen
@@ -112,7 +112,7 @@ func (e *e2eRig) inlineStable(t *testing.T, id, cursor string) ([]string, *rpc.S
 }
 
 // inlineRaw reads the Session's whole raw PTY transcript.
-func (e *e2eRig) inlineRaw(t *testing.T, id string) []byte {
+func (e *e2eClaude) inlineRaw(t *testing.T, id string) []byte {
 	t.Helper()
 	var out []byte
 	var after int64
@@ -136,7 +136,7 @@ func (e *e2eRig) inlineRaw(t *testing.T, id string) []byte {
 
 // inlineSettle waits until the Session's raw output has not grown for a
 // second.
-func (e *e2eRig) inlineSettle(t *testing.T, id string) {
+func (e *e2eClaude) inlineSettle(t *testing.T, id string) {
 	t.Helper()
 	var prev int64 = -1
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
@@ -158,7 +158,7 @@ func (e *e2eRig) inlineSettle(t *testing.T, id string) {
 }
 
 // scrollbackAll is scrollback.read with the largest page.
-func (e *e2eRig) scrollbackAll(t *testing.T, id string) rpc.ScrollbackPage {
+func (e *e2eClaude) scrollbackAll(t *testing.T, id string) rpc.ScrollbackPage {
 	t.Helper()
 	var page rpc.ScrollbackPage
 	e.call(t, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 10000}, &page)
