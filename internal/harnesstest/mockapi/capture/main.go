@@ -11,8 +11,8 @@
 // Regenerate the checked-in captures from the module root with:
 //
 //	.ci/install-harnesses
-//	go run ./harness/mockapi/capture -harness claude
-//	go run ./harness/mockapi/capture -harness codex
+//	go run ./internal/harnesstest/mockapi/capture -harness claude
+//	go run ./internal/harnesstest/mockapi/capture -harness codex
 package main
 
 import (

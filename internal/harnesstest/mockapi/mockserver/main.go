@@ -3,7 +3,7 @@
 // OpenAI Responses API for Codex. It prints the environment a client needs
 // and serves until interrupted.
 //
-//	go run ./harness/mockapi/mockserver -home /tmp/demo-home
+//	go run ./internal/harnesstest/mockapi/mockserver -home /tmp/demo-home
 //
 // With -home it also seeds that directory as a Claude Code home (onboarding
 // done, the mock key approved), so the TUI starts without dialogs. The demo
