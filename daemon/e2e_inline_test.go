@@ -61,6 +61,9 @@ func startInline(t *testing.T, harness string) *e2eClaude {
 	t.Helper()
 	script := mockapi.Script{
 		mockapi.Prefix("INLINE-150", mockapi.Reply{Text: inlineReply(), Chunk: 64}),
+		// The same reply streamed slowly: the TUI repaints its live area
+		// (spinner, partial message) many times while lines scroll off.
+		mockapi.Prefix("INLINE-STREAM", mockapi.Reply{Text: inlineReply(), Chunk: 24, Delay: 15 * time.Millisecond}),
 		mockapi.Prefix("INLINE-TAIL", mockapi.Reply{Text: mockapi.Lines("tail row", inlineTail), Chunk: 64}),
 	}
 	switch harness {
@@ -449,4 +452,41 @@ func testAlternateScreenChoice(t *testing.T, harness string) {
 		}
 	}
 	t.Logf("%s on the alternate screen: %d stable rows after the receipt, none from the reply; alternate_screen %v", harness, len(stable), page.AlternateScreen)
+}
+
+// The long reply streamed slowly (about 250 deltas): history is still each
+// line once, in order, and the same as tmux's on the same bytes.
+func TestInlineStreamClaudeE2E(t *testing.T) { testInlineStream(t, "claude") }
+func TestInlineStreamCodexE2E(t *testing.T)  { testInlineStream(t, "codex") }
+
+func testInlineStream(t *testing.T, harness string) {
+	e := startInline(t, harness)
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "stream " + harness, Harness: harness, Cwd: t.TempDir(), Prompt: "INLINE-STREAM print the numbered rows",
+		RequestID: "stream-1", Environment: e.env, Rows: inlineRows, Cols: inlineCols,
+	}, &r)
+	id := r.Session.ID
+	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	e.inlineSettle(t, id)
+	page := e.scrollbackAll(t, id)
+	replyOnce(t, "scrollback.read", page.Lines)
+	raw := e.inlineRaw(t, id)
+	if dir := os.Getenv("DLGT_INLINE_CAPTURE_DIR"); dir != "" {
+		name := fmt.Sprintf("%s-inline-stream-%dx%d.bin", harness, inlineCols, inlineRows)
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hist, _ := inlineVTHistory(raw, inlineRows, inlineCols)
+	tm, err := vttest.TmuxReplay(raw, inlineRows, inlineCols)
+	if err != nil {
+		t.Fatalf("tmux replay: %v", err)
+	}
+	if d := inlineDiff(hist, tm.History); d != "" {
+		t.Errorf("vt history differs from tmux's (%d vs %d lines):\n%s", len(hist), len(tm.History), d)
+	}
+	t.Logf("%s: %d raw bytes streamed; history %d lines, same as tmux's", harness, len(raw), len(hist))
 }

@@ -27,6 +27,8 @@ type inlineCapture struct {
 var inlineCaptures = []inlineCapture{
 	{"claude-inline-100x40", 40, 100},
 	{"codex-inline-100x40", 40, 100},
+	{"claude-inline-stream-100x40", 40, 100},
+	{"codex-inline-stream-100x40", 40, 100},
 }
 
 const gridMark = "==== grid ===="
