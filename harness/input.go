@@ -38,7 +38,7 @@ type Await struct {
 // TUIs read input in order; the old fixed settle was 250 ms).
 const (
 	pasteModeTimeout = 2 * time.Second
-	echoQuiet        = 5 * time.Millisecond
+	echoQuiet        = 2 * time.Millisecond
 	echoTimeoutBase  = time.Second
 	echoTimeoutPerKB = 3 * time.Millisecond
 )

@@ -7,7 +7,8 @@
 //
 //   - hook forwarder: whole-process time of `dlgt-hook`, `dlgt hook` and
 //     /bin/true (the peer), each given a Stop payload on stdin and (the
-//     first two) delivering it to the daemon's hook socket;
+//     first two) delivering it to the daemon's hook socket, and of
+//     dlgt-hook refusing an empty command line (its start alone);
 //   - create → confirmed receipt, and the harness's own start-to-ready
 //     (the same fake harness started standalone under a PTY, until it
 //     starts its SessionStart hook), and their difference: what dlgt adds;
@@ -144,13 +145,17 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 	}
 	fwd := []string{"--socket", b.hooks, "--launch", "internal:000000000000", "Stop"}
 	type contender struct {
-		name string
-		argv []string
-		d    []time.Duration
+		name     string
+		argv     []string
+		d        []time.Duration
+		complain bool // prints a usage error: start and exit only
 	}
 	cs := []*contender{
 		{name: "/bin/true", argv: []string{"/bin/true"}},
 		{name: "dlgt-hook", argv: append([]string{filepath.Join(b.bin, "dlgt-hook")}, fwd...)},
+		// No arguments: the process starts, refuses its usage and exits;
+		// what separates it from the line above is the delivery.
+		{name: "dlgt-hook start", argv: []string{filepath.Join(b.bin, "dlgt-hook")}, complain: true},
 		{name: "dlgt hook", argv: append([]string{filepath.Join(b.bin, "dlgt"), "hook"}, fwd...)},
 	}
 	if old != "" {
@@ -170,7 +175,7 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 			err = cmd.Run()
 			d := time.Since(start)
 			in.Close()
-			if err != nil || stderr.Len() > 0 {
+			if err != nil || (stderr.Len() > 0) != c.complain {
 				return fmt.Errorf("%s: %v %s", c.name, err, stderr.String())
 			}
 			if r >= 10 { // the first rounds warm the page cache
@@ -181,7 +186,7 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 	fmt.Println("hook forwarder, whole process (fork, exec, deliver, exit), interleaved:")
 	base := median(cs[0].d)
 	for _, c := range cs {
-		fmt.Printf("  %-16s %s   median − /bin/true %s\n", c.name, stats(c.d), ms(median(c.d)-base))
+		fmt.Printf("  %-17s %s   median − /bin/true %s\n", c.name, stats(c.d), ms(median(c.d)-base))
 	}
 	fmt.Println()
 	if hf, err := exec.LookPath("hyperfine"); err == nil {
@@ -208,7 +213,7 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 		fmt.Println("the same with hyperfine (one command after the other, shell start subtracted):")
 		for i, c := range cs {
 			r := res.Results[i]
-			fmt.Printf("  %-16s median %s  mean %s ± %s  min %s   median − /bin/true %s\n", c.name,
+			fmt.Printf("  %-17s median %s  mean %s ± %s  min %s   median − /bin/true %s\n", c.name,
 				sec(r.Median), sec(r.Mean), sec(r.Stddev), sec(r.Min), sec(r.Median-res.Results[0].Median))
 		}
 		fmt.Println()
