@@ -1,9 +1,9 @@
  ▐▛███▛█   Claude Code v2.1.332
 ▝▜██████▀  Opus 5.5 · API Usage Billing
- ▝▝   ▝▝   /tmp/TestZZInlineSlowExplore3482846478/003
+ ▝▝   ▝▝   /tmp/TestInlineStreamClaudeE2E2244014703/003
 
 
-❯ INLINE-150 print the numbered rows
+❯ INLINE-STREAM print the numbered rows
 
 ● Auto mode lets Claude handle permission prompts automatically — Claude checks each tool
   call for risky actions and prompt injection before executing. Actions Claude identifies as
@@ -164,7 +164,7 @@
   row 149 of the inline history
   row 150 of the inline history 你好，世界
 
-✻ Churned for 6s · done 5:58 AM
+✻ Sautéed for 4s · done 6:00 AM
 
 ────────────────────────────────────────────────────────────────────────────────────────────────────
 ❯ 

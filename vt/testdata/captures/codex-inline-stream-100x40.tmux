@@ -1,9 +1,9 @@
 WARNING: proceeding, even though we could not create PATH aliases: Refusing to create helper binarie
-s under temporary dir "/tmp" (codex_home: AbsolutePathBuf("/tmp/TestZZInlineSlowExplore2128199593/00
-2"))
+s under temporary dir "/tmp" (codex_home: AbsolutePathBuf("/tmp/TestInlineStreamCodexE2E3996055984/0
+02"))
 
   >_ OpenAI Codex (v0.171.0)
-     /tmp/TestZZInlineSlowExplore2128199593/004
+     /tmp/TestInlineStreamCodexE2E3996055984/004
 
   To get started, describe a task or try one of these commands:
 
@@ -14,7 +14,7 @@ s under temporary dir "/tmp" (codex_home: AbsolutePathBuf("/tmp/TestZZInlineSlow
   /review - review any changes and find issues
 
 
-› INLINE-150 print the numbered rows
+› INLINE-STREAM print the numbered rows
 
 
 • row 001 of the inline history ● ❯ ✻ marks
@@ -169,10 +169,10 @@ s under temporary dir "/tmp" (codex_home: AbsolutePathBuf("/tmp/TestZZInlineSlow
   row 149 of the inline history
   row 150 of the inline history 你好，世界
 
-  Worked for 4s • 5:59 AM
+  Worked for 4s • 6:00 AM
 
 
 › Ask Codex to do anything
 
-  mock-model default · /tmp/TestZZInlineSlowExplore2128199593/004 · INLINE-150 print the numbered r…
+  mock-model default · /tmp/TestInlineStreamCodexE2E3996055984/004 · INLINE-STREAM print the number…
   ← for agents · ? for shortcuts                                          ⚠ 5 warnings · f2 to view
