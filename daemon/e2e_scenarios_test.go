@@ -136,6 +136,28 @@ func addMark(env map[string]string, mark string) {
 	env[name] = val
 }
 
+// TestE2EAdaptersComplete: every row fills every hook the steps call, and
+// names its subtests uniquely, so a new harness fails here rather than
+// with a nil call halfway through a real-CLI run.
+func TestE2EAdaptersComplete(t *testing.T) {
+	seen := map[string]bool{}
+	for _, a := range e2eHarnesses {
+		if a.name == "" || seen[a.name] || a.harness == "" {
+			t.Errorf("adapter %q (harness %q): empty or repeated name", a.name, a.harness)
+		}
+		seen[a.name] = true
+		if a.start == nil || a.prompt == nil || a.toolInput == nil || a.resumed == nil {
+			t.Errorf("%s: a hook is missing", a.name)
+		}
+		if a.streaming == "" || a.failText == "" {
+			t.Errorf("%s: streaming %q and failText %q must say what to look for", a.name, a.streaming, a.failText)
+		}
+		if a.prompt != nil && a.prompt("a plain prompt") != "a plain prompt" {
+			t.Errorf("%s: a plain prompt must reach the harness unchanged", a.name)
+		}
+	}
+}
+
 func TestE2EScenarios(t *testing.T) {
 	for _, a := range e2eHarnesses {
 		t.Run(a.name, func(t *testing.T) { runE2EScenarios(t, a) })
