@@ -116,6 +116,54 @@ func (g *guideRun) sh(line string, vals map[string]string) (int, string) {
 	return code, string(out)
 }
 
+var guideResultRE = regexp.MustCompile(`^result #[0-9]+ ([a-z]+) \([^)]*\)( \[final_text from byte [0-9]+, continued in the next fetch\])?$`)
+
+// waitLoop follows the guide's wait: out is the fetch's first output;
+// while there is no result line, or the result is continued, it runs the
+// fetch again with the cursor kept. It returns the result's status, its
+// text joined from the pieces, and how many pieces there were.
+func (g *guideRun) waitLoop(line, out string, vals map[string]string) (status, text string, pieces int) {
+	g.t.Helper()
+	for i := 0; ; i++ {
+		lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+		last := lines[len(lines)-1]
+		m := guideTextRE.FindStringSubmatch(last)
+		if m == nil {
+			g.t.Fatalf("%s: the last line %q is not 'reason R, cursor C'", line, last)
+		}
+		g.keep(out, vals)
+		if m[1] == "blocked" {
+			g.t.Fatalf("%s: reason blocked", line)
+		}
+		continued := false
+		for j, l := range lines[:len(lines)-1] {
+			rm := guideResultRE.FindStringSubmatch(l)
+			if rm == nil {
+				continue
+			}
+			status, continued = rm[1], rm[2] != ""
+			k := j + 1
+			for k < len(lines)-1 && (strings.HasPrefix(lines[k], "error ") || strings.HasPrefix(lines[k], "usage ")) {
+				k++
+			}
+			// The text, without the line break the output ends it with.
+			text += strings.Join(lines[k:len(lines)-1], "\n")
+			pieces++
+			break
+		}
+		if status != "" && !continued {
+			return status, text, pieces
+		}
+		if i == 30 {
+			g.t.Fatalf("%s: no whole result after %d fetches", line, i+1)
+		}
+		var code int
+		if code, out = g.sh(line, vals); code != 0 {
+			g.t.Fatalf("%s: exit %d", line, code)
+		}
+	}
+}
+
 // killed starts line and kills its process group after d: a client
 // whose response is lost at an arbitrary point.
 func (g *guideRun) killed(line string, vals map[string]string, d time.Duration) {
@@ -228,27 +276,9 @@ func TestSkillGuideCommands(t *testing.T) {
 				}
 			}
 		case "session fetch":
-			// The guide's loop: anything but result or blocked, again
-			// with the new cursor.
-			for i := 0; ; i++ {
-				m := guideTextRE.FindAllStringSubmatch(out, -1)
-				if len(m) == 0 {
-					t.Fatalf("%s: no 'reason R, cursor C' line:\n%s", s.line, out)
-				}
-				g.keep(out, vals)
-				reason := m[len(m)-1][1]
-				if reason == "result" {
-					break
-				}
-				if reason == "blocked" || i == 10 {
-					t.Fatalf("%s: reason %s after %d fetches", s.line, reason, i+1)
-				}
-				if code, out = g.sh(s.line, vals); code != 0 {
-					t.Fatalf("%s: exit %d", s.line, code)
-				}
-			}
-			if !strings.Contains(out, "completed") || !strings.Contains(out, "MOCK-REPLY: "+lastPrompt) {
-				t.Fatalf("%s: the result of %q is not in\n%s", s.line, lastPrompt, out)
+			status, text, pieces := g.waitLoop(s.line, out, vals)
+			if status != "completed" || pieces != 1 || text != "MOCK-REPLY: "+lastPrompt {
+				t.Fatalf("%s: result %s in %d pieces %q, want the reply to %q", s.line, status, pieces, text, lastPrompt)
 			}
 		case "session read":
 			if !strings.Contains(out, "MOCK-REPLY: "+lastPrompt) {
@@ -276,6 +306,35 @@ func TestSkillGuideCommands(t *testing.T) {
 	if busy != 2 || r.Result == nil || r.Result.ExecutionSeq != 2 {
 		t.Fatalf("%d executions began, latest result %+v; want the task and the follow-up once each", busy, r.Result)
 	}
+
+	// A result longer than one fetch, read the guide's way: its pieces
+	// joined are the text, byte for byte.
+	var fetch string
+	for _, s := range steps {
+		if strings.HasPrefix(s.line, "dlgt session fetch") {
+			fetch = s.line
+			break
+		}
+	}
+	var long rpc.Receipt
+	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{Title: "guide long", Harness: "claude", Cwd: g.cwd,
+		Prompt: "[[long 20000]]", RequestID: "guide-long-1", Environment: td.env}, &long)
+	lv := map[string]string{"<session>": long.Session.ID, "<cursor>": long.Cursor}
+	code, out := g.sh(fetch, lv)
+	if code != 0 {
+		t.Fatalf("%s: exit %d", fetch, code)
+	}
+	var want strings.Builder
+	for i := 1; i <= 20000; i++ {
+		if i > 1 {
+			want.WriteByte('\n')
+		}
+		fmt.Fprintf(&want, "MOCK-LONG %d", i)
+	}
+	if status, text, pieces := g.waitLoop(fetch, out, lv); status != "completed" || pieces < 2 || text != want.String() {
+		t.Fatalf("long result: %s in %d pieces, %d bytes joined, want %d bytes in 2 or more", status, pieces, len(text), want.Len())
+	}
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: long.Session.ID, Force: true}, nil)
 
 	// A lost response: the create is killed at some point of its run
 	// (before or after the daemon accepted it), then run again unchanged as

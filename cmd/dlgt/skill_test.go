@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dlgt/rpc"
 )
 
 // skillEnv is a CLI env whose HOME and CODEX_HOME are the given paths.
@@ -453,5 +455,30 @@ func TestDoctorSkillWarnings(t *testing.T) {
 		!strings.Contains(out.String(), "[warn] skill.codex: ") || !strings.Contains(out.String(), "       fix: run `dlgt skill install --codex`\n") ||
 		!strings.Contains(out.String(), "[ok]   skill.claude: ") {
 		t.Fatalf("doctor -o text: exit %d\n%s", code, out)
+	}
+}
+
+// The guide joins a chunked final_text from -o text by dropping the one
+// line break that ends each continued piece: it is there even when the
+// piece itself ends with a line break.
+func TestResultTextContinuedPieceEndsWithOneAddedBreak(t *testing.T) {
+	no, yes, off := false, true, 0
+	for _, tc := range []struct {
+		piece    string
+		complete *bool
+		want     string
+	}{
+		{"abc", &no, "abc\n"},
+		{"abc\n", &no, "abc\n\n"},
+		{"abc", &yes, "abc\n"},
+		{"abc\n", &yes, "abc\n"},
+	} {
+		var b bytes.Buffer
+		text := tc.piece
+		writeResultText(&b, rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: &text, FinalTextComplete: tc.complete, FinalTextOffset: &off}, time.Now())
+		_, body, _ := strings.Cut(b.String(), "\n")
+		if body != tc.want {
+			t.Errorf("piece %q complete %v: printed %q, want %q", tc.piece, *tc.complete, body, tc.want)
+		}
 	}
 }

@@ -132,7 +132,9 @@ func writeResultText(w io.Writer, r rpc.Result, now time.Time) {
 	if r.FinalText != nil && *r.FinalText != "" {
 		text := *r.FinalText
 		fmt.Fprint(w, text)
-		if !strings.HasSuffix(text, "\n") {
+		// A piece continued in the next fetch always ends with one added
+		// line break, so joining the pieces is exact: drop it.
+		if !strings.HasSuffix(text, "\n") || (r.FinalTextComplete != nil && !*r.FinalTextComplete) {
 			fmt.Fprintln(w)
 		}
 	}
