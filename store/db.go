@@ -150,6 +150,11 @@ type DB struct {
 	dirtyMu sync.Mutex
 	dirty   []*RowLog // RowLogs whose pending slice went from empty to non-empty
 	spare   []*RowLog
+
+	// rowArena holds the row values of the commit in progress (bbolt keeps
+	// references to them until the transaction ends) and is reused by the
+	// next one. Only the flusher uses it, under flushMu.
+	rowArena []byte
 }
 
 // Open opens (creating if needed, mode 0600) the bbolt state file at path and

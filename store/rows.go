@@ -670,15 +670,31 @@ func (db *DB) commitPending() (batches []rowBatch, more bool, err error) {
 		return nil, false, nil
 	}
 
+	// One arena for every value of the transaction, sized up front and
+	// reused by the next commit (see DB.rowArena).
+	size := 0
+	for _, b := range batches {
+		size += len(b.rows)*binary.MaxVarintLen64 + int(b.bytes)
+	}
+	arena := db.rowArena[:0]
+	if cap(arena) < size {
+		arena = make([]byte, 0, size)
+	}
 	// Not db.update: Close sets db.closed before the final flush.
 	err = mapErr(db.bolt.Update(func(tx *bolt.Tx) error {
 		for i := range batches {
-			if err := writeBatch(tx, &batches[i]); err != nil {
+			var err error
+			if arena, err = writeBatch(tx, &batches[i], arena); err != nil {
 				return fmt.Errorf("store: commit rows of %s: %w", batches[i].l.uid, err)
 			}
 		}
 		return nil
 	}))
+	// The transaction is over: nothing refers to the arena any more.
+	db.rowArena = nil
+	if cap(arena) <= maxRowArena {
+		db.rowArena = arena[:0]
+	}
 	if err != nil {
 		if errors.Is(err, ErrClosed) {
 			// Only reachable if bolt was closed underneath us; nothing to retry.
@@ -732,16 +748,20 @@ func (db *DB) requeue(batches []rowBatch) {
 	}
 }
 
+// maxRowArena bounds the value arena kept between commits.
+const maxRowArena = 8 << 20
+
 // writeBatch stores one session's batch and applies row retention: rows
 // already outside the window are never written, and chunks whose every id
 // is outside it are dropped whole (see rowChunk). bbolt keeps references to
-// values until the transaction ends, so they are carved from a single arena
-// allocated per batch.
-func writeBatch(tx *bolt.Tx, b *rowBatch) error {
+// values until the transaction ends, so they are carved from arena (which
+// is returned, appended to, and must not be reused before the transaction
+// ends).
+func writeBatch(tx *bolt.Tx, b *rowBatch, arena []byte) ([]byte, error) {
 	uid := []byte(b.l.uid)
 	rb, err := tx.Bucket(bucketRows).CreateBucketIfNotExists(uid)
 	if err != nil {
-		return err
+		return arena, err
 	}
 	rb.FillPercent = appendFillPercent
 	metaB := tx.Bucket(bucketRowsMeta)
@@ -759,17 +779,10 @@ func writeBatch(tx *bolt.Tx, b *rowBatch) error {
 			break
 		}
 		if err := rb.DeleteBucket(k); err != nil {
-			return err
+			return arena, err
 		}
 	}
 
-	size := 16
-	for _, r := range b.rows {
-		if r.ID > newEvicted {
-			size += binary.MaxVarintLen64 + len(r.Text)
-		}
-	}
-	arena := make([]byte, 0, size)
 	var key [8]byte
 	var cb *bolt.Bucket
 	cur := ^uint64(0)
@@ -780,20 +793,22 @@ func writeBatch(tx *bolt.Tx, b *rowBatch) error {
 		if ci := chunkOf(r.ID); ci != cur || cb == nil {
 			binary.BigEndian.PutUint64(key[:], ci)
 			if cb, err = rb.CreateBucketIfNotExists(key[:]); err != nil {
-				return err
+				return arena, err
 			}
 			cb.FillPercent = appendFillPercent
 			cur = ci
 		}
 		binary.BigEndian.PutUint64(key[:], r.ID) // Put copies the key
 		start := len(arena)
+		// A reallocation leaves earlier values in the old array, which
+		// stays valid: values are never rewritten.
 		arena = appendRow(arena, r)
-		if err := cb.Put(key[:], arena[start:]); err != nil {
-			return err
+		if err := cb.Put(key[:], arena[start:len(arena):len(arena)]); err != nil {
+			return arena, err
 		}
 	}
 	start := len(arena)
 	arena = binary.BigEndian.AppendUint64(arena, last)
 	arena = binary.BigEndian.AppendUint64(arena, newEvicted)
-	return metaB.Put(uid, arena[start:])
+	return arena, metaB.Put(uid, arena[start:len(arena):len(arena)])
 }

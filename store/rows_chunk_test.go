@@ -286,3 +286,36 @@ func TestCommitCapsFloodPerTransaction(t *testing.T) {
 		t.Fatalf("read %d rows ending %d", len(rows), rows[len(rows)-1].ID)
 	}
 }
+// BenchmarkRowReadPage reads a 100-row page from the newest rows back
+// and forward, as scrollback and fetch do, in a session at the bound.
+func BenchmarkRowReadPage(b *testing.B) {
+	db := openTestDBOpts(b, Options{})
+	fastWrites(db)
+	l := mustRows(b, db, "s")
+	text := strings.Repeat("r", 110)
+	for range 3 {
+		texts := make([]string, RowRetention)
+		for i := range texts {
+			texts[i] = text
+		}
+		l.Append(1, texts...)
+		if err := l.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	last := l.Committed()
+	b.ResetTimer()
+	for i := range b.N {
+		if i%2 == 0 {
+			rows, err := l.ReadBefore(last+1, 100)
+			if err != nil || len(rows) != 100 {
+				b.Fatal(err, len(rows))
+			}
+		} else {
+			rows, err := l.Read(last-5000, 100)
+			if err != nil || len(rows) != 100 {
+				b.Fatal(err, len(rows))
+			}
+		}
+	}
+}
