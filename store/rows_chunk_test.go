@@ -286,6 +286,7 @@ func TestCommitCapsFloodPerTransaction(t *testing.T) {
 		t.Fatalf("read %d rows ending %d", len(rows), rows[len(rows)-1].ID)
 	}
 }
+
 // BenchmarkRowReadPage reads a 100-row page from the newest rows back
 // and forward, as scrollback and fetch do, in a session at the bound.
 func BenchmarkRowReadPage(b *testing.B) {
