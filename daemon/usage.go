@@ -21,10 +21,12 @@ import (
 // message to the transcript (its writes are queued). Before a Stop is
 // applied the daemon waits, polling every usageSettlePoll and at most
 // usageSettleMax, for the transcript to record the turn's end; past that
-// the result takes what the transcript holds.
+// the result takes what the transcript holds. The wait is normally a few
+// milliseconds; 2 s was once too short on a loaded 2-core machine (a
+// real-CLI follow-up's usage came back null), hence 5 s.
 const (
 	usageSettlePoll = 10 * time.Millisecond
-	usageSettleMax  = 2 * time.Second
+	usageSettleMax  = 5 * time.Second
 )
 
 // markUsageStartLocked notes the transcript's size as e starts, when the
