@@ -394,6 +394,16 @@ func TestSkillGuideCommands(t *testing.T) {
 			if code != c.exit || !strings.Contains(out, `"code":"`+c.code+`"`) {
 				t.Errorf("%s (%s): exit %d, %s", s.line, c.text, code, out)
 			}
+			if c.code == string(rpc.CodeSessionBusy) {
+				// "… then rerun this unchanged": once the running prompt
+				// has ended, the same command is accepted (a refused
+				// request id is not used up).
+				td.mustCall(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: id}, nil)
+				td.waitState(t, id, rpc.StateIdle)
+				if code, out := g.sh(s.line, sv); code != 0 || strings.Contains(out, `"replayed":true`) {
+					t.Errorf("%s rerun after the busy prompt ended: exit %d, %s", s.line, code, out)
+				}
+			}
 			// Clean up: stop, interrupting whatever runs.
 			td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, nil)
 		}
