@@ -152,11 +152,21 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 		e.confirm()
+		rt.log.Debug("turn interrupted", "session", s.rec.ID, "event", ev.Event, "reason", ev.Reason, "canceling", e.canceling)
 		status, rerr := rpc.StatusInterrupted, &rpc.ResultError{Code: "interrupted", Message: "the turn was interrupted in the harness"}
 		if e.canceling {
 			status, rerr = rpc.StatusCanceled, &rpc.ResultError{Code: "canceled", Message: "canceled by request"}
 		}
 		rt.endTurnLocked(s, status, "", rpc.TextSourceMissing, rerr)
+		return true
+	case harness.KindInterruptRequested:
+		// The harness took the interrupt and reports the turn's end
+		// later; until then the turn runs (a send would steer it).
+		if e == nil || e.interruptHeard || (ev.TurnID != "" && e.turnID != "" && ev.TurnID != e.turnID) {
+			return false
+		}
+		e.interruptHeard = true
+		rt.awaitInterruptEnd(s, g, e, ev)
 		return true
 	case harness.KindRetrying:
 		if e == nil {

@@ -26,7 +26,54 @@ const (
 	// maxInterruptWatch bounds the watch (it outlives a CANCEL_TIMEOUT:
 	// cancellation continues).
 	maxInterruptWatch = 10 * time.Minute
+	// interruptEndWait bounds the wait for the turn-end evidence after a
+	// harness.KindInterruptRequested (Codex writes turn_aborted to its
+	// rollout within tens of milliseconds of its Interrupt hook).
+	interruptEndWait = 5 * time.Second
 )
+
+// awaitInterruptEnd follows a harness.KindInterruptRequested (Codex's
+// Interrupt hook, which runs before Codex has aborted the turn): the
+// turn ends on the harness's own end evidence (the rollout's
+// turn_aborted, or a Stop that won the race). Should none come within
+// interruptEndWait, the hook itself is applied as the interrupt, with a
+// warning: the next prompt may then still reach the old turn. It returns
+// at once. Called with s.mu held; ev is the hook's evidence.
+func (rt *runtime) awaitInterruptEnd(s *session, g *generation, e *execution, ev harness.Evidence) {
+	if g == nil {
+		return
+	}
+	rt.mu.Lock()
+	if rt.closing {
+		rt.mu.Unlock()
+		return
+	}
+	rt.wg.Add(1)
+	rt.mu.Unlock()
+	id, heard := s.rec.ID, time.Now()
+	go func() {
+		defer rt.wg.Done()
+		t := time.NewTimer(interruptEndWait)
+		defer t.Stop()
+		select {
+		case <-e.done:
+			rt.log.Debug("turn end recorded after the interrupt hook", "session", id, "after", time.Since(heard).Round(time.Millisecond))
+			return
+		case <-g.exited:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		current := s.exec == e
+		s.mu.Unlock()
+		if !current {
+			return
+		}
+		rt.log.Warn("the harness recorded no turn end within the bound after its interrupt hook; the hook is taken as the interrupt", "session", id, "event", ev.Event, "bound", interruptEndWait)
+		ev.Kind, ev.Event = harness.KindInterrupted, ev.Event+" (no turn end recorded)"
+		rt.applyEvidence(s, g.launchID, ev)
+	}()
+}
 
 // proveInterrupt watches a StatusProber harness's status after the
 // interrupt (or dialog dismissal) keys written at since, and applies the

@@ -58,6 +58,9 @@ type execution struct {
 	done      chan struct{}
 	result    *rpc.Result
 	canceling bool
+	// interruptHeard: the harness took an interrupt and its turn-end
+	// evidence is awaited (awaitInterruptEnd) (s.mu).
+	interruptHeard bool
 	// turnID is the provider's id for this turn, from the evidence that
 	// confirmed the prompt, when it gives one (s.mu).
 	turnID string

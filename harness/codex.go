@@ -22,8 +22,9 @@ const CodexTestedVersion = "0.171.0"
 type Codex struct{}
 
 // codexHookEvents are the hook events dlgt subscribes to. Codex has no
-// Notification event; "Interrupt" fires when a turn is interrupted (Esc),
-// which is what proves a cancel.
+// Notification event; "Interrupt" fires when Codex takes an interrupt
+// (Esc), before it has aborted the turn: the rollout's turn_aborted line
+// is what proves a cancel (see ParseTranscriptLine).
 var codexHookEvents = []string{
 	"SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest",
 	"PostToolUse", "Stop", "Interrupt", "SessionEnd",
@@ -308,7 +309,9 @@ func (Codex) ParseHook(event string, payload []byte) (Evidence, error) {
 	case "Stop":
 		ev.Kind, ev.FinalText = KindStop, h.LastAssistantMessage
 	case "Interrupt":
-		ev.Kind = KindInterrupted
+		// Not yet the turn's end: a prompt typed now still lands in the
+		// running turn as a steer.
+		ev.Kind = KindInterruptRequested
 	case "SessionEnd":
 		ev.Kind, ev.Reason = KindSessionEnd, h.Reason
 	default:
@@ -323,6 +326,7 @@ type codexRollout struct {
 	Payload struct {
 		Type             string          `json:"type"`
 		TurnID           string          `json:"turn_id"`
+		Reason           string          `json:"reason"`
 		LastAgentMessage *string         `json:"last_agent_message"`
 		Error            json.RawMessage `json:"error"`
 		Message          string          `json:"message"`
@@ -332,8 +336,11 @@ type codexRollout struct {
 
 // ParseTranscriptLine maps one line of the thread's rollout file to
 // evidence no hook carries: a turn that ended in a provider error
-// (event_msg task_complete with an error; Codex runs no Stop hook for it)
-// and a stream retry (event_msg stream_error), when Codex records one.
+// (event_msg task_complete with an error; Codex runs no Stop hook for it),
+// an aborted turn (event_msg turn_aborted, reason "interrupted" after
+// Esc: Codex writes it once the turn is torn down, so a prompt sent after
+// it starts a turn of its own) and a stream retry (event_msg
+// stream_error), when Codex records one.
 func (Codex) ParseTranscriptLine(line []byte) Evidence {
 	var r codexRollout
 	if json.Unmarshal(line, &r) != nil || r.Type != "event_msg" {
@@ -345,6 +352,8 @@ func (Codex) ParseTranscriptLine(line []byte) Evidence {
 			return Evidence{}
 		}
 		return Evidence{Kind: KindStopFailure, Event: "rollout:task_complete", TurnID: r.Payload.TurnID, Error: codexError(r.Payload.Error)}
+	case "turn_aborted":
+		return Evidence{Kind: KindInterrupted, Event: "rollout:turn_aborted", TurnID: r.Payload.TurnID, Reason: clipText(r.Payload.Reason, 64)}
 	case "stream_error":
 		n, _ := strconv.Atoi(strings.Trim(string(r.Payload.Attempt), `"`))
 		return Evidence{Kind: KindRetrying, Event: "rollout:stream_error", Attempt: n, Error: clipText(r.Payload.Message, 1024)}

@@ -74,7 +74,7 @@ func TestCodexParseHookSamples(t *testing.T) {
 	if ev := parse("PermissionRequest"); ev.Kind != KindBlocked || ev.Reason != "permission" || ev.Tool != "Bash" || ev.Command != "touch escmarker" || ev.TurnID == "" {
 		t.Fatalf("PermissionRequest = %+v", ev)
 	}
-	if ev := parse("Interrupt"); ev.Kind != KindInterrupted || ev.TurnID == "" {
+	if ev := parse("Interrupt"); ev.Kind != KindInterruptRequested || ev.TurnID == "" {
 		t.Fatalf("Interrupt = %+v", ev)
 	}
 }
@@ -97,13 +97,15 @@ func TestCodexParseTranscriptLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var failures []Evidence
+	var failures, aborted []Evidence
 	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		ev := Codex{}.ParseTranscriptLine([]byte(line))
 		switch ev.Kind {
 		case KindIgnored:
 		case KindStopFailure:
 			failures = append(failures, ev)
+		case KindInterrupted:
+			aborted = append(aborted, ev)
 		default:
 			t.Fatalf("unexpected evidence %+v from %s", ev, line)
 		}
@@ -112,6 +114,11 @@ func TestCodexParseTranscriptLine(t *testing.T) {
 	if len(failures) != 1 || failures[0].TurnID != "01a23af4-44cb-78b0-a660-55d6bafac51e" ||
 		failures[0].Error != "invalid_request_error: mock bad request" {
 		t.Fatalf("failures = %+v", failures)
+	}
+	// One turn of the capture was interrupted with Esc.
+	if len(aborted) != 1 || aborted[0].TurnID != "01a23af4-9c1e-7233-b2d3-1b98ab0ace3d" ||
+		aborted[0].Reason != "interrupted" || aborted[0].Event != "rollout:turn_aborted" {
+		t.Fatalf("aborted = %+v", aborted)
 	}
 	if ev := (Codex{}).ParseTranscriptLine([]byte(`{"type":"event_msg","payload":{"type":"stream_error","message":"Reconnecting... 2/5","attempt":2}}`)); ev.Kind != KindRetrying || ev.Attempt != 2 {
 		t.Fatalf("stream_error = %+v", ev)

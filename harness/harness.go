@@ -102,7 +102,10 @@ const (
 	KindIdlePrompt           // Notification(idle_prompt): the TUI waits for input
 	KindSessionEnd           // SessionEnd
 	KindRetrying             // a retryable provider error
-	KindInterrupted          // Interrupt (Codex): the turn was interrupted
+	KindInterrupted          // the turn was interrupted (Codex: rollout turn_aborted)
+	// KindInterruptRequested: the harness took the interrupt but ends the
+	// turn later, with evidence of its own (Codex's Interrupt hook).
+	KindInterruptRequested
 )
 
 // TranscriptSource is implemented by harnesses whose transcript file
