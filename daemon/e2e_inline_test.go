@@ -32,6 +32,10 @@ const (
 	inlineTail             = 60 // a second reply's lines, after a resize
 )
 
+// inlineParagraph is one paragraph of 12 sentences the TUIs wrap at the
+// screen's width.
+var inlineParagraph = strings.Repeat("This paragraph is wrapped by the TUI itself at the width of the screen. ", 12)
+
 // inlineLine is line i of the long reply: numbered, some with wide
 // characters (CJK, emoji) and the narrow symbols Claude Code draws.
 func inlineLine(i int) string {
@@ -63,6 +67,8 @@ func startInline(t *testing.T, harness string) *e2eClaude {
 		mockapi.Prefix("INLINE-150", mockapi.Reply{Text: inlineReply(), Chunk: 64}),
 		// The same reply streamed slowly: the TUI repaints its live area
 		// (spinner, partial message) many times while lines scroll off.
+		// A paragraph the TUI wraps itself, then the numbered lines.
+		mockapi.Prefix("INLINE-WRAP", mockapi.Reply{Text: inlineParagraph + "\n\n" + inlineReply(), Chunk: 64}),
 		mockapi.Prefix("INLINE-STREAM", mockapi.Reply{Text: inlineReply(), Chunk: 24, Delay: 15 * time.Millisecond}),
 		mockapi.Prefix("INLINE-TAIL", mockapi.Reply{Text: mockapi.Lines("tail row", inlineTail), Chunk: 64}),
 	}
@@ -489,4 +495,40 @@ func testInlineStream(t *testing.T, harness string) {
 		t.Errorf("vt history differs from tmux's (%d vs %d lines):\n%s", len(hist), len(tm.History), d)
 	}
 	t.Logf("%s: %d raw bytes streamed; history %d lines, same as tmux's", harness, len(raw), len(hist))
+}
+
+// A column change makes the TUI wrap its transcript again: Codex reprints
+// every paragraph wrapped for the new width. The reprint is recognised word
+// by word, so the paragraph stays in history once.
+func TestInlineRewrapClaudeE2E(t *testing.T) { testInlineRewrap(t, "claude") }
+func TestInlineRewrapCodexE2E(t *testing.T)  { testInlineRewrap(t, "codex") }
+
+func testInlineRewrap(t *testing.T, harness string) {
+	e := startInline(t, harness)
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "rewrap " + harness, Harness: harness, Cwd: t.TempDir(), Prompt: "INLINE-WRAP print the numbered rows",
+		RequestID: "wrap-1", Environment: e.env, Rows: inlineRows, Cols: inlineCols,
+	}, &r)
+	id := r.Session.ID
+	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	e.inlineSettle(t, id)
+	w, err := e.td.attach(t, id, AttachWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.inlineSettle(t, id)
+	e.call(t, rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: inlineRows, Cols: 80}, nil)
+	e.inlineSettle(t, id)
+	e.call(t, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	e.inlineSettle(t, id)
+	page := e.scrollbackAll(t, id)
+	replyOnce(t, "scrollback.read after a column change", page.Lines)
+	words := strings.Join(strings.Fields(strings.Join(page.Lines, " ")), " ")
+	if n := strings.Count(words, "This paragraph is wrapped"); n != 12 {
+		t.Errorf("the paragraph's 12 sentences are %d times in scrollback", n)
+	}
+	t.Logf("%s: after a column change %d lines", harness, len(page.Lines))
 }

@@ -250,7 +250,7 @@ func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params jso
 	s.termMu.Unlock()
 	var live []string
 	if liveLeft != 0 {
-		live = s.liveRows()
+		live = s.scrollbackLive()
 		if liveLeft > 0 {
 			live = live[:min(liveLeft, len(live))]
 		}
@@ -281,6 +281,28 @@ func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params jso
 		out.Before = scrollbackCursor(oldest, 0)
 	}
 	return out, nil
+}
+
+// scrollbackLive is the live grid as scrollback.read joins it to the
+// history: liveRows without the rows at its top that an inline TUI
+// repainted after a resize although they are stable rows already (vt's
+// LiveRepeated; they are not stored again when they scroll off).
+func (s *session) scrollbackLive() []string {
+	s.termMu.Lock()
+	screen := s.screen
+	var rows []string
+	k := 0
+	if screen != nil {
+		rows, k = screen.Live(), screen.LiveRepeated()
+	}
+	s.termMu.Unlock()
+	if screen == nil {
+		return s.liveRows()
+	}
+	for len(rows) > 0 && rows[len(rows)-1] == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows[min(k, len(rows)):]
 }
 
 // liveRows renders the live grid with trailing blank rows dropped.

@@ -2,130 +2,215 @@ package vt
 
 import "hash/maphash"
 
-// maxReprintRows bounds the history a Screen remembers (as 8-byte hashes,
-// at most 1.125 × this many: 288 KiB) to recognise a TUI reprinting it; a
-// reprint starting further back is stored again.
-const maxReprintRows = 32 << 10
+// maxReprintWords bounds the history a Screen remembers to recognise a TUI
+// reprinting it: its words, as 4-byte hashes, at most 1.125 × this many
+// (288 KiB). A reprint starting further back is stored again.
+const maxReprintWords = 64 << 10
+
+// maxReprintLead bounds the blank rows held before a reprint's first
+// non-blank row.
+const maxReprintLead = 256
 
 // reprint recognises an inline TUI reprinting its history after a resize
 // or a reset, so that the rows it repeats are not stored twice.
 //
 // Inline TUIs repaint on SIGWINCH: Codex (--no-alt-screen) erases the
-// scrollback (CSI 3 J) and prints its whole transcript again; Claude Code
-// homes the cursor, erases the screen and prints the tail of its output
-// that fits, which starts with rows already in history when the new width
-// wraps its footer differently. A terminal shows the reprint in place of
-// the old scrollback (or next to it); dlgt keeps every stable row, so the
-// reprint would be history twice.
+// scrollback (CSI 3 J) and prints its whole transcript again, wrapped for
+// the new width; Claude Code homes the cursor, erases the screen and prints
+// the tail of its output that fits, which starts with rows already in
+// history when the new width wraps its footer differently. A terminal shows
+// the reprint in place of the old scrollback (or next to it); dlgt keeps
+// every stable row, so the reprint would be history twice.
 //
 // The rule: after a reset or a size change the filter is armed. Rows that
-// scroll off from then on are held while they repeat, row for row, a run
-// of the remembered history (blank rows before the first non-blank one,
-// what is left of an erased grid, are held without matching); when the run reaches the end of the history
-// and holds a non-blank row, the held rows are a reprint and are dropped.
-// As soon as no run matches, the held rows are delivered after all (late,
-// in order) and the filter disarms. Another reset while rows are held drops
-// them (they repeat stored rows; the TUI is starting over) and re-arms.
-// Rows repeating history outside that window are stored as usual.
+// scroll off from then on are held while their words repeat, in order, a
+// run of the remembered history's words (compared word by word, so a
+// paragraph wrapped again for a new width still matches; blank rows carry
+// no words, and blank rows before the first non-blank one are held without
+// matching). When the run reaches the end of the history the held rows are
+// a reprint and are dropped; a row that reaches past the end (a line the
+// old history held only in part) is delivered. As soon as no run matches,
+// the held rows are delivered after all (late, in order) and the filter
+// disarms. Another reset while rows are held drops them (their words repeat
+// stored rows; the TUI is starting over) and re-arms. Rows repeating
+// history outside that window are stored as usual.
 type reprint struct {
-	seed  maphash.Seed
-	hist  []uint64 // hashes of the delivered rows, oldest first
+	seed  uint32   // per Screen: FNV-1a's offset basis, varied
+	hist  []uint32 // hashes of the delivered rows' words, oldest first
 	armed bool
 	held  []string
-	hh    []uint64 // hashes of held
 	lead  int      // blank rows held before the first non-blank one
-	cands []int    // positions p with hist[p:p+len(held)-lead] == held[lead:]
-	blank uint64   // hash of ""
+	cands []int    // for each live run, the next history word it expects
+	words []uint32 // scratch: the current row's word hashes
 }
 
 func newReprint() *reprint {
-	r := &reprint{seed: maphash.MakeSeed()}
-	r.blank = maphash.String(r.seed, "")
-	return r
+	return &reprint{seed: 2166136261 ^ uint32(maphash.Comparable(maphash.MakeSeed(), 0))}
 }
 
-// remember appends a delivered row's hash, keeping at most maxReprintRows.
-func (r *reprint) remember(h uint64) {
-	if len(r.hist) >= maxReprintRows+maxReprintRows/8 {
-		n := copy(r.hist, r.hist[len(r.hist)-maxReprintRows:])
+// split sets r.words to the hashes (FNV-1a, 32 bits) of text's words, the
+// runs of bytes between ASCII spaces. It runs for every stable row, so it
+// is one pass over the bytes.
+func (r *reprint) split(text string) {
+	r.words = r.words[:0]
+	h, in := r.seed, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == ' ' || c == '\t' {
+			if in {
+				r.words = append(r.words, h)
+				h, in = r.seed, false
+			}
+			continue
+		}
+		h = (h ^ uint32(c)) * 16777619
+		in = true
+	}
+	if in {
+		r.words = append(r.words, h)
+	}
+}
+
+// remember appends a delivered row's words (r.words for the current row).
+func (r *reprint) remember(words []uint32) {
+	if len(r.hist)+len(words) >= maxReprintWords+maxReprintWords/8 {
+		n := copy(r.hist, r.hist[max(0, len(r.hist)-maxReprintWords):])
 		r.hist = r.hist[:n]
 	}
-	r.hist = append(r.hist, h)
+	r.hist = append(r.hist, words...)
 }
 
 // arm starts watching for a reprint; rows held by an earlier watch are
 // dropped.
 func (r *reprint) arm() {
 	r.armed = len(r.hist) > 0
-	r.held, r.hh, r.cands, r.lead = r.held[:0], r.hh[:0], r.cands[:0], 0
+	r.reset()
 }
 
-// maxReprintLead bounds the blank rows held before a reprint's first
-// non-blank row.
-const maxReprintLead = 256
+func (r *reprint) reset() {
+	clear(r.held)
+	r.held, r.cands, r.lead = r.held[:0], r.cands[:0], 0
+}
 
 // row takes one scrolled-off row and appends what is to be delivered now
 // to out.
 func (r *reprint) row(text string, out []string) []string {
-	h := maphash.String(r.seed, text)
+	r.split(text)
 	if !r.armed {
-		r.remember(h)
+		r.remember(r.words)
 		return append(out, text)
 	}
-	n := len(r.held) - r.lead
-	if n == 0 && h == r.blank && r.lead < maxReprintLead {
-		// Blank rows before the reprint proper (what was left of the
-		// erased grid scrolls off first) are held without matching.
-		r.held, r.hh = append(r.held, text), append(r.hh, h)
-		r.lead++
-		return out
+	if len(r.words) == 0 {
+		// A blank row: part of the run if one is live, else a lead row.
+		if len(r.cands) > 0 || r.lead < maxReprintLead {
+			r.held = append(r.held, text)
+			if len(r.cands) == 0 {
+				r.lead++
+			}
+			return out
+		}
+		return r.deliver(text, out)
 	}
-	if n == 0 {
+	n, k := len(r.hist), len(r.words)
+	starting := len(r.cands) == 0
+	if starting {
 		for p, x := range r.hist {
-			if x == h {
+			if x == r.words[0] {
 				r.cands = append(r.cands, p)
 			}
 		}
-	} else {
-		keep := r.cands[:0]
-		for _, p := range r.cands {
-			if p+n < len(r.hist) && r.hist[p+n] == h {
-				keep = append(keep, p)
-			}
-		}
-		r.cands = keep
 	}
-	if len(r.cands) == 0 {
-		// Not a reprint: deliver what was held, then this row.
-		for i, t := range r.held {
-			r.remember(r.hh[i])
-			out = append(out, t)
+	keep, past := r.cands[:0], false
+	for _, q := range r.cands {
+		m := min(k, n-q)
+		if !wordsEqual(r.hist[q:q+m], r.words[:m]) {
+			continue
 		}
-		r.remember(h)
+		switch {
+		case q+k < n:
+			keep = append(keep, q+k)
+		case q+k == n:
+			// The run ends with the history: the held rows and this one
+			// are a reprint.
+			r.reset()
+			r.armed = false
+			return out
+		default:
+			past = true
+		}
+	}
+	r.cands = keep
+	if past && !starting {
+		// The run reached the end of the history inside this row: the
+		// held rows are a reprint, this row also holds what the history
+		// did not.
+		r.reset()
 		r.armed = false
-		r.held, r.hh, r.lead = r.held[:0], r.hh[:0], 0
+		r.remember(r.words)
 		return append(out, text)
 	}
-	r.held, r.hh = append(r.held, text), append(r.hh, h)
-	// A run that reached the end of the history: the held rows repeat its
-	// last len(held) rows.
-	n++
-	for _, p := range r.cands {
-		if p+n == len(r.hist) && r.nonBlank() {
-			r.armed = false
-			clear(r.held)
-			r.held, r.hh, r.cands, r.lead = r.held[:0], r.hh[:0], r.cands[:0], 0
-			return out
-		}
+	if len(r.cands) == 0 {
+		return r.deliver(text, out)
 	}
+	r.held = append(r.held, text)
 	return out
 }
 
-func (r *reprint) nonBlank() bool {
-	for _, h := range r.hh[r.lead:] {
-		if h != r.blank {
-			return true
+// deliver ends a watch that found no reprint: the held rows, then text,
+// are delivered and remembered.
+func (r *reprint) deliver(text string, out []string) []string {
+	cur := append([]uint32(nil), r.words...)
+	for _, t := range r.held {
+		r.split(t)
+		r.remember(r.words)
+		out = append(out, t)
+	}
+	r.remember(cur)
+	r.reset()
+	r.armed = false
+	return append(out, text)
+}
+
+func wordsEqual(a, b []uint32) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
 		}
 	}
-	return false
+	return true
+}
+
+// overlap is how many of the first rows of live continue the watched run
+// to the end of the history: with rows held, from where the run stands;
+// else live's first rows repeat the history's last words. The count ends
+// with a non-blank row; 0 when there is no such run.
+func (r *reprint) overlap(live []string) int {
+	n := len(r.hist)
+	var seq []uint32
+	best := 0
+	for k, text := range live {
+		r.split(text)
+		if len(r.words) == 0 {
+			continue
+		}
+		seq = append(seq, r.words...)
+		if len(seq) > n {
+			break
+		}
+		ok := false
+		if len(r.cands) > 0 {
+			for _, q := range r.cands {
+				if q+len(seq) == n && wordsEqual(r.hist[q:], seq) {
+					ok = true
+					break
+				}
+			}
+		} else {
+			ok = wordsEqual(r.hist[n-len(seq):], seq)
+		}
+		if ok {
+			best = k + 1
+		}
+	}
+	return best
 }

@@ -68,6 +68,45 @@ func TestReprintLeadingBlanksDropped(t *testing.T) {
 	}
 }
 
+// Codex after a width change: the reprint wraps the same words at the new
+// width; it is still recognised, and a row reaching past the end of the old
+// history (the rest of the line was on the grid) is delivered.
+func TestReprintRewrappedDropped(t *testing.T) {
+	var r recorder
+	s := r.screen(4, 20)
+	wrap := func(words []string, width int) []string {
+		var rows []string
+		cur := ""
+		for _, w := range words {
+			if cur != "" && len(cur)+1+len(w) > width {
+				rows, cur = append(rows, cur), ""
+			}
+			if cur != "" {
+				cur += " "
+			}
+			cur += w
+		}
+		return append(rows, cur)
+	}
+	var words []string
+	for i := range 40 {
+		words = append(words, fmt.Sprintf("w%02d", i))
+	}
+	narrow := wrap(words, 20) // 8 rows of 5 words
+	s.Write([]byte(strings.Join(narrow, "\r\n") + "\r\n"))
+	// 5 rows scrolled off: words 0..24; 25..39 and a blank row are on the grid.
+	s.Resize(4, 30)
+	s.Write([]byte("\x1b[H\x1b[2J\x1b[3J"))
+	wide := wrap(words, 30) // 6 rows of 7 words (the last 5)
+	s.Write([]byte(strings.Join(wide, "\r\n") + "\r\nafter\r\n\r\n\r\n\r\n"))
+	// Wide rows 0..2 hold words 0..20 (history); row 3 holds 21..27, past
+	// the end of history (24): delivered, as are the rest.
+	exp := want(narrow[:5], []string{"<reset resize>", "<reset erase_scrollback>"}, wide[3:], []string{"after"})
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows:\n%q\nwant:\n%q", r.rows, exp)
+	}
+}
+
 // Claude Code inline: after a width change it homes, erases the screen and
 // prints the tail of its output that fits, starting with rows already in
 // history; once they scroll off they are not stored again.
@@ -141,10 +180,35 @@ func TestReprintInterruptedByReset(t *testing.T) {
 func TestReprintHistoryBounded(t *testing.T) {
 	r := newReprint()
 	var out []string
-	for i := range 3 * maxReprintRows {
+	for i := range 3 * maxReprintWords {
 		out = r.row(fmt.Sprint(i), out[:0])
 	}
-	if len(r.hist) > maxReprintRows+maxReprintRows/8 {
+	if len(r.hist) > maxReprintWords+maxReprintWords/8 {
 		t.Fatalf("%d hashes kept", len(r.hist))
+	}
+}
+
+// Rows an inline TUI repaints at the top of the screen after a resize that
+// are history already are reported by LiveRepeated until they scroll off
+// (and are dropped then).
+func TestLiveRepeated(t *testing.T) {
+	var r recorder
+	s := r.screen(6, 20)
+	s.Write([]byte(lines("row", 1, 11))) // 1..6 in history, 7..11 visible
+	if n := s.LiveRepeated(); n != 0 {
+		t.Fatalf("LiveRepeated() = %d before any resize", n)
+	}
+	s.Resize(6, 16)
+	s.Write([]byte("\x1b[H\x1b[2J" + lines("row", 5, 8)))
+	if n := s.LiveRepeated(); n != 2 {
+		t.Fatalf("LiveRepeated() = %d, want 2 (rows 5 and 6); live %q", n, s.Live())
+	}
+	s.Write([]byte(lines("row", 9, 12)))
+	if n := s.LiveRepeated(); n != 0 {
+		t.Fatalf("LiveRepeated() = %d once the repeated rows scrolled off", n)
+	}
+	exp := want(seq("row", 1, 6), []string{"<reset resize>"}, seq("row", 7, 7))
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows %q, want %q", r.rows, exp)
 	}
 }

@@ -159,6 +159,28 @@ func (s *Screen) Resize(rows, cols int) (reset bool) {
 	return true
 }
 
+// LiveRepeated is how many rows at the top of Live() repeat the end of the
+// history: after a resize or a reset an inline TUI may repaint rows that
+// are already stable rows at the top of the screen (Claude Code reprints
+// the tail of its output that fits). They are dropped from the history when
+// they scroll off (see reprint.go); a reader joining history and grid can
+// skip them meanwhile. It is 0 on the alternate screen and whenever no
+// reprint is being watched.
+func (s *Screen) LiveRepeated() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.emu.altScreen() || !s.rp.armed {
+		return 0
+	}
+	rows, _ := s.emu.size()
+	live := make([]string, rows)
+	for y := range live {
+		s.row = s.emu.appendRow(s.row[:0], y)
+		live[y] = string(s.row)
+	}
+	return s.rp.overlap(live)
+}
+
 // Live renders the visible grid (the alternate screen when it is active):
 // exactly rows entries, one per screen row top to bottom, each trimmed of
 // trailing blanks. Trailing empty rows are kept so index i is screen row i
