@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,12 +13,16 @@ import (
 
 func newEventsCommand(e *env) *cobra.Command {
 	var (
-		session string
-		after   uint64
-		follow  bool
+		session     string
+		after       uint64
+		follow      bool
+		stateFile   string
+		execCmd     string
+		execJobs    int
+		execTimeout time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "events [--session S] [--after N] [--follow]",
+		Use:   "events [--session S] [--after N | --state FILE] [--follow [--exec CMD]]",
 		Short: "Print lifecycle events as NDJSON, one event per line",
 		Long: `Print lifecycle events as NDJSON: each line is one raw event object (not
 wrapped in ok:true), for notification adapters.
@@ -27,8 +33,23 @@ last seq). With --follow the command subscribes and prints each event as it
 arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the usual
 {"ok":false,"error":{...}} line with its exit status. -o text prints one
 readable line per event (local time printed, seq, type, Session, execution,
-reason or result); events carry no time of their own.`,
-		Example: `  dlgt events --session review --follow | my-notifier`,
+reason or result); events carry no time of their own.
+
+--follow survives daemon restarts: when the daemon goes away the command
+says so on stderr, waits for it (it never starts one itself) and subscribes
+again after the last seq it printed, so no event is lost or printed twice.
+--state FILE makes the follower restartable itself: it starts after the seq
+stored in FILE (unless --after is given) and stores the last seq it has
+handled (printed, and its --exec command finished) after each event.
+
+--exec CMD runs CMD with /bin/sh once per event, with the event JSON on stdin
+and DLGT_EVENT_TYPE, DLGT_EVENT_SEQ, DLGT_SESSION_ID, DLGT_EXECUTION_SEQ and
+DLGT_RESULT_STATUS set; at most --exec-jobs run at once (a slow CMD delays
+the follower, it never loses events), each is killed after --exec-timeout,
+their output goes to stderr, and a failing CMD is reported on stderr without
+stopping the follow.`,
+		Example: `  dlgt events --session review --follow | my-notifier
+  dlgt events --follow --state ~/.dlgt-notify.seq --exec 'test "$DLGT_EVENT_TYPE" = session.idle && notify-send "dlgt" "$DLGT_SESSION_ID: $DLGT_RESULT_STATUS"'`,
 		Args:    jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
@@ -46,6 +67,23 @@ reason or result); events carry no time of their own.`,
 			p := rpc.EventReadParams{Session: session}
 			if cmd.Flags().Changed("after") {
 				p.After = &after
+			} else if stateFile != "" {
+				n, ok, err := readState(stateFile)
+				if err != nil {
+					return printFailure(cmd, err)
+				}
+				if ok {
+					p.After = &n
+				}
+			}
+			if execCmd != "" && !follow {
+				return usageFailure(cmd, usageError("--exec needs --follow"))
+			}
+			if execJobs < 1 || execJobs > 64 {
+				return usageFailure(cmd, usageError("--exec-jobs must be between 1 and 64"))
+			}
+			if execTimeout <= 0 {
+				return usageFailure(cmd, usageError("--exec-timeout must be positive"))
 			}
 			ctx := cmd.Context()
 			if !follow {
@@ -65,36 +103,47 @@ reason or result); events carry no time of their own.`,
 					if err := emit(line); err != nil {
 						return err
 					}
+					var f eventFields
+					if stateFile != "" && json.Unmarshal(line, &f) == nil {
+						if err := writeState(stateFile, f.Seq); err != nil {
+							return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "--state %s: %v", stateFile, err))
+						}
+					}
 				}
 				return nil
 			}
-			c, err := e.connect(ctx)
-			if err != nil {
-				return printFailure(cmd, err)
-			}
-			defer c.Close()
-			_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, p)
-			if err != nil {
-				return printFailure(cmd, err)
-			}
-			for {
-				line, err := next()
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil // interrupted: the normal way out
+			if session != "" && !strings.Contains(session, ":") {
+				// An alias stops addressing the Session when it stops (and
+				// after a daemon restart): follow it by its ID.
+				// (A failed read leaves the alias: the subscription reports
+				// the error itself.)
+				if raw, err := e.call(ctx, rpc.MethodSessionRead, rpc.SessionReadParams{Session: session}); err == nil {
+					var rd rpc.SessionReadResult
+					if json.Unmarshal(raw, &rd) == nil && rd.Session.ID != "" {
+						p.Session = rd.Session.ID
 					}
-					return printFailure(cmd, err)
-				}
-				if err := emit(line); err != nil {
-					return err
 				}
 			}
+			err = e.follow(ctx, followOpts{params: p, stateFile: stateFile, execCmd: execCmd, execJobs: execJobs,
+				execTimeout: execTimeout, stderr: cmd.ErrOrStderr(), emit: emit})
+			if err != nil && ctx.Err() == nil {
+				var he *handleError
+				if errors.As(err, &he) {
+					return he.err
+				}
+				return printFailure(cmd, err)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&session, "session", "", "only this Session's events (id or alias)")
 	f.Uint64Var(&after, "after", 0, "print events with a greater seq")
-	f.BoolVar(&follow, "follow", false, "keep printing new events until interrupted")
+	f.BoolVar(&follow, "follow", false, "keep printing new events until interrupted, across daemon restarts")
+	f.StringVar(&stateFile, "state", "", "start after the seq stored in this file and store the last one handled")
+	f.StringVar(&execCmd, "exec", "", "with --follow: run this shell command once per event (event JSON on stdin)")
+	f.IntVar(&execJobs, "exec-jobs", 4, "at most this many --exec commands at once")
+	f.DurationVar(&execTimeout, "exec-timeout", time.Minute, "kill an --exec command after this long")
 	addOutputFlag(cmd)
 	return cmd
 }

@@ -1,0 +1,381 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// The events follower (dlgt events --follow): it survives daemon restarts
+// by subscribing again after the last seq it handled, so no event is lost
+// or printed twice (seqs are monotonic across daemon lifetimes); --state
+// makes it restartable itself, --exec runs a command per event.
+
+// Follower reconnect backoff bounds.
+const (
+	followRetryMin = 100 * time.Millisecond
+	followRetryMax = 2 * time.Second
+	// execQueue bounds the events waiting for an --exec worker; a full
+	// queue stops reading (the daemon may then drop the slow subscriber,
+	// which resubscribes after the last queued seq: nothing is lost).
+	execQueue = 64
+	// execOutputCap bounds what a command's output costs in memory.
+	execOutputCap = 64 << 10
+)
+
+// followOpts configure a follower.
+type followOpts struct {
+	params      rpc.EventReadParams
+	stateFile   string
+	execCmd     string
+	execJobs    int
+	execTimeout time.Duration
+	stderr      io.Writer
+	emit        func(line []byte) error
+	// retryMin is the first reconnect delay (tests lower it).
+	retryMin time.Duration
+}
+
+// eventFields are what --exec passes in the environment.
+type eventFields struct {
+	Seq          uint64 `json:"seq"`
+	Type         string `json:"type"`
+	SessionID    string `json:"session_id"`
+	ExecutionSeq uint64 `json:"execution_seq"`
+	ResultStatus string `json:"result_status"`
+}
+
+// readState returns the seq stored in a --state file, or ok false when
+// the file does not exist.
+func readState(path string) (uint64, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, rpc.Errorf(rpc.CodeInvalidArgument, "--state %s: %v", path, err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, false, rpc.Errorf(rpc.CodeInvalidArgument, "--state %s does not hold an event seq: %q", path, clipText(string(b), 40))
+	}
+	return n, true, nil
+}
+
+func clipText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// writeState stores seq in path atomically (a temporary file renamed over
+// it).
+func writeState(path string, seq uint64) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".dlgt-events-state-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.WriteString(strconv.FormatUint(seq, 10) + "\n")
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// watermark tracks the highest seq through which every event has been
+// handled (printed, and its --exec command finished), for --state.
+type watermark struct {
+	mu       sync.Mutex
+	inflight []uint64 // ascending
+	last     uint64   // last seq queued
+	stored   uint64
+	path     string
+	stderr   io.Writer
+}
+
+func (w *watermark) queued(seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inflight = append(w.inflight, seq)
+	w.last = seq
+}
+
+func (w *watermark) done(seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if i := slices.Index(w.inflight, seq); i >= 0 {
+		w.inflight = slices.Delete(w.inflight, i, i+1)
+	}
+	w.saveLocked()
+}
+
+// handled marks seq done without a command.
+func (w *watermark) handled(seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = seq
+	w.saveLocked()
+}
+
+func (w *watermark) saveLocked() {
+	through := w.last
+	if len(w.inflight) > 0 {
+		through = w.inflight[0] - 1
+	}
+	if w.path == "" || through <= w.stored {
+		return
+	}
+	if err := writeState(w.path, through); err != nil {
+		fmt.Fprintf(w.stderr, "dlgt events: cannot store the last seq in %s: %v\n", w.path, err)
+		return
+	}
+	w.stored = through
+}
+
+// follow subscribes and hands every event to opts.emit (and --exec) until
+// ctx ends, resubscribing after the last seq whenever the connection to
+// the daemon is lost. It returns nil when ctx ends.
+func (e *env) follow(ctx context.Context, opts followOpts) error {
+	wm := &watermark{path: opts.stateFile, stderr: opts.stderr}
+	var after *uint64
+	if opts.params.After != nil {
+		a := *opts.params.After
+		after, wm.stored, wm.last = &a, a, a
+	}
+	var jobs chan execJob
+	var workers sync.WaitGroup
+	if opts.execCmd != "" {
+		jobs = make(chan execJob, execQueue)
+		for i := 0; i < max(1, opts.execJobs); i++ {
+			workers.Add(1)
+			go func() {
+				defer workers.Done()
+				for j := range jobs {
+					runExec(opts, j)
+					wm.done(j.seq)
+				}
+			}()
+		}
+		defer func() {
+			close(jobs)
+			workers.Wait()
+		}()
+	}
+	delay := opts.retryMin
+	if delay <= 0 {
+		delay = followRetryMin
+	}
+	reconnecting, dialed, ever := false, false, false
+	for {
+		p := opts.params
+		p.After = after
+		progressed, err := e.subscribeOnce(ctx, p, reconnecting || dialed, func(line []byte) error {
+			var f eventFields
+			if err := json.Unmarshal(line, &f); err != nil {
+				return rpc.Errorf(rpc.CodeInternal, "unexpected event line: %v", err)
+			}
+			if after != nil && f.Seq <= *after {
+				return nil // already handled before a reconnect
+			}
+			if err := opts.emit(line); err != nil {
+				return err
+			}
+			seq := f.Seq
+			after = &seq
+			if jobs == nil {
+				wm.handled(seq)
+				return nil
+			}
+			wm.queued(seq)
+			select {
+			case jobs <- execJob{seq: seq, line: slices.Clone(line), f: f}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		ever = ever || progressed
+		if !ever || !retryable(err) {
+			return err // never subscribed (no daemon to follow), or refused
+		}
+		dialed = true
+		if progressed || !reconnecting {
+			delay = opts.retryMin
+			if delay <= 0 {
+				delay = followRetryMin
+			}
+		}
+		if !reconnecting {
+			fmt.Fprintf(opts.stderr, "dlgt events: the daemon went away (%v); following again after seq %s once it is back\n", err, seqText(after))
+			reconnecting = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, followRetryMax)
+		if progressed {
+			reconnecting = false
+		}
+	}
+}
+
+func seqText(p *uint64) string {
+	if p == nil {
+		return "the latest"
+	}
+	return strconv.FormatUint(*p, 10)
+}
+
+// retryable reports whether a follower should subscribe again after err:
+// the daemon went away (or dropped a slow follower), not a refusal.
+func retryable(err error) bool {
+	var he *handleError
+	if errors.As(err, &he) {
+		return false
+	}
+	var re *rpc.Error
+	if errors.As(err, &re) {
+		return re.Code == rpc.CodeRPCUnavailable
+	}
+	return err != nil
+}
+
+// subscribeOnce subscribes once and handles lines until the stream ends.
+// progressed reports whether the subscription was acknowledged.
+func (e *env) subscribeOnce(ctx context.Context, p rpc.EventReadParams, redial bool, handle func([]byte) error) (progressed bool, err error) {
+	var c *rpc.Client
+	if redial {
+		c, err = e.redial(ctx)
+	} else {
+		c, err = e.connect(ctx)
+	}
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, p)
+	if err != nil {
+		return false, err
+	}
+	for {
+		line, err := next()
+		if err != nil {
+			return true, err
+		}
+		if err := handle(line); err != nil {
+			return true, &handleError{err}
+		}
+	}
+}
+
+// redial connects again without starting a daemon: a follower must not
+// bring back a daemon someone stopped (it waits for it instead).
+func (e *env) redial(ctx context.Context) (*rpc.Client, error) {
+	if e.remoteHost() != "" {
+		return e.connect(ctx)
+	}
+	p, err := e.paths()
+	if err != nil {
+		return nil, err
+	}
+	sock := e.ownerSocket(ctx, p)
+	if sock == "" {
+		sock = p.Socket
+	}
+	nc, err := dialSocket(ctx, sock)
+	if err != nil {
+		return nil, err
+	}
+	return rpc.NewClient(nc), nil
+}
+
+// handleError is a failure to handle an event (stdout gone): not a reason
+// to reconnect.
+type handleError struct{ err error }
+
+func (h *handleError) Error() string { return h.err.Error() }
+func (h *handleError) Unwrap() error { return h.err }
+
+type execJob struct {
+	seq  uint64
+	line []byte
+	f    eventFields
+}
+
+// runExec runs the --exec command for one event: the event JSON on stdin,
+// its fields in the environment, output to stderr. A failure is reported
+// on stderr and the follow goes on.
+func runExec(opts followOpts, j execJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), opts.execTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opts.execCmd)
+	cmd.Stdin = bytes.NewReader(append(j.line, '\n'))
+	cmd.Env = append(os.Environ(),
+		"DLGT_EVENT_TYPE="+j.f.Type,
+		"DLGT_EVENT_SEQ="+strconv.FormatUint(j.f.Seq, 10),
+		"DLGT_SESSION_ID="+j.f.SessionID,
+		"DLGT_EXECUTION_SEQ="+uintOrEmpty(j.f.ExecutionSeq),
+		"DLGT_RESULT_STATUS="+j.f.ResultStatus,
+	)
+	out := &capped{n: execOutputCap}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if out.Len() > 0 {
+		opts.stderr.Write(out.Bytes())
+		if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
+			fmt.Fprintln(opts.stderr)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("killed after %s", opts.execTimeout)
+		}
+		fmt.Fprintf(opts.stderr, "dlgt events: --exec for event %d (%s) failed: %v\n", j.f.Seq, j.f.Type, err)
+	}
+}
+
+func uintOrEmpty(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// capped keeps the first n bytes written to it.
+type capped struct {
+	bytes.Buffer
+	n int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.n - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
