@@ -50,7 +50,7 @@ their output goes to stderr, and a failing CMD is reported on stderr without
 stopping the follow.`,
 		Example: `  dlgt events --session review --follow | my-notifier
   dlgt events --follow --state ~/.dlgt-notify.seq --exec 'test "$DLGT_EVENT_TYPE" = session.idle && notify-send "dlgt" "$DLGT_SESSION_ID: $DLGT_RESULT_STATUS"'`,
-		Args:    jsonArgs(cobra.NoArgs),
+		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			text, err := textOutput(cmd)

@@ -164,7 +164,9 @@ func TestEventsFollowAcrossRestarts(t *testing.T) {
 		e.stdout, e.stderr = stdout, stderr
 		e.signals = make(chan os.Signal, 1)
 		done := make(chan int, 1)
-		go func() { done <- run(append([]string{"events", "--follow", "--state", state, "--exec", cmdline}, args...), e) }()
+		go func() {
+			done <- run(append([]string{"events", "--follow", "--state", state, "--exec", cmdline}, args...), e)
+		}()
 		return stdout, stderr, func() int {
 			e.signals <- os.Interrupt
 			select {
