@@ -26,11 +26,12 @@ const (
 	// maxInterruptWatch bounds the watch (it outlives a CANCEL_TIMEOUT:
 	// cancellation continues).
 	maxInterruptWatch = 10 * time.Minute
-	// interruptEndWait bounds the wait for the turn-end evidence after a
-	// harness.KindInterruptRequested (Codex writes turn_aborted to its
-	// rollout within tens of milliseconds of its Interrupt hook).
-	interruptEndWait = 5 * time.Second
 )
+
+// interruptEndWait bounds the wait for the turn-end evidence after a
+// harness.KindInterruptRequested (Codex writes turn_aborted to its rollout
+// within tens of milliseconds of its Interrupt hook). A variable for tests.
+var interruptEndWait = 5 * time.Second
 
 // awaitInterruptEnd follows a harness.KindInterruptRequested (Codex's
 // Interrupt hook, which runs before Codex has aborted the turn): the
@@ -50,10 +51,10 @@ func (rt *runtime) awaitInterruptEnd(s *session, g *generation, e *execution, ev
 	}
 	rt.wg.Add(1)
 	rt.mu.Unlock()
-	id, heard := s.rec.ID, time.Now()
+	id, heard, bound := s.rec.ID, time.Now(), interruptEndWait
 	go func() {
 		defer rt.wg.Done()
-		t := time.NewTimer(interruptEndWait)
+		t := time.NewTimer(bound)
 		defer t.Stop()
 		select {
 		case <-e.done:
@@ -69,7 +70,7 @@ func (rt *runtime) awaitInterruptEnd(s *session, g *generation, e *execution, ev
 		if !current {
 			return
 		}
-		rt.log.Warn("the harness recorded no turn end within the bound after its interrupt hook; the hook is taken as the interrupt", "session", id, "event", ev.Event, "bound", interruptEndWait)
+		rt.log.Warn("the harness recorded no turn end within the bound after its interrupt hook; the hook is taken as the interrupt", "session", id, "event", ev.Event, "bound", bound)
 		ev.Kind, ev.Event = harness.KindInterrupted, ev.Event+" (no turn end recorded)"
 		rt.applyEvidence(s, g.launchID, ev)
 	}()
