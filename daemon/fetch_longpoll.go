@@ -1,0 +1,292 @@
+// Long polls: a session.fetch from a position that waits for a change, the
+// evaluation of a position (stepResult) shared by the waiters it wakes,
+// and how an evaluation becomes an answer (decide).
+
+package daemon
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dlgt/rpc"
+)
+
+// longPoll is a session.fetch from a position that waits for a change.
+// It holds no goroutine while it waits: it is parked in the runtime's
+// fetchShares under its position, bounds and the change generation it
+// saw, and the evaluation made after that change is handed to it
+// (onStep), on the goroutine that made it. Either it answers then, or it
+// parks again on the generation that evaluation was made under. Its
+// deadline timer answers it with a fresh evaluation.
+type longPoll struct {
+	rt       *runtime
+	s        *session
+	pos      *position
+	fr       *fetchReq
+	bound    uint64    // until:result's execution
+	deadline time.Time // zero: answer at once
+
+	first *stepResult // the evaluation that decided to wait (Start parks on it)
+
+	// mu serializes the long poll's transitions (parked, evaluated,
+	// expired, canceled, answered). Lock order: mu, then fetchShares.mu
+	// or the Session's.
+	mu       sync.Mutex
+	respond  func(any, error)
+	timer    *time.Timer
+	entry    *shareEntry // where it is parked, if it is
+	key      shareKey
+	expired  bool
+	finished bool
+}
+
+// Start parks the long poll (rpc.Deferred).
+func (lp *longPoll) Start(respond func(any, error)) (stop func()) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	lp.respond = respond
+	lp.timer = time.AfterFunc(time.Until(lp.deadline), lp.expire)
+	lp.parkLocked(lp.first.view.changed)
+	lp.first = nil
+	return lp.cancel
+}
+
+// parkLocked waits for the change that closes changed.
+func (lp *longPoll) parkLocked(changed <-chan struct{}) {
+	lp.key = shareKey{pos: lp.pos, screen: lp.fr.screen, stableCap: lp.fr.stableCap, maxBytes: lp.fr.maxBytes, wokeFrom: changed}
+	if !fetchShareWakes {
+		lp.key.solo = lp
+	}
+	rt, s, pos, bounds := lp.rt, lp.s, lp.pos, *lp.fr
+	lp.entry = rt.positions.shares.park(s.uid, lp.key, lp, func(st *stepResult) { rt.evalStep(st, s, pos, &bounds) })
+	if h := fetchParkHook.Load(); h != nil {
+		(*h)()
+	}
+}
+
+// onStep acts on the evaluation made after the change it was parked on.
+func (lp *longPoll) onStep(st *stepResult) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.finished {
+		return
+	}
+	lp.entry = nil
+	if res, done, err := lp.decide(st); done {
+		lp.finishLocked(res, err)
+		return
+	}
+	lp.parkLocked(st.view.changed)
+}
+
+// expire ends the wait: a parked long poll is answered from a fresh
+// evaluation; one an evaluation is being handed to sees expired there.
+func (lp *longPoll) expire() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.finished {
+		return
+	}
+	lp.expired = true
+	if lp.entry == nil || !lp.rt.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp) {
+		return
+	}
+	lp.entry = nil
+	st := &stepResult{}
+	lp.rt.evalStep(st, lp.s, lp.pos, lp.fr)
+	res, _, err := lp.decide(st)
+	lp.finishLocked(res, err)
+}
+
+// cancel answers at once with the request's end (the connection is gone).
+func (lp *longPoll) cancel() {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.finished {
+		return
+	}
+	if lp.entry != nil {
+		lp.rt.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp)
+		lp.entry = nil
+	}
+	lp.finishLocked(nil, context.Canceled)
+}
+
+func (lp *longPoll) finishLocked(res any, err error) {
+	lp.finished = true
+	lp.timer.Stop()
+	lp.respond(res, err)
+}
+
+// decide turns an evaluation into the answer, or reports that the long
+// poll waits on (done false) for a later change.
+func (lp *longPoll) decide(st *stepResult) (res any, done bool, err error) {
+	rt, pos, fr, bound := lp.rt, lp.pos, lp.fr, lp.bound
+	if st.err != nil {
+		return nil, true, st.err
+	}
+	d := st.d
+	if st.gap {
+		return st.document(rt, rpc.ReasonGap, st.cursor), true, nil
+	}
+	blocked, boundDone := st.view.blocked, st.view.boundDone(bound)
+	gotBound := false
+	for _, r := range d.bucket.Results {
+		if r.ExecutionSeq == bound && (r.FinalTextComplete == nil || *r.FinalTextComplete) {
+			gotBound = true
+		}
+	}
+	advanced := d.mark != pos.mark
+	if fr.untilRes {
+		alreadyHad := boundDone && pos.mark.Result >= bound
+		done = d.hasMore || gotBound || alreadyHad || bound == 0 || blocked
+	} else {
+		done = d.hasMore || advanced
+	}
+	if !done && !lp.deadline.IsZero() && !lp.expired {
+		return nil, false, nil
+	}
+	reason := rpc.ReasonTimeout
+	switch {
+	case d.hasMore:
+		reason = rpc.ReasonPageFull
+	case gotBound || (fr.untilRes && boundDone && pos.mark.Result >= bound) || (!fr.untilRes && len(d.bucket.Results) > 0):
+		reason = rpc.ReasonResult
+	case blocked && (fr.untilRes || advanced):
+		reason = rpc.ReasonBlocked
+	case advanced:
+		reason = rpc.ReasonChange
+	}
+	cursor := fr.cursor
+	if advanced {
+		cursor = st.advanceCursor(rt, lp.s.uid, pos)
+	}
+	return st.document(rt, reason, cursor), true, nil
+}
+
+// sessionView is what a fetch reads of a Session's state before
+// rendering: the change generation (closed on the next change), whether
+// it is blocked, and its active execution.
+type sessionView struct {
+	changed <-chan struct{}
+	blocked bool
+	execSeq uint64 // 0: none active
+}
+
+func viewOf(s *session) sessionView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := sessionView{changed: s.changed, blocked: s.rec.State == rpc.StateBlocked}
+	if s.exec != nil {
+		v.execSeq = s.exec.seq
+	}
+	return v
+}
+
+// boundDone reports whether execution bound (until:result) has ended.
+func (v sessionView) boundDone(bound uint64) bool {
+	return bound > 0 && (v.execSeq == 0 || v.execSeq != bound)
+}
+
+// fetchShareWakes lets long polls parked on the same change share one
+// rendering (see longPoll). Benchmarks turn it off for comparison.
+var fetchShareWakes = true
+
+// stepResult is one evaluation of a position: the Session view it was
+// rendered under, then either a gap baseline (with its minted position)
+// or a delta with the successor position bounding it. Once made it is
+// read-only, so every waiter sharing it renders the same document.
+type stepResult struct {
+	view   sessionView
+	err    error
+	d      *delta
+	gap    bool
+	cursor uint64 // gap: the baseline's position
+	upto   *sessionMark
+	nextN  uint64
+
+	once sync.Once
+	adv  uint64 // the position an advancing delta reached
+
+	shared bool // long polls share it (fetchShares)
+
+	docMu sync.Mutex
+	docs  []*rpc.FetchDocument // sealed, by reason and cursor
+}
+
+// document renders the response for reason and cursor. A shared
+// evaluation renders and seals each distinct document once (waiters
+// differ at most in reason and cursor), so a thousand woken long polls
+// encode one document, not a thousand.
+func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
+	if !st.shared {
+		return st.d.document(rt, reason, cursor)
+	}
+	c := rpc.FormatPosition(cursor)
+	st.docMu.Lock()
+	defer st.docMu.Unlock()
+	for _, doc := range st.docs {
+		if doc.Reason == reason && doc.Cursor == c {
+			return doc
+		}
+	}
+	doc := st.d.document(rt, reason, cursor)
+	doc.Seal()
+	st.docs = append(st.docs, doc)
+	return doc
+}
+
+// advanceCursor is the position d reached from pos: the successor when
+// the delta replayed up to it, else one minted (and linked) once for
+// every waiter sharing this result.
+func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint64 {
+	st.once.Do(func() {
+		if st.upto != nil && st.d.mark == *st.upto {
+			st.adv = st.nextN
+		} else {
+			st.adv = rt.positions.advance(uid, pos, &position{mark: st.d.mark})
+		}
+	})
+	return st.adv
+}
+
+func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchReq) {
+	st.view = viewOf(s)
+	if gaps, top := rt.gapsFor(s, pos.mark, fr.screen && fr.stableCap > 0); len(gaps)+len(top) > 0 {
+		st.gap = true
+		st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return rt.baseline(s, fr, gaps, top) })
+		if st.err == nil {
+			st.cursor = rt.positions.mintSession(s.uid, st.d.mark)
+		}
+		return
+	}
+	var nextPos *position
+	st.nextN, nextPos = rt.positions.successor(s.uid, pos)
+	if nextPos != nil {
+		st.upto = &nextPos.mark
+	}
+	st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return rt.buildDelta(s, pos.mark, st.upto, fr) })
+}
+
+// fetchParkHook, when set (benchmarks), is called each time a long-poll
+// is about to park.
+var fetchParkHook atomic.Pointer[func()]
+
+// waitChange blocks until changed closes (woken), the deadline passes
+// (which clears it and sets expired) or ctx ends.
+func waitChange(ctx context.Context, changed <-chan struct{}, deadline *<-chan time.Time, expired *bool) (woken bool, err error) {
+	if h := fetchParkHook.Load(); h != nil {
+		(*h)()
+	}
+	select {
+	case <-changed:
+		return true, nil
+	case <-*deadline:
+		*deadline, *expired = nil, true
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return false, nil
+}

@@ -1,0 +1,69 @@
+// Watermarks and gaps: the mark of everything recorded for a Session, and
+// the retention overruns a mark has suffered since.
+
+package daemon
+
+import (
+	"dlgt/rpc"
+	"dlgt/store"
+)
+
+// eventsEvictedThrough reads the event retention watermark. Tests replace
+// it to simulate an overrun without appending 50,000 events.
+var eventsEvictedThrough = func(db *store.DB) uint64 { return db.EventsEvictedThrough() }
+
+// currentMarkLocked is the watermark of everything recorded for s so far.
+// s.mu held.
+func (rt *runtime) currentMarkLocked(s *session) sessionMark {
+	m := sessionMark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent}
+	m.Result = s.rec.LastExecSeq
+	if s.exec != nil {
+		m.Result = s.exec.seq - 1
+	}
+	return m
+}
+
+// noteEventLocked records that s emitted event seq, so a reader can later
+// tell whether retention dropped one of this Session's events. s.mu held.
+func (s *session) noteEventLocked(seq, evicted uint64) {
+	s.eventSeqs = append(s.eventSeqs, seq)
+	if len(s.eventSeqs) > 1024 {
+		s.eventLostAfterLocked(^uint64(0), evicted)
+	}
+}
+
+// eventLostAfterLocked reports whether retention dropped an event of s
+// with seq > after. s.mu held.
+func (s *session) eventLostAfterLocked(after, evicted uint64) bool {
+	i := 0
+	for i < len(s.eventSeqs) && s.eventSeqs[i] <= evicted {
+		s.lostEvent = s.eventSeqs[i]
+		i++
+	}
+	if i > 0 {
+		s.eventSeqs = append(s.eventSeqs[:0], s.eventSeqs[i:]...)
+	}
+	return s.lostEvent > after
+}
+
+// gapsFor reports retention overruns since mark: per-Session components
+// (screen only for a reader that takes stable rows, since one that does
+// not has lost nothing when rows are evicted)
+// (screen, results) and scope-wide ones (events).
+func (rt *runtime) gapsFor(s *session, m sessionMark, rows bool) (gaps, top []rpc.Gap) {
+	if rows && m.Row+1 < s.rows.First() {
+		gaps = append(gaps, rpc.Gap{Component: "screen", Reason: "retention_overrun"})
+	}
+	if m.Result < rt.db.ResultsEvictedThrough(s.uid) {
+		gaps = append(gaps, rpc.Gap{Component: "results", Reason: "retention_overrun"})
+	}
+	if ev := eventsEvictedThrough(rt.db); m.Event < ev {
+		s.mu.Lock()
+		lost := s.eventLostAfterLocked(m.Event, ev)
+		s.mu.Unlock()
+		if lost {
+			top = append(top, rpc.Gap{Component: "events", Reason: "retention_overrun"})
+		}
+	}
+	return gaps, top
+}

@@ -1,0 +1,176 @@
+// Document sizing and chunking: the byte budget of a fetch document, the
+// JSON size of its parts without rendering them, cutting a final_text or a
+// row at a UTF-8 boundary, and fit, which names a workable max_bytes when a
+// budget cannot carry one piece of progress.
+
+package daemon
+
+import (
+	"errors"
+	"unicode/utf8"
+
+	"dlgt/rpc"
+)
+
+// errTooSmall: the budget cannot carry the envelope plus one piece of
+// progress.
+var errTooSmall = errors.New("max_bytes too small for one piece of progress")
+
+// fit runs build at the requested budget. When the budget cannot carry
+// one piece of progress it fails with INVALID_ARGUMENT naming a max_bytes
+// verified by rendering at it (and at it minus workableSlack).
+func fit[T any](fr *fetchReq, build func(*fetchReq) (T, error)) (T, error) {
+	d, err := build(fr)
+	if !errors.Is(err, errTooSmall) {
+		return d, err
+	}
+	var zero T
+	ok := func(c int) bool {
+		if c < 1 || c > fetchHardBytes {
+			return false
+		}
+		f := *fr
+		f.maxBytes, f.budget = c, c-cliWrapper
+		_, err := build(&f)
+		return err == nil
+	}
+	works := func(c int) bool { return ok(c) && (c-workableSlack <= fr.maxBytes || ok(c-workableSlack)) }
+	hi := 0
+	for c := fr.maxBytes; c < fetchHardBytes; {
+		c = min(fetchHardBytes, c+max(256, c/2))
+		if works(c) {
+			hi = c
+			break
+		}
+	}
+	if hi == 0 {
+		return zero, rpc.InvalidField("max_bytes", "no max_bytes up to %d can carry this response", fetchHardBytes)
+	}
+	for lo := fr.maxBytes; lo+1 < hi; {
+		mid := lo + (hi-lo)/2
+		if works(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	// The named value must itself have been rendered, with its slack.
+	if !ok(hi) || !ok(hi-workableSlack) {
+		hi = min(fetchHardBytes, hi+workableSlack)
+	}
+	return zero, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "max_bytes", WorkableMaxBytes: hi,
+		Message: "max_bytes " + itoa(uint64(fr.maxBytes)) + " is too small for this response's envelope plus one chunk; " + itoa(uint64(hi)) + " works"}
+}
+
+func jsonLen(v any) int {
+	b, _ := rpc.Marshal(v)
+	return len(b)
+}
+
+// jsonStrLen is jsonLen(s) without rendering: the wire encoding escapes
+// '"', '\\' and control bytes, U+2028/U+2029, and replaces invalid UTF-8
+// with \ufffd (HTML characters are not escaped).
+func jsonStrLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"' || b == '\\':
+				n += 2
+			case b >= 0x20:
+				n++
+			case b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1, c == '\u2028', c == '\u2029':
+			n += 6
+		default:
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// chunkSizer returns jsonLen(withChunk(r, t, off, c)) as a function of
+// (t, c), rendering the result only once per c.
+func chunkSizer(r rpc.Result, off int) func(string, bool) int {
+	var fixed [2]int
+	empty := ""
+	return func(t string, c bool) int {
+		if t == "" && r.FinalText == nil {
+			return jsonLen(withChunk(r, t, off, c)) // final_text stays null
+		}
+		i := boolInt(c)
+		if fixed[i] == 0 {
+			r2 := r
+			r2.FinalText = &empty
+			fixed[i] = jsonLen(withChunk(r2, "", off, c)) - len(`""`)
+		}
+		return fixed[i] + jsonStrLen(t)
+	}
+}
+
+// worstSize is the size of a document with the longest reason and cursor.
+func (rt *runtime) worstSize(gaps []rpc.Gap, buckets []rpc.FetchSession) int {
+	return jsonLen(rt.newDocument(rpc.ReasonPageFull, true, gaps, ^uint64(0), buckets))
+}
+
+// minChunk is the room one piece of progress needs: a fragment with a
+// few bytes of text.
+const minChunk = 96
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// withChunk renders result r carrying text[off:] piece.
+func withChunk(r rpc.Result, piece string, off int, complete bool) rpc.Result {
+	if r.FinalText != nil || piece != "" {
+		p := piece
+		r.FinalText = &p
+	}
+	o, c := off, complete
+	r.FinalTextOffset, r.FinalTextComplete = &o, &c
+	return r
+}
+
+// fitText returns the longest prefix of text (cut at a UTF-8 boundary)
+// whose rendering fits room. whole says whether text runs to the end of
+// its value (so a full fit is complete).
+func fitText(text string, whole bool, size func(string, bool) int, room int) (string, bool, bool) {
+	if size(text, whole) <= room {
+		return text, whole, true
+	}
+	lo, hi := 0, len(text)
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		cut := mid
+		for cut > 0 && cut < len(text) && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		if size(text[:cut], false) <= room {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for lo > 0 && lo < len(text) && !utf8.RuneStart(text[lo]) {
+		lo--
+	}
+	if lo == 0 {
+		return "", false, false
+	}
+	return text[:lo], false, true
+}
