@@ -322,10 +322,11 @@ func stepCancelEarly(t *testing.T, s *e2eScenario) {
 	s.send(t, s.id, s.a.prompt("E2E-SLOW cancel me at once"), reqID)
 	s.cancelOK(t, s.id, seq)
 	// A rewound draft must not leak into the next prompt, and the next
-	// prompt must start a turn of its own. (Codex 0.171.0, now and then:
-	// the cancel is confirmed before Codex has aborted the turn, the next
-	// prompt lands in the running turn as a steer, "Model interrupted to
-	// submit steer instructions", and the model receives it twice.)
+	// prompt must start a turn of its own. (Codex 0.171.0 runs its
+	// Interrupt hook before it has aborted the turn; a cancel confirmed on
+	// the hook let the next prompt land in the running turn as a steer,
+	// "Model interrupted to submit steer instructions", and the model
+	// received it twice. dlgt now waits for the rollout's turn_aborted.)
 	const prompt = "a clean prompt after an early cancel"
 	seq, reqID = s.next()
 	r := s.send(t, s.id, prompt, reqID)
