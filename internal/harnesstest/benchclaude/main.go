@@ -1,8 +1,8 @@
 // Command benchclaude is the harness of the outside-in benchmark
-// (bench/outside): the fake Claude Code (fakeclaude) with every hook
-// command in its --settings prefixed by the program named in
+// (bench/outside): the fake Claude Code (fakeclaude) with the hook
+// commands in its --settings that it times prefixed by the program in
 // DLGT_BENCH_STAMP_BIN (bench/outside/stamp), which timestamps the moment
-// the hook starts.
+// the hook starts: SessionStart and Stop, the hooks the benchmark times.
 package main
 
 import (
@@ -16,8 +16,13 @@ func main() {
 	os.Exit(fakeclaude.Main(stampHooks(os.Args[1:], os.Getenv("DLGT_BENCH_STAMP_BIN"))))
 }
 
-// stampHooks prefixes every hook command in the --settings argument with
-// the stamp program.
+// stamped are the hooks whose start the benchmark times; the others run
+// as dlgt injected them, so a path the benchmark ends on another hook
+// (UserPromptSubmit confirms a prompt) carries no extra exec.
+var stamped = map[string]bool{"SessionStart": true, "Stop": true}
+
+// stampHooks prefixes the stamped hook commands in the --settings
+// argument with the stamp program.
 func stampHooks(args []string, stamp string) []string {
 	if stamp == "" {
 		return args
@@ -32,7 +37,10 @@ func stampHooks(args []string, stamp string) []string {
 			return args
 		}
 		hooks, _ := settings["hooks"].(map[string]any)
-		for _, entries := range hooks {
+		for event, entries := range hooks {
+			if !stamped[event] {
+				continue
+			}
 			list, _ := entries.([]any)
 			for _, e := range list {
 				m, _ := e.(map[string]any)
