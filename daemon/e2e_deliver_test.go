@@ -1,0 +1,136 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlgt/harness"
+)
+
+// Prompt delivery on evidence, with the real CLIs (and the fake): every
+// typed prompt, a small one and a 100 KB multi-line one, waits for the
+// TUI's bracketed paste mode before Ctrl-U and the paste, and for the
+// paste shown at the cursor before Enter (daemon/deliver.go). Here each
+// wait's fallback is 2 minutes instead of seconds, so a delivery that
+// ended on its fallback is a TUI that never showed the evidence where
+// dlgt looks for it, whatever the machine's load; the steps check that
+// the model got each prompt once, byte-exact.
+//
+//	go test -race -count=1 -run 'TestE2EDeliveryEvidence' ./daemon/
+func TestE2EDeliveryEvidence(t *testing.T) {
+	for _, a := range e2eHarnesses {
+		t.Run(a.name, func(t *testing.T) {
+			rig := a.start(t)
+			logs := &logBuffer{}
+			rig.td = startPatientDaemon(t, rig.env, logs)
+			s := &e2eScenario{e2eRig: rig, a: a, cwd: t.TempDir()}
+			for _, st := range []struct {
+				name string
+				run  func(*testing.T, *e2eScenario)
+			}{{"CreateFetch", stepCreateFetch}, {"FollowUp", stepFollowUp}, {"LargeMultiLinePrompt", stepLargePrompt}} {
+				if !t.Run(st.name, func(t *testing.T) { st.run(t, s) }) {
+					t.FailNow()
+				}
+			}
+			log := logs.String()
+			if strings.Contains(log, "prompt delivery fell back") {
+				t.Fatalf("a delivery ended on its fallback:\n%s", grepLines(log, "prompt delivery"))
+			}
+			// Two waits per typed prompt; Codex's first prompt goes on its
+			// command line.
+			typed := 3
+			if a.harness == "codex" {
+				typed = 2
+			}
+			if n := strings.Count(log, "prompt delivery: evidence seen"); n != 2*typed {
+				t.Fatalf("%d deliveries on evidence, want %d:\n%s", n, 2*typed, grepLines(log, "prompt delivery"))
+			}
+			t.Logf("\n%s", grepLines(log, "prompt delivery"))
+		})
+	}
+}
+
+// patientClaude and patientCodex are the adapters with their delivery
+// fallbacks at 2 minutes.
+type (
+	patientClaude struct{ harness.Claude }
+	patientCodex  struct{ harness.Codex }
+)
+
+func (h patientClaude) Submit(prompt string) []harness.Keystroke {
+	return patient(h.Claude.Submit(prompt))
+}
+
+func (h patientCodex) Submit(prompt string) []harness.Keystroke {
+	return patient(h.Codex.Submit(prompt))
+}
+
+func patient(keys []harness.Keystroke) []harness.Keystroke {
+	for i := range keys {
+		if keys[i].Await != nil {
+			a := *keys[i].Await
+			a.Timeout = 2 * time.Minute
+			keys[i].Await = &a
+		}
+	}
+	return keys
+}
+
+// startPatientDaemon is startTestDaemonWith with the patient adapters
+// and a debug log collected in logs.
+func startPatientDaemon(t *testing.T, env map[string]string, logs *logBuffer) *testDaemon {
+	t.Helper()
+	sockDir, err := os.MkdirTemp("", "dlgt-t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	home := t.TempDir()
+	p, err := ResolvePaths(func(k string) string {
+		switch k {
+		case "DLGT_HOME":
+			return filepath.Join(home, "state")
+		case "DLGT_SOCKET":
+			return filepath.Join(sockDir, "d.sock")
+		}
+		return ""
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithCancel(context.Background())
+	td := &testDaemon{t: t, paths: p, cancel: cancel, done: make(chan error, 1), env: env}
+	ready := make(chan struct{})
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	go func() {
+		td.done <- Run(ctx, Config{Paths: p, Logger: log, Ready: func() { close(ready) }, Options: Options{
+			HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second,
+			Harnesses: map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}},
+		}})
+	}()
+	select {
+	case <-ready:
+	case err := <-td.done:
+		t.Fatalf("daemon failed to start: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("daemon did not start")
+	}
+	t.Cleanup(td.stop)
+	return td
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
