@@ -1,7 +1,3 @@
-// Package daemon is the dlgt daemon: it owns the state directory, the
-// versioned Unix socket, the bbolt store and every Session's harness
-// process, and serves the RPC v1 methods over the socket. Run blocks until
-// its context is canceled, which is the stop signal.
 package daemon
 
 import (

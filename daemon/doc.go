@@ -1,0 +1,30 @@
+// Package daemon is the dlgt daemon: it owns the state directory, the
+// versioned Unix socket, the bbolt store and every Session's harness
+// process, and serves the RPC v1 methods over the socket. Run blocks until
+// its context is canceled, which is the stop signal.
+//
+// # What it owns, by file
+//
+//   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at
+//     start, method dispatch; session.go the Session and its execution.
+//   - accept.go, launch.go, launch_prompt.go, deliver.go: acceptances
+//     (create, send) and the harness launches and prompt delivery behind
+//     them; receipts.go the idempotency table.
+//   - evidence.go: harness hooks (internal.hook) and what they do to a
+//     Session; control.go: resume, stop, restart, cancel.
+//   - positions.go: fetch positions, their durable numbering and storage
+//     (the same window in every daemon lifetime); storage.go: writes that
+//     wait for a full disk, and one transaction per state change.
+//   - fetch.go and fetch_*.go: session.fetch, by responsibility (see
+//     fetch.go); reads.go: session.read/list, events, scrollback, raw
+//     transcript; attach.go: the interactive attach lease.
+//
+// # What it must not touch
+//
+// It reaches bbolt and the raw logs only through package store, harness
+// processes only through pty, terminal rendering only through vt, and a
+// harness's CLI only through its harness.Harness adapter; it never imports
+// cmd/dlgt or the test doubles under internal/harnesstest (tests may).
+// Wire shapes belong to package rpc: nothing here invents a public field
+// that rpc/types.go does not declare.
+package daemon

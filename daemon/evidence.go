@@ -1,0 +1,334 @@
+// Harness evidence: internal.hook deliveries and what they do to a
+// Session (ready, busy, blocked, a turn's end with its final text, a
+// human's own turn), and the transcript fallback for a final text.
+
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+
+	"dlgt/harness"
+	"dlgt/rpc"
+)
+
+// hookDeliver applies one provider hook callback. Callbacks are keyed by
+// the launch id of the generation that injected them: a callback for an
+// unknown or older generation, or naming another provider session, is
+// logged as a diagnostic and changes nothing. The harness always gets a
+// quick success so it never stalls on dlgt.
+func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
+	var p rpc.HookParams
+	if err := rpc.Decode(params, &p); err != nil {
+		return nil, err
+	}
+	ack := struct {
+		Accepted bool `json:"accepted"`
+	}{}
+	rt.mu.Lock()
+	s := rt.byLaunch[p.LaunchID]
+	rt.mu.Unlock()
+	if s == nil {
+		rt.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
+		return ack, nil
+	}
+	ev, err := s.h.ParseHook(p.Event, p.Payload)
+	if err != nil {
+		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
+		return ack, nil
+	}
+	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
+		// Output printed before the turn ended becomes readable no later
+		// than its result: commit pending rows first (outside s.mu, which
+		// the commit hook takes).
+		s.rows.Flush()
+	}
+	if ev.Kind == harness.KindStop {
+		// Its usage is read from the transcript, which may lag the hook.
+		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
+	}
+	ack.Accepted = rt.applyEvidence(s, p.LaunchID, ev)
+	return ack, nil
+}
+
+// applyEvidence is the single place provider evidence moves a Session.
+func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidence) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gen
+	if g == nil || g.launchID != launchID {
+		rt.log.Info("hook from an old generation ignored", "session", s.rec.ID, "event", ev.Event)
+		return false
+	}
+	if ev.ProviderID != "" && s.rec.ProviderID != "" && ev.ProviderID != s.rec.ProviderID {
+		if ev.Kind != harness.KindReady {
+			rt.log.Warn("hook for another provider session ignored", "session", s.rec.ID, "event", ev.Event, "provider_id", clipRef(ev.ProviderID))
+			return false
+		}
+	}
+	if ev.Transcript != "" {
+		if g.transcript == "" {
+			g.transcript = ev.Transcript
+		}
+		rt.tailTranscriptLocked(s, g, ev.Transcript, ev.ProviderID)
+	}
+	e := s.exec
+	switch ev.Kind {
+	case harness.KindReady:
+		if s.rec.State != rpc.StateStarting && s.rec.State != rpc.StateRestarting {
+			return false
+		}
+		if s.rec.ProviderID != "" && ev.ProviderID != "" && ev.ProviderID != s.rec.ProviderID {
+			rt.log.Warn("SessionStart names another session id", "want", s.rec.ProviderID, "got", clipRef(ev.ProviderID))
+			return false
+		}
+		if s.rec.ProviderID == "" {
+			s.rec.ProviderID = ev.ProviderID
+		}
+		if s.rec.ProviderID == "" {
+			return false
+		}
+		rt.bindLocked(s)
+		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionReady})
+		close(g.ready)
+		if e != nil {
+			// The first prompt went with the launch (harness.LaunchPrompter).
+			rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+		}
+		return true
+	case harness.KindPromptSubmitted:
+		if e == nil {
+			return rt.humanTurnLocked(s, ev)
+		}
+		if e.isConfirmed() {
+			return false
+		}
+		if ev.Prompt != nil && !promptMatches(*ev.Prompt, e.prompt) {
+			rt.log.Info("UserPromptSubmit for another prompt ignored", "session", s.rec.ID)
+			return false
+		}
+		e.turnID = ev.TurnID
+		e.confirm()
+		return true
+	case harness.KindBlocked:
+		if e == nil || (s.rec.State != rpc.StateBusy && s.rec.State != rpc.StateBlocked) {
+			return false
+		}
+		if s.rec.State == rpc.StateBlocked {
+			return false // the same dialog reported twice (PermissionRequest, then Notification)
+		}
+		rt.setStateLocked(s, rpc.StateBlocked, &rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: e.seq, Reason: ev.Reason, Tool: ev.Tool, Command: ev.Command})
+		return true
+	case harness.KindActivity:
+		if e != nil && s.rec.State == rpc.StateBlocked {
+			rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
+			return true
+		}
+		return false
+	case harness.KindStop, harness.KindStopFailure:
+		if e == nil {
+			return false
+		}
+		e.confirm()
+		if e.turnID == "" {
+			e.turnID = ev.TurnID
+		}
+		if ev.Kind == harness.KindStop {
+			text, source := rt.finalText(s, e, ev)
+			rt.endTurnLocked(s, rpc.StatusCompleted, text, source, nil)
+		} else {
+			rt.endTurnLocked(s, rpc.StatusFailed, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "provider_error", Message: ev.Error})
+		}
+		return true
+	case harness.KindIdlePrompt:
+		if e != nil && e.canceling {
+			rt.endTurnLocked(s, rpc.StatusCanceled, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "canceled", Message: "canceled by request"})
+			return true
+		}
+		return false
+	case harness.KindInterrupted:
+		// The provider's own report that the turn was interrupted: a
+		// cancel's proof, or an interrupt made at the terminal.
+		if e == nil || (ev.TurnID != "" && e.turnID != "" && ev.TurnID != e.turnID) {
+			return false
+		}
+		e.confirm()
+		rt.log.Debug("turn interrupted", "session", s.rec.ID, "event", ev.Event, "reason", ev.Reason, "canceling", e.canceling)
+		status, rerr := rpc.StatusInterrupted, &rpc.ResultError{Code: "interrupted", Message: "the turn was interrupted in the harness"}
+		if e.canceling {
+			status, rerr = rpc.StatusCanceled, &rpc.ResultError{Code: "canceled", Message: "canceled by request"}
+		}
+		rt.endTurnLocked(s, status, "", rpc.TextSourceMissing, rerr)
+		return true
+	case harness.KindInterruptRequested:
+		// The harness took the interrupt and reports the turn's end
+		// later; until then the turn runs (a send would steer it).
+		if e == nil || e.interruptHeard || (ev.TurnID != "" && e.turnID != "" && ev.TurnID != e.turnID) {
+			return false
+		}
+		e.interruptHeard = true
+		rt.awaitInterruptEnd(s, g, e, ev)
+		return true
+	case harness.KindRetrying:
+		if e == nil {
+			return false
+		}
+		rt.emitLocked(s, rpc.Event{Type: rpc.EventProviderRetrying, ExecutionSeq: e.seq, Attempt: ev.Attempt})
+		return true
+	case harness.KindSessionEnd:
+		rt.log.Debug("provider session ended", "session", s.rec.ID, "reason", ev.Reason)
+		return true // the process exit decides what it means
+	}
+	return false
+}
+
+// endTurnLocked retains the active execution's result and makes s idle:
+// the result, the record and session.idle are stored in one transaction.
+// s.mu held.
+func (rt *runtime) endTurnLocked(s *session, status, text, source string, rerr *rpc.ResultError) {
+	rt.oneTxLocked(s, func() {
+		res := rt.finishExecLocked(s, status, text, source, rerr)
+		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+	})
+}
+
+// humanTurnLocked records a turn that someone started at the terminal (an
+// attached human typing a prompt): the harness is working, so the Session
+// is busy and semantic sends wait, and the turn gets an execution_seq and
+// a retained result like any other. s.mu held.
+func (rt *runtime) humanTurnLocked(s *session, ev harness.Evidence) bool {
+	if s.rec.State != rpc.StateIdle || ev.Prompt == nil {
+		return false
+	}
+	e := s.startExecLocked(*ev.Prompt)
+	e.turnID = ev.TurnID
+	e.confirm()
+	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+	return true
+}
+
+// promptMatches compares the provider's echo of a prompt with what dlgt
+// pasted; TUIs may normalize line endings and trailing whitespace.
+func promptMatches(got, want string) bool {
+	norm := func(s string) string {
+		return strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
+	}
+	return norm(got) == norm(want) || strings.ReplaceAll(norm(got), "\r", "\n") == norm(want)
+}
+
+// bindLocked publishes the provider-qualified id and, the first time,
+// announces the Session.
+func (rt *runtime) bindLocked(s *session) {
+	id := s.rec.Harness + ":" + s.rec.ProviderID
+	first := s.rec.ID == ""
+	s.rec.ID = id
+	rt.mu.Lock()
+	rt.byID[id] = s
+	rt.mu.Unlock()
+	if first {
+		rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionCreated})
+	}
+}
+
+// maxTranscriptScan bounds the recovery read of a provider transcript.
+const maxTranscriptScan = 32 << 20
+
+// finalText picks the execution's final text: the hook's own report,
+// else the last assistant message in this session's transcript written
+// after the execution started, else nothing.
+func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (string, string) {
+	if ev.FinalText != nil {
+		return *ev.FinalText, rpc.TextSourceHook
+	}
+	if ev.Transcript != "" {
+		if text, ok := recoverFromTranscript(ev.Transcript, e.prompt); ok {
+			return text, rpc.TextSourceTranscript
+		}
+	}
+	return "", rpc.TextSourceMissing
+}
+
+// recoverFromTranscript scans a JSONL transcript for the last assistant
+// text after the last user entry carrying prompt (this execution's
+// boundary).
+func recoverFromTranscript(path, prompt string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	dec := json.NewDecoder(&limitedReader{r: f, n: maxTranscriptScan})
+	inTurn, text, found := false, "", false
+	for {
+		var entry struct {
+			Type    string `json:"type"`
+			Message struct {
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"message"`
+			// Codex rollout lines: {"type":"response_item","payload":{"type":"message",...}}.
+			Payload struct {
+				Type    string          `json:"type"`
+				Role    string          `json:"role"`
+				Content json.RawMessage `json:"content"`
+			} `json:"payload"`
+		}
+		if err := dec.Decode(&entry); err != nil {
+			break
+		}
+		if entry.Type == "response_item" && entry.Payload.Type == "message" {
+			entry.Type, entry.Message.Role, entry.Message.Content = "", entry.Payload.Role, entry.Payload.Content
+		}
+		content := contentText(entry.Message.Content)
+		switch {
+		case entry.Type == "user" || entry.Message.Role == "user":
+			if promptMatches(content, prompt) {
+				inTurn, text, found = true, "", false
+			}
+		case inTurn && (entry.Type == "assistant" || entry.Message.Role == "assistant") && content != "":
+			text, found = content, true
+		}
+	}
+	return text, found
+}
+
+// contentText flattens a message content (a string or text blocks).
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" || b.Type == "input_text" || b.Type == "output_text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+type limitedReader struct {
+	r interface{ Read([]byte) (int, error) }
+	n int64
+}
+
+func (l *limitedReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, os.ErrClosed
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
