@@ -1,12 +1,15 @@
 package daemon
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -56,6 +59,15 @@ func windowOf(doc *rpc.FetchDocument) crashWindow {
 		}
 	}
 	return w
+}
+
+func firstDiff(a, b []uint64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }
 
 func isPrefix[T comparable](p, s []T) bool { return len(p) <= len(s) && slices.Equal(p, s[:len(p)]) }
@@ -170,6 +182,44 @@ func TestCrashLoopPositions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	td, cd := startChild(t)
 	w := &crashWorkload{windows: map[string]map[string]crashWindow{}, cursors: map[string]map[string]bool{}}
+	// A follower, as dlgt events --follow is: it subscribes from seq 0 and,
+	// whenever the daemon goes away, subscribes again after the last seq
+	// it received.
+	fctx, fstop := context.WithCancel(context.Background())
+	var fmu sync.Mutex
+	var seqs []uint64 // guarded by fmu
+	followed := make(chan struct{})
+	go func() {
+		defer close(followed)
+		for fctx.Err() == nil {
+			c, err := rpc.Dial(fctx, td.paths.Socket)
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			after := uint64(0)
+			fmu.Lock()
+			if n := len(seqs); n > 0 {
+				after = seqs[n-1]
+			}
+			fmu.Unlock()
+			if _, next, err := c.Subscribe(fctx, rpc.MethodEventSubscribe, rpc.EventReadParams{After: &after}); err == nil {
+				for {
+					line, err := next()
+					if err != nil {
+						break
+					}
+					var e rpc.Event
+					if json.Unmarshal(line, &e) == nil {
+						fmu.Lock()
+						seqs = append(seqs, e.Seq)
+						fmu.Unlock()
+					}
+				}
+			}
+			c.Close()
+		}
+	}()
 	for loop := 0; loop < loops; loop++ {
 		var dead atomic.Bool
 		kill := time.Duration(200+rng.IntN(1500)) * time.Millisecond
@@ -198,8 +248,42 @@ func TestCrashLoopPositions(t *testing.T) {
 	for _, ws := range w.windows {
 		windows += len(ws)
 	}
-	t.Logf("%d kills: %d Sessions, %d requests, %d receipts checked, %d fetch windows replayed, %d expired after a crash",
-		loops, len(w.ids), w.reqN, len(w.receipts), windows, w.expired)
+	// The follower saw every event seq exactly once, in order.
+	var all []rpc.Event
+	for after := uint64(0); ; {
+		var page []rpc.Event
+		td.mustCall(rpc.MethodEventRead, rpc.EventReadParams{After: &after}, &page)
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Seq
+	}
+	var want []uint64
+	for _, e := range all {
+		want = append(want, e.Seq)
+	}
+	for deadline := time.Now().Add(lifecycleGuard); ; time.Sleep(10 * time.Millisecond) {
+		fmu.Lock()
+		n := len(seqs)
+		fmu.Unlock()
+		if n >= len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	fstop()
+	<-followed
+	got := seqs
+	if len(got) < len(want) || !slices.Equal(got[:len(want)], want) {
+		t.Fatalf("the follower saw %d events, the log has %d; first difference at %d", len(got), len(want), firstDiff(got, want))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("the follower saw seq %d after %d", got[i], got[i-1])
+		}
+	}
+	t.Logf("%d kills: %d Sessions, %d requests, %d receipts checked, %d fetch windows replayed, %d expired after a crash, %d events followed across the kills",
+		loops, len(w.ids), w.reqN, len(w.receipts), windows, w.expired, len(got))
 	cd.stop()
 }
 
