@@ -123,47 +123,83 @@ func (lp *longPoll) finishLocked(res any, err error) {
 // decide turns an evaluation into the answer, or reports that the long
 // poll waits on (done false) for a later change.
 func (lp *longPoll) decide(st *stepResult) (res any, done bool, err error) {
-	rt, pos, fr, bound := lp.rt, lp.pos, lp.fr, lp.bound
+	rt, pos, fr := lp.rt, lp.pos, lp.fr
 	if st.err != nil {
 		return nil, true, st.err
 	}
-	d := st.d
 	if st.gap {
 		return st.document(rt, rpc.ReasonGap, st.cursor), true, nil
 	}
-	blocked, boundDone := st.view.blocked, st.view.boundDone(bound)
+	o := answerOf(answerInput{
+		untilRes: fr.untilRes, bound: lp.bound, from: pos.mark, reached: st.d.mark,
+		hasMore: st.d.hasMore, results: st.d.bucket.Results,
+		blocked: st.view.blocked, boundDone: st.view.boundDone(lp.bound),
+		waiting: !lp.deadline.IsZero() && !lp.expired,
+	})
+	if !o.answer {
+		return nil, false, nil
+	}
+	cursor := fr.cursor
+	if o.advanced {
+		cursor = st.advanceCursor(rt, lp.s.uid, pos)
+	}
+	return st.document(rt, o.reason, cursor), true, nil
+}
+
+// answerInput is what decides a fetch's answer from one evaluation of a
+// position (a delta, not a gap): the request, the position's mark and the
+// one the delta reached, and the Session's view.
+type answerInput struct {
+	untilRes  bool
+	bound     uint64 // until:result's execution (0: none)
+	from      sessionMark
+	reached   sessionMark
+	hasMore   bool
+	results   []rpc.Result // the delta's results
+	blocked   bool
+	boundDone bool // the bound execution has ended
+	waiting   bool // the request may still wait (a deadline, not passed)
+}
+
+// answer is answerOf's verdict: whether to answer now, with which reason,
+// and whether the cursor advances.
+type answer struct {
+	answer   bool
+	advanced bool
+	reason   string
+}
+
+// answerOf decides a fetch from a position: a pure function of its input.
+// A fetch answers when it has something for the caller (until:"result":
+// the bound result, a full page, a block; otherwise any advance), or when
+// it may not wait; the reason says why, most specific first.
+func answerOf(in answerInput) answer {
 	gotBound := false
-	for _, r := range d.bucket.Results {
-		if r.ExecutionSeq == bound && (r.FinalTextComplete == nil || *r.FinalTextComplete) {
+	for _, r := range in.results {
+		if r.ExecutionSeq == in.bound && (r.FinalTextComplete == nil || *r.FinalTextComplete) {
 			gotBound = true
 		}
 	}
-	advanced := d.mark != pos.mark
-	if fr.untilRes {
-		alreadyHad := boundDone && pos.mark.Result >= bound
-		done = d.hasMore || gotBound || alreadyHad || bound == 0 || blocked
+	advanced := in.reached != in.from
+	alreadyHad := in.untilRes && in.boundDone && in.from.Result >= in.bound
+	var done bool
+	if in.untilRes {
+		done = in.hasMore || gotBound || alreadyHad || in.bound == 0 || in.blocked
 	} else {
-		done = d.hasMore || advanced
+		done = in.hasMore || advanced
 	}
-	if !done && !lp.deadline.IsZero() && !lp.expired {
-		return nil, false, nil
-	}
-	reason := rpc.ReasonTimeout
+	out := answer{answer: done || !in.waiting, advanced: advanced, reason: rpc.ReasonTimeout}
 	switch {
-	case d.hasMore:
-		reason = rpc.ReasonPageFull
-	case gotBound || (fr.untilRes && boundDone && pos.mark.Result >= bound) || (!fr.untilRes && len(d.bucket.Results) > 0):
-		reason = rpc.ReasonResult
-	case blocked && (fr.untilRes || advanced):
-		reason = rpc.ReasonBlocked
+	case in.hasMore:
+		out.reason = rpc.ReasonPageFull
+	case gotBound || alreadyHad || (!in.untilRes && len(in.results) > 0):
+		out.reason = rpc.ReasonResult
+	case in.blocked && (in.untilRes || advanced):
+		out.reason = rpc.ReasonBlocked
 	case advanced:
-		reason = rpc.ReasonChange
+		out.reason = rpc.ReasonChange
 	}
-	cursor := fr.cursor
-	if advanced {
-		cursor = st.advanceCursor(rt, lp.s.uid, pos)
-	}
-	return st.document(rt, reason, cursor), true, nil
+	return out
 }
 
 // sessionView is what a fetch reads of a Session's state before

@@ -1,0 +1,46 @@
+package daemon
+
+import (
+	"testing"
+
+	"dlgt/rpc"
+)
+
+// answerOf is a pure function: the reasons of a fetch from a position,
+// without a daemon.
+func TestAnswerOf(t *testing.T) {
+	done := func(seq uint64, complete bool) rpc.Result {
+		return rpc.Result{ExecutionSeq: seq, FinalTextComplete: &complete}
+	}
+	at := sessionMark{Event: 10, Result: 2}
+	moved := sessionMark{Event: 12, Result: 2}
+	for _, tc := range []struct {
+		name string
+		in   answerInput
+		want answer
+	}{
+		{"nothing new, waiting", answerInput{from: at, reached: at, waiting: true}, answer{false, false, rpc.ReasonTimeout}},
+		{"nothing new, deadline passed", answerInput{from: at, reached: at}, answer{true, false, rpc.ReasonTimeout}},
+		{"an event", answerInput{from: at, reached: moved, waiting: true}, answer{true, true, rpc.ReasonChange}},
+		{"a result", answerInput{from: at, reached: sessionMark{Event: 12, Result: 3}, results: []rpc.Result{done(3, true)}, waiting: true},
+			answer{true, true, rpc.ReasonResult}},
+		{"a full page wins", answerInput{from: at, reached: moved, hasMore: true, results: []rpc.Result{done(3, true)}, waiting: true},
+			answer{true, true, rpc.ReasonPageFull}},
+		{"blocked after a change", answerInput{from: at, reached: moved, blocked: true, waiting: true}, answer{true, true, rpc.ReasonBlocked}},
+		{"until result: an event is not enough", answerInput{untilRes: true, bound: 3, from: at, reached: moved, waiting: true},
+			answer{false, true, rpc.ReasonChange}},
+		{"until result: a chunk is not the result", answerInput{untilRes: true, bound: 3, from: at, reached: moved, results: []rpc.Result{done(3, false)}, waiting: true},
+			answer{false, true, rpc.ReasonChange}},
+		{"until result: the bound result", answerInput{untilRes: true, bound: 3, from: at, reached: moved, results: []rpc.Result{done(3, true)}, waiting: true},
+			answer{true, true, rpc.ReasonResult}},
+		{"until result: delivered before this position", answerInput{untilRes: true, bound: 2, from: at, reached: at, boundDone: true, waiting: true},
+			answer{true, false, rpc.ReasonResult}},
+		{"until result: blocked, nothing moved", answerInput{untilRes: true, bound: 3, from: at, reached: at, blocked: true, waiting: true},
+			answer{true, false, rpc.ReasonBlocked}},
+		{"until result: no execution", answerInput{untilRes: true, from: at, reached: at, waiting: true}, answer{true, false, rpc.ReasonTimeout}},
+	} {
+		if got := answerOf(tc.in); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
