@@ -44,3 +44,26 @@ func TestAnswerOf(t *testing.T) {
 		}
 	}
 }
+
+// gapsOf is the gap rule without a daemon.
+func TestGapsOf(t *testing.T) {
+	m := sessionMark{Event: 50, Result: 3, Row: 99}
+	for _, tc := range []struct {
+		name      string
+		rows      bool
+		r         retained
+		gaps, top int
+	}{
+		{"nothing dropped", true, retained{rowsFirst: 100, resultsEvicted: 3}, 0, 0},
+		{"rows dropped", true, retained{rowsFirst: 101}, 1, 0},
+		{"rows dropped, reader takes none", false, retained{rowsFirst: 101}, 0, 0},
+		{"a result dropped", true, retained{rowsFirst: 1, resultsEvicted: 4}, 1, 0},
+		{"an event dropped", false, retained{eventLost: true}, 0, 1},
+		{"everything", true, retained{rowsFirst: 500, resultsEvicted: 9, eventLost: true}, 2, 1},
+	} {
+		g, top := gapsOf(m, tc.rows, tc.r)
+		if len(g) != tc.gaps || len(top) != tc.top {
+			t.Errorf("%s: gaps %v top %v", tc.name, g, top)
+		}
+	}
+}

@@ -46,24 +46,39 @@ func (s *session) eventLostAfterLocked(after, evicted uint64) bool {
 	return s.lostEvent > after
 }
 
-// gapsFor reports retention overruns since mark: per-Session components
-// (screen only for a reader that takes stable rows, since one that does
-// not has lost nothing when rows are evicted)
-// (screen, results) and scope-wide ones (events).
+// gapsFor reports retention overruns since mark (gapsOf over the
+// Session's retention now).
 func (rt *runtime) gapsFor(s *session, m sessionMark, rows bool) (gaps, top []rpc.Gap) {
-	if rows && m.Row+1 < s.rows.First() {
-		gaps = append(gaps, rpc.Gap{Component: "screen", Reason: "retention_overrun"})
-	}
-	if m.Result < rt.db.ResultsEvictedThrough(s.uid) {
-		gaps = append(gaps, rpc.Gap{Component: "results", Reason: "retention_overrun"})
-	}
+	r := retained{rowsFirst: s.rows.First(), resultsEvicted: rt.db.ResultsEvictedThrough(s.uid)}
 	if ev := eventsEvictedThrough(rt.db); m.Event < ev {
 		s.mu.Lock()
-		lost := s.eventLostAfterLocked(m.Event, ev)
+		r.eventLost = s.eventLostAfterLocked(m.Event, ev)
 		s.mu.Unlock()
-		if lost {
-			top = append(top, rpc.Gap{Component: "events", Reason: "retention_overrun"})
-		}
+	}
+	return gapsOf(m, rows, r)
+}
+
+// retained is what retention has kept of a Session, as gapsOf needs it.
+type retained struct {
+	rowsFirst      uint64 // oldest stable row still stored
+	resultsEvicted uint64 // highest execution seq whose result was dropped
+	eventLost      bool   // an event of the Session after the mark was dropped
+}
+
+// gapsOf is the gap rule, a pure function: the retention overruns a reader
+// at mark has suffered. Per-Session components (screen, only for a reader
+// that takes stable rows, since one that does not has lost nothing when
+// rows are evicted; results) go on the Session's bucket, scope-wide ones
+// (events) at the top.
+func gapsOf(m sessionMark, rows bool, r retained) (gaps, top []rpc.Gap) {
+	if rows && m.Row+1 < r.rowsFirst {
+		gaps = append(gaps, rpc.Gap{Component: "screen", Reason: "retention_overrun"})
+	}
+	if m.Result < r.resultsEvicted {
+		gaps = append(gaps, rpc.Gap{Component: "results", Reason: "retention_overrun"})
+	}
+	if r.eventLost {
+		top = append(top, rpc.Gap{Component: "events", Reason: "retention_overrun"})
 	}
 	return gaps, top
 }
