@@ -147,17 +147,10 @@ const maxQuietWait = 50 * time.Millisecond
 var errGenerationExited = errors.New("the harness exited during delivery")
 
 // deliver writes keys to generation g of s, holding each write for its
-// pause and its awaited evidence.
+// awaited evidence.
 func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys []harness.Keystroke) error {
 	mark := g.out.state().chunks
 	for _, k := range keys {
-		if k.Pause > 0 {
-			select {
-			case <-time.After(k.Pause):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
 		if k.Await != nil {
 			if err := rt.await(ctx, s, g, *k.Await, mark); err != nil {
 				return err

@@ -244,16 +244,13 @@ func (rt *runtime) generationExited(s *session, g *generation) {
 	rt.failLocked(s, "harness_exited", "the harness process exited unexpectedly ("+g.exit.String()+")")
 }
 
-// writeKeys delivers keystrokes to the live generation, pausing between
-// writes as the harness requires.
+// writeKeys delivers keystrokes that await nothing (an interrupt, a
+// dialog's dismissal) to the live generation; a prompt goes through
+// runtime.deliver.
 func writeKeys(ctx context.Context, proc *pty.Process, keys []harness.Keystroke) error {
 	for _, k := range keys {
-		if k.Pause > 0 {
-			select {
-			case <-time.After(k.Pause):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if _, err := proc.Write(k.Data); err != nil {
 			return err

@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"time"
-
 	"dlgt/rpc"
 )
 
@@ -54,12 +52,11 @@ type LaunchPrompter interface {
 	LaunchPrompt(prompt string) error
 }
 
-// Keystroke is one write to the harness's PTY, made after a pause and,
-// when Await is set, once the harness's output shows that evidence (or
-// its fallback timeout passed).
+// Keystroke is one write to the harness's PTY, made at once or, when
+// Await is set, once the harness's output shows that evidence (or its
+// fallback timeout passed).
 type Keystroke struct {
 	Data  []byte
-	Pause time.Duration
 	Await *Await
 }
 

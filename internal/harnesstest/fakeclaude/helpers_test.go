@@ -280,17 +280,18 @@ func (p *proc) write(s string) {
 	}
 }
 
-// keys plays an adapter's keystrokes.
+// keys plays an adapter's keystrokes back to back: the fake takes them
+// in one read as well as in several, so it needs none of the evidence a
+// keystroke may await (the daemon waits for it, see daemon/deliver.go).
 func (p *proc) keys(ks []harness.Keystroke) {
 	p.t.Helper()
 	for _, k := range ks {
-		time.Sleep(k.Pause)
 		p.write(string(k.Data))
 	}
 }
 
 // submit types prompt the way dlgt does: Ctrl-U, one bracketed paste,
-// then Enter after a settle.
+// then Enter.
 func (p *proc) submit(prompt string) { p.keys(harness.Claude{}.Submit(prompt)) }
 
 // wait waits for the fake to exit and returns its exit code (-1 when
