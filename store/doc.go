@@ -1,13 +1,15 @@
 // Package store owns dlgt's persistent state: the single bbolt file under the
-// state directory (sessions, results, receipts, events, stable rows) and the
-// append-only raw PTY logs beside it. It is the only package that imports bbolt.
+// state directory (sessions, results, receipts, events, stable rows, fetch
+// positions and their reserved numbers) and the append-only raw PTY logs
+// beside it. It is the only package that imports bbolt.
 //
 // # Concurrency contract
 //
 // Every exported method of DB, RowLog and RawLog is safe for concurrent use
 // by multiple goroutines. bbolt allows one writer at a time, so write methods
-// (PutSession, PutResult, PutReceipt, AppendEvent, DeleteSession and the row
-// flusher's commits) serialize with each other; readers (Get*, List*,
+// (PutSession, PutResult, PutReceipt, AppendEvent, DeleteSession,
+// SavePositions, ReservePositions, DeletePositions and the row flusher's
+// commits) serialize with each other; readers (Get*, List*,
 // ReadEvents, RowLog.Read/ReadBefore) run in parallel with them and see only
 // committed data.
 //
