@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"dlgt/internal/hookfwd"
 	"dlgt/rpc"
 	"dlgt/store"
 )
@@ -85,7 +86,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// Hooks have their own socket and connection cap, so clients holding
 	// every public connection (long polls) can never starve the harness
 	// callbacks that complete their turns.
-	hookSrv := &rpc.Server{Handler: hookOnly{rt}, Logger: log, Limits: rpc.Limits{MaxConnections: hookConnections}}
+	hookSrv := &rpc.Server{Handler: hookOnly{rt}, Logger: log, Limits: rpc.Limits{MaxConnections: hookConnections, MaxLineBytes: hookLineBytes}}
 	go hookSrv.Serve(context.Background(), hl)
 	defer hookSrv.Close()
 	serveErr := make(chan error, 1)
@@ -107,6 +108,13 @@ func Run(ctx context.Context, cfg Config) error {
 // hookConnections caps concurrent hook deliveries. Each is one short-lived
 // process of a harness; a Session fires them one at a time.
 const hookConnections = 256
+
+// hookLineBytes caps a hook request line: any payload the forwarder sends
+// (hookfwd.MaxPayload) with room for the request around it. A payload
+// carries the prompt JSON-escaped, which can take several times the
+// prompt's 512 KiB: over the 1 MiB default, such a prompt's
+// UserPromptSubmit was refused and the prompt never confirmed.
+const hookLineBytes = hookfwd.MaxPayload + 64<<10
 
 // hookOnly serves the hook socket: internal.hook and nothing else.
 type hookOnly struct{ rt *runtime }
