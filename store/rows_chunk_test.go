@@ -255,8 +255,11 @@ func TestCommitCapsFloodPerTransaction(t *testing.T) {
 	for i := range texts {
 		texts[i] = text
 	}
-	noisy.Append(1, texts...)
+	// quiet's row is pending first: the flood's own size may start a
+	// background flush the moment it is appended, and that first
+	// transaction must carry quiet's row, not leave it behind the flood.
 	quiet.Append(1, "q")
+	noisy.Append(1, texts...)
 	must(t, noisy.Flush())
 	if noisy.Committed() != n || quiet.Committed() != 1 {
 		t.Fatalf("committed noisy %d quiet %d", noisy.Committed(), quiet.Committed())
