@@ -1,0 +1,25 @@
+// Command dlgt runs the dlgt daemon and is its command-line client: it lets
+// one coding agent delegate work to another (Claude Code, Codex) running
+// under a PTY that the daemon hosts.
+//
+// # What it owns, by file
+//
+//   - main.go, root.go: the process entry (the hook fast path first), the
+//     command tree, exit statuses and the one JSON failure shape;
+//     client.go: finding, dialing and auto-starting this version's daemon;
+//     remote.go: the same protocol to another machine through ssh.
+//   - session_*.go, events*.go, scrollback.go, transcript.go, models.go,
+//     harnesses.go, doctor.go, attach.go: one file per command; output.go
+//     and textout.go: the JSON and -o text renderings.
+//   - mcp*.go: `dlgt mcp`, the MCP server on stdio; skill*.go and skill/:
+//     the agent-facing guide and its installation; profiles.go: the
+//     client-side launch profiles.
+//
+// # What it must not touch
+//
+// It is a client: everything a command learns about Sessions comes over
+// the socket through package rpc, as any other client's would (`dlgt
+// daemon` is the one command that runs package daemon in process). It
+// never reads the store, the raw logs or a harness's files directly, and
+// never imports the test doubles under internal/harnesstest.
+package main
