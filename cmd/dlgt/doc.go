@@ -18,8 +18,9 @@
 // # What it must not touch
 //
 // It is a client: everything a command learns about Sessions comes over
-// the socket through package rpc, as any other client's would (`dlgt
-// daemon` is the one command that runs package daemon in process). It
-// never reads the store, the raw logs or a harness's files directly, and
-// never imports the test doubles under internal/harnesstest.
+// the socket through package rpc, as any other client's would. Package
+// daemon is used for its paths, version and state-directory checks, and
+// run in process only by `dlgt daemon`. It never reads the store, the raw
+// logs or a harness's files directly, and never imports the test doubles
+// under internal/harnesstest.
 package main
