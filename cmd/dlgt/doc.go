@@ -19,7 +19,8 @@
 //
 // It is a client: everything a command learns about Sessions comes over
 // the socket through package rpc, as any other client's would. Package
-// daemon is used for its paths, version and state-directory checks, and
+// daemon is used for its paths, version and state-directory checks (and
+// package harness for doctor's binary checks), and
 // run in process only by `dlgt daemon`. It never reads the store, the raw
 // logs or a harness's files directly, and never imports the test doubles
 // under internal/harnesstest.
