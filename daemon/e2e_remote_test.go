@@ -679,3 +679,108 @@ func mcpOverSSH(t *testing.T, r *sshRig) {
 	}
 	r.must(t, nil, "session", "stop", session)
 }
+
+// events --follow over ssh: live events arrive through the channel, and
+// when sshd and its connections go away the follower reconnects once the
+// host is back and carries on after the last event it printed.
+func TestRemoteEventsFollowReconnects(t *testing.T) {
+	r := newSSHRig(t, fakeClaudeEnv(t))
+	var rc cliReceipt
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "follow", "--request-id", "f1", "--", "first")
+	r.must(t, nil, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, r.dlgt, "events", "--follow", "--after", "0", "--session", rc.Session.ID)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, "DLGT_HOME=" + r.local, "DLGT_HOST=" + r.host, "DLGT_SSH_COMMAND=" + r.sshCmd}
+	var mu sync.Mutex
+	var out bytes.Buffer
+	pr, pw, _ := os.Pipe()
+	cmd.Stdout = pw
+	var stderr tailWriter
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := pr.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); cmd.Wait() }()
+	// seqs returns the seq of every event line printed so far.
+	seqs := func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		var s []uint64
+		for _, line := range strings.Split(out.String(), "\n") {
+			var ev struct{ Seq uint64 }
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Seq > 0 {
+				s = append(s, ev.Seq)
+			}
+		}
+		return s
+	}
+	waitIdle := func(exec int) {
+		t.Helper()
+		want := fmt.Sprintf(`"execution_seq":%d,"result_status":"completed"`, exec)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			ok := strings.Contains(out.String(), want)
+			mu.Unlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				mu.Lock()
+				defer mu.Unlock()
+				t.Fatalf("the follower never printed %s:\n%s\nstderr: %s", want, out.String(), stderr.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitIdle(1) // the history so far
+	var rc2 cliReceipt
+	r.must(t, &rc2, "session", "send", rc.Session.ID, "--request-id", "f2", "--", "second")
+	waitIdle(2) // live, through the channel
+
+	r.stopSSHD()
+	time.Sleep(500 * time.Millisecond)
+	r.startSSHD(t)
+	var rc3 cliReceipt
+	r.must(t, &rc3, "session", "send", rc.Session.ID, "--request-id", "f3", "--", "third")
+	waitIdle(3) // after the reconnect
+	s := seqs()
+	for i := 1; i < len(s); i++ {
+		if s[i] <= s[i-1] {
+			t.Fatalf("event seqs not strictly increasing across the reconnect (a repeat or a step back): %v", s)
+		}
+	}
+}
+
+// tailWriter is a goroutine-safe buffer for a child's stderr.
+type tailWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
