@@ -9,15 +9,17 @@ import (
 func newHarnessesCommand(e *env) *cobra.Command {
 	var harness string
 	cmd := &cobra.Command{
-		Use:     "harnesses [--harness H]",
-		Short:   "List the supported harnesses, their binaries and capabilities",
-		Example: `  dlgt harnesses --pretty`,
-		Args:    jsonArgs(cobra.NoArgs),
+		Use:   "harnesses [--harness H]",
+		Short: "List the supported harnesses, their binaries and capabilities",
+		Example: `  dlgt harnesses --pretty
+  dlgt harnesses -o text`,
+		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.callAndPrint(cmd, rpc.MethodHarnessList, rpc.HarnessListParams{Harness: harness})
+			return callAndPrintAs(e, cmd, rpc.MethodHarnessList, rpc.HarnessListParams{Harness: harness}, writeHarnessTable)
 		},
 	}
 	cmd.Flags().StringVar(&harness, "harness", "", "only this harness")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -168,16 +168,25 @@ func newProfilesCommand(e *env) *cobra.Command {
   MY_VAR = "value"
 
 Environment values are never printed, only their names.`,
-		Example: `  dlgt profiles --pretty`,
-		Args:    cobra.NoArgs,
+		Example: `  dlgt profiles --pretty
+  dlgt profiles -o text`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
 			res, err := e.profileList(nil)
 			if err != nil {
 				return printFailure(cmd, err)
+			}
+			if list, ok := res.(rpc.ProfileListResult); ok && text {
+				return writeProfileTable(cmd.OutOrStdout(), list)
 			}
 			return printOK(cmd, res)
 		},
 	}
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }
