@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"dlgt/harness"
 	"dlgt/rpc"
+	"dlgt/vt"
 )
 
 // Wake-up latency: from a recorded Stop (harness evidence applied through
@@ -178,4 +181,117 @@ func BenchmarkFetchBaseline(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "fetches/s")
 		})
 	}
+}
+
+// Polling cost with nothing new: a session.fetch from the position the
+// previous fetch returned, wait_ms 0, when no Session changed since. all=N
+// is all:true over N Sessions; one=N is one Session's fetch (with its live
+// screen, as a default fetch) on a daemon holding N Sessions. The Sessions
+// are built in-process (no harness process: a thousand harnesses would not
+// fit on a small machine); the first 64 carry a finished turn with a result
+// and stable rows, the rest only their lifecycle events. Reported per poll:
+// cpu-µs (user+system CPU of the process over the loop, getrusage, so it
+// includes the encoding of the response line as the server writes it) and
+// readtx (bbolt read transactions begun). Run with:
+//
+//	go test -run '^$' -bench FetchIdlePoll -benchtime 2000x ./daemon/
+func BenchmarkFetchIdlePoll(b *testing.B) {
+	for _, c := range []struct {
+		all bool
+		n   int
+	}{{true, 64}, {true, 256}, {false, 64}, {false, 1000}} {
+		name := fmt.Sprintf("one=%d", c.n)
+		if c.all {
+			name = fmt.Sprintf("all=%d", c.n)
+		}
+		b.Run(name, func(b *testing.B) { benchIdlePoll(b, c.all, c.n) })
+	}
+}
+
+// idleSessions registers n idle Sessions cheaply (one write transaction
+// each); the first withTurn of them also run one turn with a result and
+// a few stable rows.
+func idleSessions(b *testing.B, rt *runtime, n, withTurn int) []*session {
+	out := make([]*session, n)
+	for i := range out {
+		fakeSessionN++
+		name := fmt.Sprintf("idle%d", fakeSessionN)
+		rec := sessionRecord{UID: fmt.Sprintf("uid%06d", fakeSessionN), ID: "claude:" + name, ProviderID: name, Title: "t " + name,
+			Harness: "claude", Cwd: "/tmp", State: rpc.StateIdle, CreatedAtMS: int64(fakeSessionN), Epoch: 1, Rows: 24, Cols: 80}
+		s, err := rt.newSessionObject(rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.screen = vt.New(24, 80, vt.Callbacks{})
+		s.screen.Write([]byte("$ idle session " + name + "\r\n> "))
+		rt.mu.Lock()
+		rt.sessions[s.uid] = s
+		rt.byID[rec.ID] = s
+		rt.mu.Unlock()
+		s.mu.Lock()
+		rt.oneTxLocked(s, func() {
+			rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionCreated})
+			rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionReady})
+		})
+		s.mu.Unlock()
+		if i < withTurn {
+			runExec(rt, s, "done "+name, "row one of "+name, "row two of "+name, "row three of "+name)
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func benchIdlePoll(b *testing.B, all bool, n int) {
+	rt := newFetchRuntime(b)
+	ss := idleSessions(b, rt, n, min(n, 64))
+	base := map[string]any{"all": true}
+	if !all {
+		base = map[string]any{"session": ss[0].rec.ID}
+	}
+	// Catch up: the baseline (all:true enumerates in pages), then the
+	// deltas, until a fetch with nothing new returns the same position.
+	doc, _ := fetchDoc(b, rt, base)
+	for i := 0; ; i++ {
+		if i == 100 {
+			b.Fatal("the fetch never caught up")
+		}
+		p := maps.Clone(base)
+		p["cursor"] = doc.Cursor
+		next, _ := fetchDoc(b, rt, p)
+		if !next.HasMore && next.Cursor == doc.Cursor {
+			break
+		}
+		doc = next
+	}
+	p := maps.Clone(base)
+	p["cursor"] = doc.Cursor
+	params, _ := json.Marshal(p)
+	id := json.RawMessage(`1`)
+	ctx := context.Background()
+	poll := func() *rpc.FetchDocument {
+		res, err := rt.sessionFetch(ctx, rpc.Peer{}, params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rpc.MarshalResponse(id, res, nil)
+		d, _ := res.(*rpc.FetchDocument)
+		return d
+	}
+	if d := poll(); d == nil || d.Reason != rpc.ReasonTimeout || d.Cursor != doc.Cursor || len(d.Sessions) != boolInt(!all) {
+		b.Fatalf("an idle poll answered %+v", d)
+	}
+	var ru0, ru1 syscall.Rusage
+	tx0 := rt.db.ReadTxns()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		poll()
+	}
+	b.StopTimer()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(syscall.TimevalToNsec(ru1.Utime)+syscall.TimevalToNsec(ru1.Stime)-
+		syscall.TimevalToNsec(ru0.Utime)-syscall.TimevalToNsec(ru0.Stime)) * time.Nanosecond
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64(rt.db.ReadTxns()-tx0)/float64(b.N), "readtx/op")
 }

@@ -133,6 +133,9 @@ type DB struct {
 	lastEventSeq  atomic.Uint64
 	eventsEvicted atomic.Uint64
 
+	// readTxns counts the read transactions begun (ReadTxns).
+	readTxns atomic.Uint64
+
 	// flushMu serializes flush cycles with DeleteSession, so a batch taken
 	// from a RowLog can never be written after its session was deleted.
 	flushMu sync.Mutex
@@ -295,8 +298,13 @@ func (db *DB) view(fn func(tx *bolt.Tx) error) error {
 	if db.closed.Load() {
 		return ErrClosed
 	}
+	db.readTxns.Add(1)
 	return mapErr(db.bolt.View(fn))
 }
+
+// ReadTxns is the number of read transactions begun since Open, for
+// benchmarks and tests that count what a read costs.
+func (db *DB) ReadTxns() uint64 { return db.readTxns.Load() }
 
 func mapErr(err error) error {
 	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
