@@ -66,6 +66,7 @@ type runtime struct {
 	startedAt  time.Time
 	receipts   *receipts
 	positions  *positions
+	versions   versionCache // harness binaries' --version, for harness.list
 
 	shutdown func()
 	server   *rpc.Server
@@ -475,6 +476,9 @@ func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, params json.R
 		info := h.Info()
 		bin, err := h.Binary(rt.defaultEnv())
 		info.Binary, info.Available = bin, err == nil
+		if info.Available {
+			info.Version = rt.versions.get(ctx, bin)
+		}
 		res.Harnesses = append(res.Harnesses, info)
 	}
 	if p.Harness != "" && len(res.Harnesses) == 0 {

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -134,8 +132,6 @@ func (e *env) doctor(ctx context.Context) []doctorCheck {
 	return checks
 }
 
-var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
-
 func checkHarness(ctx context.Context, h harness.Harness, env map[string]string, override, install string) doctorCheck {
 	info := h.Info()
 	c := doctorCheck{Name: "harness." + info.Name}
@@ -154,22 +150,15 @@ func checkHarness(ctx context.Context, h harness.Harness, env map[string]string,
 	}
 	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(vctx, bin, "--version")
-	cmd.Env = os.Environ()
+	venv := os.Environ()
 	if v := env[override]; v != "" {
-		cmd.Env = append(cmd.Env, override+"="+v)
+		venv = append(venv, override+"="+v)
 	}
-	cmd.Env = append(cmd.Env, "PATH="+env["PATH"])
-	out, err := cmd.CombinedOutput()
+	venv = append(venv, "PATH="+env["PATH"])
+	version, err := harness.ProbeVersion(vctx, bin, venv)
 	if err != nil {
-		c.Detail = fmt.Sprintf("%s --version failed: %v: %s", bin, err, clip(strings.TrimSpace(string(out)), 200))
-		c.Fix = fmt.Sprintf("run %s --version yourself to see what is wrong; reinstall with: %s", bin, installHint)
-		return c
-	}
-	version := versionRE.FindString(string(out))
-	if version == "" {
-		c.Detail = fmt.Sprintf("%s --version printed no version: %q", bin, clip(strings.TrimSpace(string(out)), 200))
-		c.Fix = fmt.Sprintf("check that %s is %s; reinstall with: %s", bin, info.Name, installHint)
+		c.Detail = err.Error()
+		c.Fix = fmt.Sprintf("run %s --version yourself to see what is wrong, and check that it is %s; reinstall with: %s", bin, info.Name, installHint)
 		return c
 	}
 	c.OK = true
@@ -222,7 +211,11 @@ func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool) doctorCheck {
 		c.Fix = "stop whatever listens there (`dlgt daemon stop`), or point DLGT_SOCKET elsewhere"
 		return c
 	}
-	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d Sessions%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, also)
+	sessions := "Sessions"
+	if st.Sessions == 1 {
+		sessions = "Session"
+	}
+	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d %s%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, sessions, also)
 	if st.Version != daemon.Version {
 		c.Detail = fmt.Sprintf("the daemon on %s is version %s but this client is %s%s", p.Socket, st.Version, daemon.Version, also)
 		c.Fix = "use the dlgt binary of the daemon's version, or unset DLGT_SOCKET so this version uses its own socket"

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"dlgt/harness"
 )
 
 // state is what the main loop is doing; it decides what each key means.
@@ -82,6 +84,11 @@ type fake struct {
 // Main runs the fake Claude Code with args (without argv[0]) on the
 // process's stdin/stdout/stderr and returns the exit code.
 func Main(args []string) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-v") {
+		// What the real CLI prints, for doctor and harness.list.
+		fmt.Println(harness.ClaudeTestedVersion + " (Claude Code)")
+		return 0
+	}
 	opts, err := parseArgs(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,58 @@
+// The installed version of each harness binary, for harness.list.
+
+package daemon
+
+import (
+	"context"
+	"os"
+	"sync"
+	"time"
+
+	"dlgt/harness"
+)
+
+// versionTimeout bounds one `--version` run of a harness binary.
+const versionTimeout = 5 * time.Second
+
+// versionCache remembers what `bin --version` printed, keyed by the
+// binary's path and its size and modification time, so harness.list runs
+// each installed binary once and again only after it was replaced. A
+// failed probe is remembered too (the version stays empty). The zero
+// value is ready.
+type versionCache struct {
+	mu      sync.Mutex // held across a probe: concurrent lists wait for it
+	entries map[string]versionEntry
+}
+
+type versionEntry struct {
+	size    int64
+	modTime time.Time
+	version string
+}
+
+// get returns bin's version, or "" when it cannot be learned.
+func (c *versionCache) get(ctx context.Context, bin string) string {
+	fi, err := os.Stat(bin)
+	if err != nil || fi.IsDir() {
+		return ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[bin]; ok && e.size == fi.Size() && e.modTime.Equal(fi.ModTime()) {
+		return e.version
+	}
+	pctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	v, _ := harness.ProbeVersion(pctx, bin, nil)
+	if ctx.Err() != nil {
+		return v // the caller went away: do not remember a cut probe
+	}
+	if c.entries == nil {
+		c.entries = map[string]versionEntry{}
+	}
+	if len(c.entries) >= 64 {
+		clear(c.entries) // bounded: binaries rarely change more often than this
+	}
+	c.entries[bin] = versionEntry{size: fi.Size(), modTime: fi.ModTime(), version: v}
+	return v
+}
