@@ -11,9 +11,13 @@ import (
 )
 
 // transcriptPoll is how often a tailed transcript is checked for growth
-// during a turn (what it reports belongs to turns); between turns it is
-// checked every transcriptIdlePoll, and on any change of the Session (a
-// turn starting is one).
+// during a turn: what it reports belongs to turns. After a turn the
+// interval doubles from transcriptPoll up to transcriptIdlePoll (lines
+// the harness writes just after its turn ended are read then), and then
+// an idle Session's transcript is not polled at all: it is read again on
+// the next change of the Session (a turn starting is one), so between
+// turns the tail costs no wake-up. Lines that were in the file before an
+// execution started are never taken for its evidence (see skipBefore).
 const (
 	transcriptPoll     = 100 * time.Millisecond
 	transcriptIdlePoll = 2 * time.Second
@@ -58,7 +62,13 @@ func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, provide
 		t := &transcriptTail{path: path, offset: offset}
 		timer := time.NewTimer(transcriptPoll)
 		defer timer.Stop()
+		idleWait := time.Duration(0) // the last interval between turns
 		for {
+			s.mu.Lock()
+			if e := s.exec; e != nil {
+				t.skipBefore(e.usagePath, e.usageFrom)
+			}
+			s.mu.Unlock()
 			for _, line := range t.read() {
 				ev := src.ParseTranscriptLine(line)
 				if ev.Kind == harness.KindIgnored {
@@ -70,14 +80,23 @@ func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, provide
 			s.mu.Lock()
 			wait, changed := transcriptPoll, (<-chan struct{})(nil)
 			if s.exec == nil {
-				wait, changed = transcriptIdlePoll, s.changed
+				// Doubling; past transcriptIdlePoll, no timer at all.
+				changed = s.changed
+				wait = min(max(2*idleWait, transcriptPoll), 2*transcriptIdlePoll)
+				idleWait = wait
+			} else {
+				idleWait = 0
 			}
 			s.mu.Unlock()
-			timer.Reset(wait)
+			var tick <-chan time.Time
+			if wait <= transcriptIdlePoll {
+				timer.Reset(wait)
+				tick = timer.C
+			}
 			select {
 			case <-g.exited:
 				return
-			case <-timer.C:
+			case <-tick:
 			case <-changed:
 				timer.Stop()
 			}
@@ -93,9 +112,18 @@ type transcriptTail struct {
 	skip    bool // dropping an overlong line up to its newline
 }
 
+// skipBefore moves past what path held before an execution started,
+// when from (the file's size then) is ahead: those lines belong to
+// earlier turns, read only now because the tail slept between turns.
+func (t *transcriptTail) skipBefore(path string, from int64) {
+	if path == t.path && from > t.offset {
+		t.offset, t.partial, t.skip = from, nil, false
+	}
+}
+
 func (t *transcriptTail) read() [][]byte {
-	// Most polls find nothing new: one stat, no open, no buffer (an idle
-	// Session is polled ten times a second).
+	// Most polls find nothing new: one stat, no open, no buffer (a
+	// Session is polled ten times a second during a turn).
 	fi, err := os.Stat(t.path)
 	if err != nil || fi.Size() == t.offset {
 		return nil

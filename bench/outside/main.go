@@ -16,10 +16,23 @@
 //   - Stop hook → the client holds the fetch response, 1 waiter: from the
 //     moment the harness starts its Stop hook (a timestamp the hook
 //     command takes first, see bench/outside/stamp) to the long poll's
-//     answer.
+//     answer;
+//   - the same with 1,000 waiters (waiters.go);
+//   - ingest of 50 MiB: throughput and CPU per MiB against tmux and a raw
+//     PTY read (ingest.go);
+//   - daemon CPU of an all:true poll with nothing new over 64 Sessions
+//     (poll.go);
+//   - RPC latency of a quiet Session while another prints a 5 MB line or
+//     floods, against tmux commands while a pane does (neighbour.go);
+//   - daemon CPU with 16 idle Sessions against a tmux server holding 16
+//     idle panes (idle.go).
+//
+// -rows selects rows; a summary table closes the run. Daemon and tmux
+// server CPU are read from /proc (cpuTime).
 //
 // The harness is internal/harnesstest/benchclaude: the fake Claude Code
-// with its hook commands prefixed by the stamp program.
+// with its hook commands prefixed by the stamp program, and a stream it
+// prints on SIGUSR1.
 package main
 
 import (
@@ -58,6 +71,20 @@ type bench struct {
 	hooks  string
 	env    map[string]string // the client environment sent with create
 	stamps string            // the daemon-run harness's stamp file
+
+	daemonPid int
+	summary   []summaryRow
+	pool      []string // idle Sessions kept for the idle, poll and neighbour rows
+	seq       int      // request ids
+	stream    string   // the 50 MiB ingest stream file, made on first use
+	opts      options
+}
+
+// options are the per-row knobs.
+type options struct {
+	waiterRounds, ingestRounds, pollRounds, pollsPerRound, neighbourRounds, idleRounds int
+	idleWindow                                                                         time.Duration
+	perfDir                                                                            string
 }
 
 func run() error {
@@ -66,9 +93,23 @@ func run() error {
 	hookRounds := flag.Int("hook-rounds", 300, "rounds of the hook forwarder timing")
 	old := flag.String("old-dlgt", "", "an older dlgt binary whose `dlgt hook` joins the forwarder contenders")
 	keep := flag.Bool("keep", false, "keep the work directory (the daemon's log) and print its path")
+	rowsFlag := flag.String("rows", strings.Join(allRows, ","), "rows to measure, comma-separated: "+strings.Join(allRows, ","))
+	var o options
+	flag.IntVar(&o.waiterRounds, "waiter-rounds", 10, "waiters: rounds, each a 1-waiter and a 1,000-waiter Stop")
+	flag.IntVar(&o.ingestRounds, "ingest-rounds", 3, "ingest: rounds of raw PTY, tmux and dlgt")
+	flag.IntVar(&o.pollRounds, "poll-rounds", 10, "poll: rounds, each a block of all:true and of single-Session polls")
+	flag.IntVar(&o.pollsPerRound, "polls", 200, "poll: polls per block")
+	flag.IntVar(&o.neighbourRounds, "neighbour-rounds", 2, "neighbour: rounds of each phase")
+	flag.IntVar(&o.idleRounds, "idle-rounds", 2, "idle: windows")
+	flag.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "idle: length of a window")
+	flag.StringVar(&o.perfDir, "perf", "", "record `perf` profiles of the daemon during the ingest, poll, neighbour and idle rows into this directory")
 	flag.Parse()
 	if *bin == "" {
 		return errors.New("-bin is required")
+	}
+	rows, err := parseRows(*rowsFlag)
+	if err != nil {
+		return err
 	}
 	work, err := os.MkdirTemp("", "dlgt-bench-")
 	if err != nil {
@@ -79,7 +120,7 @@ func run() error {
 	} else {
 		defer os.RemoveAll(work)
 	}
-	b := &bench{bin: *bin, claude: filepath.Join(*bin, "benchclaude"), work: work, stamps: filepath.Join(work, "stamps")}
+	b := &bench{bin: *bin, claude: filepath.Join(*bin, "benchclaude"), work: work, stamps: filepath.Join(work, "stamps"), opts: o}
 	home := filepath.Join(work, "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return err
@@ -107,6 +148,7 @@ func run() error {
 	if err := waitSocket(b.socket, 10*time.Second); err != nil {
 		return err
 	}
+	b.daemonPid = daemon.Process.Pid
 	b.env = map[string]string{
 		"PATH":                  os.Getenv("PATH"),
 		"HOME":                  home,
@@ -116,11 +158,53 @@ func run() error {
 		"DLGT_BENCH_STAMPS":     b.stamps,
 		"FAKECLAUDE_STARTUP_MS": "0",
 	}
-	fmt.Printf("dlgt outside-in benchmark: %d rounds (%d for the hook forwarder), 2 contenders or more interleaved per round\n\n", *rounds, *hookRounds)
-	if err := b.hookForwarder(*hookRounds, *old); err != nil {
+	var sel []string
+	for _, r := range allRows {
+		if rows[r] {
+			sel = append(sel, r)
+		}
+	}
+	fmt.Printf("dlgt outside-in benchmark, rows %s; load average at start %s\n\n", strings.Join(sel, ","), loadAvg())
+	start := time.Now()
+	if rows["hook"] {
+		if err := b.hookForwarder(*hookRounds, *old); err != nil {
+			return err
+		}
+	}
+	if rows["create"] || rows["send"] || rows["hook"] {
+		fmt.Printf("create, send, Stop → fetch: %d rounds\n", *rounds)
+		if err := b.sessions(*rounds, rows); err != nil {
+			return err
+		}
+	}
+	c, err := dialConn(b.socket)
+	if err != nil {
 		return err
 	}
-	return b.sessions(*rounds)
+	defer c.close()
+	steps := []struct {
+		row string
+		run func(*conn) error
+	}{
+		{"waiters", b.waiters},
+		{"ingest", b.ingest},
+		{"idle", b.idle},
+		{"poll", b.poll},
+		{"neighbour", b.neighbour},
+	}
+	for _, s := range steps {
+		if !rows[s.row] {
+			continue
+		}
+		t := time.Now()
+		if err := s.run(c); err != nil {
+			return fmt.Errorf("%s: %w", s.row, err)
+		}
+		fmt.Printf("  (%s row: %.0f s, load average %s)\n\n", s.row, time.Since(t).Seconds(), loadAvg())
+	}
+	fmt.Printf("whole run %.0f s; load average at the end %s\n\n", time.Since(start).Seconds(), loadAvg())
+	b.printSummary()
+	return nil
 }
 
 func waitSocket(path string, d time.Duration) error {
@@ -189,6 +273,8 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 		fmt.Printf("  %-17s %s   median − /bin/true %s\n", c.name, stats(c.d), ms(median(c.d)-base))
 	}
 	fmt.Println()
+	b.summarise("hook forwarder `dlgt-hook`, whole process", medP99(cs[1].d), "/bin/true "+medP99(cs[0].d),
+		ratio(float64(median(cs[1].d)), float64(median(cs[0].d))), "well under 1 ms of its own work")
 	if hf, err := exec.LookPath("hyperfine"); err == nil {
 		// hyperfine runs each command through sh (for the stdin
 		// redirection) and subtracts the shell's own start.
@@ -224,7 +310,7 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 func sec(s float64) string { return ms(time.Duration(s * float64(time.Second))) }
 
 // sessions runs the create / send / Stop rounds.
-func (b *bench) sessions(rounds int) error {
+func (b *bench) sessions(rounds int, rows map[string]bool) error {
 	ctx := context.Background()
 	c, err := rpc.Dial(ctx, b.socket)
 	if err != nil {
@@ -304,6 +390,17 @@ func (b *bench) sessions(rounds int) error {
 	fmt.Printf("  %-40s %s\n", "  minus the harness's start-to-ready", stats(added))
 	fmt.Printf("  %-40s %s\n", "send → confirmed receipt, idle Session", stats(send))
 	fmt.Printf("  %-40s %s\n", "Stop hook started → fetch answered (1)", stats(wake))
+	fmt.Println()
+	if rows["create"] {
+		b.summarise("create → confirmed, minus the harness's start-to-ready", medP99(added),
+			"harness alone "+medP99(ready), "–", "< 30 ms added")
+	}
+	if rows["send"] {
+		b.summarise("send → confirmed, idle Session", medP99(send), "–", "–", "< 30 ms added")
+	}
+	if rows["hook"] {
+		b.summarise("Stop hook → fetch answered, 1 waiter", medP99(wake), "–", "–", "p99 < 3 ms")
+	}
 	return nil
 }
 
@@ -352,9 +449,9 @@ func waitResult(ctx context.Context, socket, id, cursor string) (time.Time, erro
 		return time.Time{}, err
 	}
 	defer c.Close()
-	for i := 0; i < 20; i++ {
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
 		var doc rpc.FetchDocument
-		err := c.Call(ctx, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "until": "result", "wait_ms": 10000, "max_bytes": 4096}, &doc)
+		err := c.Call(ctx, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "until": "result", "wait_ms": 10000, "max_bytes": 65536}, &doc)
 		at := time.Now()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("fetch: %w", err)
@@ -363,6 +460,9 @@ func waitResult(ctx context.Context, socket, id, cursor string) (time.Time, erro
 			return at, nil
 		}
 		cursor = doc.Cursor
+		if doc.HasMore {
+			continue
+		}
 	}
 	return time.Time{}, fmt.Errorf("no result for %s", id)
 }

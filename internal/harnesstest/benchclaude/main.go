@@ -3,17 +3,59 @@
 // commands in its --settings that it times prefixed by the program in
 // DLGT_BENCH_STAMP_BIN (bench/outside/stamp), which timestamps the moment
 // the hook starts: SessionStart and Stop, the hooks the benchmark times.
+//
+// For the ingest and neighbour rows it also prints a stream on demand:
+// with DLGT_BENCH_INGEST naming a file, each SIGUSR1 copies that file to
+// the terminal as fast as the PTY takes it (what `cat FILE` does in a
+// tmux pane), then prints "BENCH-INGEST-DONE N" (N counting the signals
+// from 1) and enough empty lines to scroll it into the stable rows, where
+// a client sees it with scrollback.read. DLGT_BENCH_PIDFILE names a file
+// to write the process id to, so the benchmark can signal it.
 package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"dlgt/internal/harnesstest/fakeclaude"
 )
 
 func main() {
+	if pf := os.Getenv("DLGT_BENCH_PIDFILE"); pf != "" {
+		os.WriteFile(pf, []byte(strconv.Itoa(os.Getpid())), 0o600)
+	}
+	if stream := os.Getenv("DLGT_BENCH_INGEST"); stream != "" {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGUSR1)
+		go printOnSignal(sig, stream, os.Stdout)
+	}
 	os.Exit(fakeclaude.Main(stampHooks(os.Args[1:], os.Getenv("DLGT_BENCH_STAMP_BIN"))))
+}
+
+// ingestTail follows the stream: the marker line, then empty lines that
+// push it off a 40-row screen.
+func ingestTail(n int) string {
+	return fmt.Sprintf("\r\nBENCH-INGEST-DONE %d\r\n", n) + strings.Repeat("\r\n", 60)
+}
+
+// printOnSignal copies the stream file to out on each signal, then the
+// numbered marker.
+func printOnSignal(sig <-chan os.Signal, stream string, out io.Writer) {
+	buf := make([]byte, 128<<10) // cat's buffer size
+	for n := 1; ; n++ {
+		<-sig
+		if f, err := os.Open(stream); err == nil {
+			io.CopyBuffer(struct{ io.Writer }{out}, f, buf)
+			f.Close()
+		}
+		io.WriteString(out, ingestTail(n))
+	}
 }
 
 // stamped are the hooks whose start the benchmark times; the others run

@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"context"
+	"encoding/binary"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// socketSafetyInterval is how often the socket paths are checked while
+// the directories holding them are watched: a safety net for what a
+// directory watch cannot see (a directory above them renamed), rare
+// enough to cost an idle daemon nothing measurable.
+const socketSafetyInterval = time.Minute
+
+// watchSockets rebinds deleted socket paths until ctx is done. It sleeps
+// on inotify events of the directories that hold the paths (an entry
+// deleted, created or renamed there), so an idle daemon is not woken to
+// look; where inotify is unavailable, or a watched directory itself was
+// deleted or moved, it checks every socketCheckInterval until the
+// directory can be watched again.
+func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) {
+	var dirs []string
+	for _, o := range socks {
+		dirs = append(dirs, filepath.Dir(o.path))
+	}
+	w := newDirWatch(dirs)
+	defer w.close()
+	t := time.NewTimer(socketCheckInterval)
+	defer t.Stop()
+	for {
+		every := socketSafetyInterval
+		if !w.watching() {
+			every = socketCheckInterval
+		}
+		t.Reset(every)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.events:
+			t.Stop()
+		case <-t.C:
+			w.rewatch()
+		}
+		for _, o := range socks {
+			o.rebind(log)
+		}
+	}
+}
+
+// dirWatchMask: what in a watched directory may mean a socket path no
+// longer names the daemon's socket, and what ends the watch itself.
+const dirWatchMask = syscall.IN_DELETE | syscall.IN_CREATE | syscall.IN_MOVED_FROM | syscall.IN_MOVED_TO |
+	syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF | syscall.IN_ONLYDIR
+
+// dirWatch is one inotify instance watching a few directories.
+type dirWatch struct {
+	fd     int
+	f      *os.File      // nil when inotify is unavailable
+	events chan struct{} // something happened in a directory (1-buffered)
+
+	mu     sync.Mutex
+	closed bool             // fd is no longer ours to use
+	wds    map[int32]string // watch descriptor -> directory
+	want   map[string]bool  // directory -> watched now
+}
+
+func newDirWatch(dirs []string) *dirWatch {
+	w := &dirWatch{fd: -1, events: make(chan struct{}, 1), wds: map[int32]string{}, want: map[string]bool{}}
+	for _, d := range dirs {
+		w.want[d] = false
+	}
+	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
+	if err != nil {
+		return w
+	}
+	w.fd, w.f = fd, os.NewFile(uintptr(fd), "inotify") // non-blocking: read through the poller
+	w.rewatch()
+	go w.read()
+	return w
+}
+
+// watching reports whether every directory has a watch.
+func (w *dirWatch) watching() bool {
+	if w.f == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, ok := range w.want {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// rewatch sets a watch on each directory that has none.
+func (w *dirWatch) rewatch() {
+	if w.f == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return
+	}
+	for d, ok := range w.want {
+		if ok {
+			continue
+		}
+		wd, err := syscall.InotifyAddWatch(w.fd, d, dirWatchMask)
+		if err == nil {
+			w.wds[int32(wd)] = d
+			w.want[d] = true
+		}
+	}
+}
+
+// read turns inotify events into wake-ups of watchSockets and forgets
+// the watches that ended, until the instance is closed.
+func (w *dirWatch) read() {
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := w.f.Read(buf)
+		if err != nil {
+			return
+		}
+		for b := buf[:n]; len(b) >= syscall.SizeofInotifyEvent; {
+			wd := int32(binary.NativeEndian.Uint32(b[0:]))
+			mask := binary.NativeEndian.Uint32(b[4:])
+			size := syscall.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(b[12:]))
+			if size > len(b) {
+				break
+			}
+			b = b[size:]
+			w.mu.Lock()
+			switch {
+			case mask&syscall.IN_IGNORED != 0: // deleted, or removed below
+				if d, ok := w.wds[wd]; ok {
+					delete(w.wds, wd)
+					w.want[d] = false
+				}
+			case mask&syscall.IN_MOVE_SELF != 0:
+				// The watch follows the directory to its new name: the
+				// path is watched no more.
+				if d, ok := w.wds[wd]; ok {
+					delete(w.wds, wd)
+					w.want[d] = false
+					if !w.closed {
+						syscall.InotifyRmWatch(w.fd, uint32(wd))
+					}
+				}
+			}
+			w.mu.Unlock()
+		}
+		select {
+		case w.events <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (w *dirWatch) close() {
+	if w.f == nil {
+		return
+	}
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.f.Close()
+}
