@@ -32,8 +32,9 @@ printed and the command exits (at most 1,000 per call: continue with the
 last seq). With --follow the command subscribes and prints each event as it
 arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the usual
 {"ok":false,"error":{...}} line with its exit status. -o text prints one
-readable line per event (local time printed, seq, type, Session, execution,
-reason or result); events carry no time of their own.
+readable line per event (seq, type, Session, execution, reason or result);
+events carry no time of their own, so with --follow each line starts with
+the local time it was printed.
 
 --follow survives daemon restarts: when the daemon goes away the command
 says so on stderr, waits for it (it never starts one itself) and subscribes
@@ -59,7 +60,11 @@ stopping the follow.`,
 			}
 			emit := func(line []byte) error {
 				if text {
-					return writeEventText(out, line, time.Now())
+					var received time.Time
+					if follow {
+						received = time.Now()
+					}
+					return writeEventText(out, line, received)
 				}
 				_, err := out.Write(append(line, '\n'))
 				return err

@@ -205,14 +205,19 @@ func writeDoctorText(w io.Writer, checks []doctorCheck) {
 	}
 }
 
-// writeEventText prints one event for a person, stamped with the local time
-// it was printed (events carry no time of their own).
-func writeEventText(w io.Writer, line []byte, now time.Time) error {
+// writeEventText prints one event for a person. Events carry no time of
+// their own: a follower stamps each with the local time it printed it
+// (received), and a read of history (received zero) shows none rather
+// than one moment for events of an hour.
+func writeEventText(w io.Writer, line []byte, received time.Time) error {
 	var ev rpc.Event
 	if err := json.Unmarshal(line, &ev); err != nil {
 		return err
 	}
-	s := fmt.Sprintf("%s  %6d  %-22s %s", now.Format("15:04:05"), ev.Seq, ev.Type, ev.SessionID)
+	s := fmt.Sprintf("%6d  %-22s %s", ev.Seq, ev.Type, ev.SessionID)
+	if !received.IsZero() {
+		s = received.Format("15:04:05") + "  " + s
+	}
 	if ev.ExecutionSeq != 0 {
 		s += fmt.Sprintf(" #%d", ev.ExecutionSeq)
 	}

@@ -160,11 +160,16 @@ func TestEventsText(t *testing.T) {
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "events", "-o", "text")
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
-	if code != exitOK || len(lines) != 2 || !strings.Contains(lines[0], "     5  session.busy") || !strings.HasSuffix(lines[1], "claude:1 #2 permission Bash rm -rf build") || lines[0][2] != ':' {
+	if code != exitOK || len(lines) != 2 || !strings.HasPrefix(lines[0], "     5  session.busy ") || !strings.HasSuffix(lines[1], "claude:1 #2 permission Bash rm -rf build") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if _, stdout := runCLI(t, e, out, "events"); !strings.HasPrefix(stdout, `{"schema_version":1,"seq":5,`) {
 		t.Fatalf("default output %q", stdout)
+	}
+	// A follower stamps each line with the local time it printed it.
+	var buf strings.Builder
+	if err := writeEventText(&buf, []byte(`{"seq":7,"type":"session.idle","session_id":"claude:1"}`), time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)); err != nil || buf.String() != "15:04:05       7  session.idle           claude:1\n" {
+		t.Fatalf("followed line %q %v", buf.String(), err)
 	}
 }

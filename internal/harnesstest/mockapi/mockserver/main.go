@@ -5,8 +5,10 @@
 //
 //	go run ./internal/harnesstest/mockapi/mockserver -home /tmp/demo-home
 //
-// With -home it also seeds that directory as a Claude Code home (onboarding
-// done, the mock key approved), so the TUI starts without dialogs. The demo
+// With -home it also seeds that directory as the client's HOME: for Claude
+// Code its .claude.json (onboarding done, the mock key approved), so the TUI
+// starts without dialogs; for Codex (-kind responses) .codex/config.toml
+// with the mock as the model provider (dlgt trusts the launch directory). The demo
 // script answers any prompt mentioning now.txt with a Bash tool call
 // `date > now.txt`, and everything else with "MOCK-REPLY: <prompt>".
 package main
@@ -27,7 +29,7 @@ const mockKey = "sk-ant-mock-key-0123456789abcdef"
 
 func main() {
 	kind := flag.String("kind", "anthropic", "anthropic (Claude Code) or responses (Codex)")
-	home := flag.String("home", "", "seed this directory as the client's HOME for Claude Code")
+	home := flag.String("home", "", "seed this directory as the client's HOME (Claude Code, or Codex with -kind responses)")
 	flag.Parse()
 	script := mockapi.Script{
 		mockapi.Contains("now.txt", mockapi.Reply{Tool: "date > now.txt", Text: "Wrote the date to now.txt."}),
@@ -44,7 +46,11 @@ func main() {
 	}
 	defer srv.Close()
 	if *home != "" {
-		if err := seedClaudeHome(*home); err != nil {
+		seed := seedClaudeHome
+		if *kind == "responses" {
+			seed = func(dir string) error { return seedCodexHome(dir, srv.URL()) }
+		}
+		if err := seed(*home); err != nil {
 			fmt.Fprintln(os.Stderr, "mockserver:", err)
 			os.Exit(1)
 		}
@@ -54,6 +60,10 @@ func main() {
 	if *kind == "anthropic" {
 		fmt.Printf("export ANTHROPIC_BASE_URL=%s\nexport ANTHROPIC_API_KEY=%s\nexport CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n", srv.URL(), mockKey)
 	} else {
+		if *home != "" {
+			abs, _ := filepath.Abs(*home)
+			fmt.Printf("export CODEX_HOME=%s\n", filepath.Join(abs, ".codex"))
+		}
 		fmt.Printf("# Codex: model_provider=mock with base_url=%s/v1, wire_api=responses, env_key=MOCK_API_KEY\nexport MOCK_API_KEY=mock\n", srv.URL())
 	}
 	sig := make(chan os.Signal, 1)
@@ -75,4 +85,25 @@ func seedClaudeHome(dir string) error {
 	}
 	data, _ := json.MarshalIndent(state, "", "  ")
 	return os.WriteFile(filepath.Join(dir, ".claude.json"), data, 0o600)
+}
+
+// seedCodexHome writes the .codex/config.toml under dir that points Codex
+// at the mock Responses API at url, its key read from MOCK_API_KEY.
+func seedCodexHome(dir, url string) error {
+	codexHome := filepath.Join(dir, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "MOCK_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+`, url)
+	return os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600)
 }
