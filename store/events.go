@@ -102,9 +102,22 @@ func (db *DB) ReadEvents(after uint64, limit int, sessionUID string) ([]Event, e
 	if after == ^uint64(0) {
 		return nil, nil
 	}
+	err := db.view(func(tx *bolt.Tx) (err error) {
+		out, err = readEvents(tx, after, limit, sessionUID)
+		return err
+	})
+	return out, err
+}
+
+// readEvents is ReadEvents in tx.
+func readEvents(tx *bolt.Tx, after uint64, limit int, sessionUID string) ([]Event, error) {
+	var out []Event
+	if after == ^uint64(0) {
+		return nil, nil
+	}
 	start := encodeU64(after + 1)
 	full := func() bool { return limit > 0 && len(out) >= limit }
-	err := db.view(func(tx *bolt.Tx) error {
+	err := func() error {
 		events := tx.Bucket(bucketEvents)
 		if sessionUID == "" {
 			c := events.Cursor()
@@ -130,7 +143,7 @@ func (db *DB) ReadEvents(after uint64, limit int, sessionUID string) ([]Event, e
 			out = append(out, Event{Seq: decodeU64(k), SessionUID: uid, Data: clone(data)})
 		}
 		return nil
-	})
+	}()
 	return out, err
 }
 

@@ -150,41 +150,54 @@ func putResult(tx *bolt.Tx, uid string, execSeq uint64, data []byte) error {
 func (db *DB) ListResults(uid string, afterSeq uint64, limit int) ([]Result, error) {
 	var out []Result
 	err := db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketResults).Bucket([]byte(uid))
-		if b == nil || afterSeq == ^uint64(0) {
-			return nil
-		}
-		c := b.Cursor()
-		for k, v := c.Seek(encodeU64(afterSeq + 1)); k != nil; k, v = c.Next() {
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-			out = append(out, Result{Seq: decodeU64(k), Data: clone(v)})
-		}
+		out = listResults(tx, uid, afterSeq, limit)
 		return nil
 	})
 	return out, err
+}
+
+// listResults is ListResults in tx.
+func listResults(tx *bolt.Tx, uid string, afterSeq uint64, limit int) []Result {
+	var out []Result
+	b := tx.Bucket(bucketResults).Bucket([]byte(uid))
+	if b == nil || afterSeq == ^uint64(0) {
+		return nil
+	}
+	c := b.Cursor()
+	for k, v := c.Seek(encodeU64(afterSeq + 1)); k != nil; k, v = c.Next() {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		out = append(out, Result{Seq: decodeU64(k), Data: clone(v)})
+	}
+	return out
 }
 
 // ResultAtOrBefore returns the retained result of uid with the highest
 // seq <= maxSeq (ok false: none).
 func (db *DB) ResultAtOrBefore(uid string, maxSeq uint64) (r Result, ok bool, err error) {
 	err = db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketResults).Bucket([]byte(uid))
-		if b == nil || maxSeq == 0 {
-			return nil
-		}
-		c := b.Cursor()
-		k, v := c.Seek(encodeU64(maxSeq))
-		if k == nil || decodeU64(k) > maxSeq {
-			k, v = c.Prev()
-		}
-		if k != nil {
-			r, ok = Result{Seq: decodeU64(k), Data: clone(v)}, true
-		}
+		r, ok = resultAtOrBefore(tx, uid, maxSeq)
 		return nil
 	})
 	return r, ok, err
+}
+
+// resultAtOrBefore is ResultAtOrBefore in tx.
+func resultAtOrBefore(tx *bolt.Tx, uid string, maxSeq uint64) (Result, bool) {
+	b := tx.Bucket(bucketResults).Bucket([]byte(uid))
+	if b == nil || maxSeq == 0 {
+		return Result{}, false
+	}
+	c := b.Cursor()
+	k, v := c.Seek(encodeU64(maxSeq))
+	if k == nil || decodeU64(k) > maxSeq {
+		k, v = c.Prev()
+	}
+	if k == nil {
+		return Result{}, false
+	}
+	return Result{Seq: decodeU64(k), Data: clone(v)}, true
 }
 
 // ResultsEvictedThrough returns the highest result seq of uid ever evicted by
@@ -193,10 +206,15 @@ func (db *DB) ResultAtOrBefore(uid string, maxSeq uint64) (r Result, ok bool, er
 func (db *DB) ResultsEvictedThrough(uid string) uint64 {
 	var v uint64
 	_ = db.view(func(tx *bolt.Tx) error {
-		v = getU64(tx.Bucket(bucketResultsEvict), []byte(uid))
+		v = resultsEvictedThrough(tx, uid)
 		return nil
 	})
 	return v
+}
+
+// resultsEvictedThrough is ResultsEvictedThrough in tx.
+func resultsEvictedThrough(tx *bolt.Tx, uid string) uint64 {
+	return getU64(tx.Bucket(bucketResultsEvict), []byte(uid))
 }
 
 // PutReceipt stores the idempotency receipt for requestID. A new id is

@@ -177,20 +177,26 @@ func (l *RowLog) First() uint64 { return l.first.Load() }
 // (limit <= 0: no limit). Rows below First have been evicted.
 func (l *RowLog) Read(fromID uint64, limit int) ([]Row, error) {
 	var out []Row
-	err := l.view(func(c *rowCursor, first uint64) error {
-		for k, v := c.seek(max(fromID, first)); k != nil; k, v = c.next() {
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-			r, err := decodeRow(k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, r)
-		}
-		return nil
+	err := l.view(func(c *rowCursor, first uint64) (err error) {
+		out, err = readRows(c, first, fromID, limit)
+		return err
 	})
 	return out, err
+}
+
+func readRows(c *rowCursor, first, fromID uint64, limit int) ([]Row, error) {
+	var out []Row
+	for k, v := c.seek(max(fromID, first)); k != nil; k, v = c.next() {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		r, err := decodeRow(k, v)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // ReadBefore returns the (up to) limit newest committed rows with id <
@@ -198,34 +204,41 @@ func (l *RowLog) Read(fromID uint64, limit int) ([]Row, error) {
 // scrollback backwards.
 func (l *RowLog) ReadBefore(beforeID uint64, limit int) ([]Row, error) {
 	var out []Row
-	err := l.view(func(c *rowCursor, first uint64) error {
-		k, _ := c.seek(beforeID)
-		var v []byte
-		if k == nil {
-			k, v = c.last()
-		} else {
-			k, v = c.prev()
-		}
-		for ; k != nil; k, v = c.prev() {
-			if limit > 0 && len(out) >= limit {
-				break
-			}
-			r, err := decodeRow(k, v)
-			if err != nil {
-				return err
-			}
-			if r.ID < first {
-				break
-			}
-			if r.ID >= beforeID {
-				continue
-			}
-			out = append(out, r)
-		}
-		return nil
+	err := l.view(func(c *rowCursor, first uint64) (err error) {
+		out, err = readRowsBefore(c, first, beforeID, limit)
+		return err
 	})
-	slices.Reverse(out)
 	return out, err
+}
+
+func readRowsBefore(c *rowCursor, first, beforeID uint64, limit int) ([]Row, error) {
+	var out []Row
+	k, _ := c.seek(beforeID)
+	var v []byte
+	if k == nil {
+		k, v = c.last()
+	} else {
+		k, v = c.prev()
+	}
+	for ; k != nil; k, v = c.prev() {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		r, err := decodeRow(k, v)
+		if err != nil {
+			slices.Reverse(out)
+			return out, err
+		}
+		if r.ID < first {
+			break
+		}
+		if r.ID >= beforeID {
+			continue
+		}
+		out = append(out, r)
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // view runs fn on a cursor over the session's stored rows and the oldest
@@ -238,14 +251,17 @@ func (l *RowLog) view(fn func(c *rowCursor, first uint64) error) error {
 	if deleted {
 		return ErrDeleted
 	}
-	return l.db.view(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketRows).Bucket([]byte(l.uid))
-		if b == nil {
-			return nil
-		}
-		_, evicted := decodeRowMeta(tx.Bucket(bucketRowsMeta).Get([]byte(l.uid)))
-		return fn(newRowCursor(b), evicted+1)
-	})
+	return l.db.view(func(tx *bolt.Tx) error { return l.viewIn(tx, fn) })
+}
+
+// viewIn is view in tx.
+func (l *RowLog) viewIn(tx *bolt.Tx, fn func(c *rowCursor, first uint64) error) error {
+	b := tx.Bucket(bucketRows).Bucket([]byte(l.uid))
+	if b == nil {
+		return nil
+	}
+	_, evicted := decodeRowMeta(tx.Bucket(bucketRowsMeta).Get([]byte(l.uid)))
+	return fn(newRowCursor(b), evicted+1)
 }
 
 // --- chunked layout ---
