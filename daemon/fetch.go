@@ -210,6 +210,21 @@ func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchReq, 
 				reason = rpc.ReasonTimeout
 			}
 		}
-		return rt.baselineDoc(s, fr, reason, nil, nil)
+		return rt.baselineDoc(s, fr, reason)
 	}
+}
+
+// baselineDoc renders a cursorless document and mints its position.
+func (rt *runtime) baselineDoc(s *session, fr *fetchReq, reason string) (any, error) {
+	st, err := rt.takeBaseline(s, fr)
+	if err != nil {
+		return nil, err
+	}
+	env := rt.runtimeInfo()
+	d, err := fit(fr, func(fr *fetchReq) (*delta, error) { return baselineOf(env, st, fr, nil, nil) })
+	if err != nil {
+		return nil, err
+	}
+	cursor := rt.positions.mintSession(s.uid, d.mark)
+	return d.document(env, reason, cursor), nil
 }

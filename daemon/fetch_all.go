@@ -1,12 +1,13 @@
-// session.fetch with all:true: the cursorless enumeration in pages of 32
-// Sessions, then deltas of the Sessions that changed, with lifecycle
-// events as one ascending prefix across Sessions.
+// session.fetch with all:true, the wiring: which Sessions it covers, the
+// state it takes of them (only of the Sessions whose change marks moved
+// since the reader's position, in one read transaction), and waiting.
+// The pages themselves are pure functions in fetch_allpage.go.
 
 package daemon
 
 import (
 	"context"
-	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 	"time"
@@ -16,7 +17,8 @@ import (
 )
 
 // stateful lists the Sessions that carry state (have a public ID), in
-// creation order.
+// creation order. It reads their published change marks, not their
+// locks.
 func (rt *runtime) stateful() []*session {
 	rt.mu.Lock()
 	list := make([]*session, 0, len(rt.sessions))
@@ -30,11 +32,8 @@ func (rt *runtime) stateful() []*session {
 	}
 	ks := make([]keyed, 0, len(list))
 	for _, s := range list {
-		s.mu.Lock()
-		id, created := s.rec.ID, s.rec.CreatedAtMS
-		s.mu.Unlock()
-		if id != "" {
-			ks = append(ks, keyed{s, created})
+		if p := s.published(); p.stateful {
+			ks = append(ks, keyed{s, p.created})
 		}
 	}
 	sort.Slice(ks, func(i, j int) bool {
@@ -48,19 +47,6 @@ func (rt *runtime) stateful() []*session {
 		out[i] = k.s
 	}
 	return out
-}
-
-// allDoc is an all:true document under construction.
-type allDoc struct {
-	buckets []rpc.FetchSession
-	gaps    []rpc.Gap
-	next    *allMark
-	hasMore bool
-	gap     bool
-}
-
-func (rt *runtime) allDocument(a *allDoc, reason string, cursor uint64) *rpc.FetchDocument {
-	return rt.newDocument(reason, a.hasMore, a.gaps, cursor, a.buckets)
 }
 
 // fetchAll is session.fetch with all:true. It pages at 32 Sessions and
@@ -87,6 +73,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 		defer t.Stop()
 		deadline = t.C
 	}
+	env := rt.runtimeInfo()
 	expired := false
 	for {
 		rt.mu.Lock()
@@ -105,7 +92,11 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 			upto = nextPos.all
 		}
 		if pos == nil || pos.all.enumerating {
-			a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return rt.enumPage(list, pos, upto, fr) })
+			in, err := rt.takeEnum(list, pos, upto)
+			if err != nil {
+				return nil, err
+			}
+			a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return enumPage(env, in, upto, fr) })
 			if err != nil {
 				return nil, err
 			}
@@ -115,9 +106,13 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 			} else {
 				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
 			}
-			return rt.allDocument(a, rpc.ReasonSnapshot, cursor), nil
+			return a.document(env, rpc.ReasonSnapshot, cursor), nil
 		}
-		a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return rt.allDelta(list, pos.all, upto, fr) })
+		in, err := rt.takeAllDelta(list, pos.all)
+		if err != nil {
+			return nil, err
+		}
+		a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return allDelta(env, in, pos.all, upto, fr) })
 		if err != nil {
 			return nil, err
 		}
@@ -147,351 +142,109 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
 			}
 		}
-		return rt.allDocument(a, reason, cursor), nil
+		return a.document(env, reason, cursor), nil
 	}
 }
 
-func anyResults(bs []rpc.FetchSession) bool {
-	for _, b := range bs {
-		if len(b.Results) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func sameAllMark(a, b *allMark) bool {
-	if a.enumerating != b.enumerating || !slices.Equal(a.enum, b.enum) || len(a.marks) != len(b.marks) {
-		return false
-	}
-	for k, v := range a.marks {
-		if w, ok := b.marks[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-// enumPage is one page of the cursorless all:true enumeration: a baseline
-// bucket for each of the next (up to 32) Sessions.
-func (rt *runtime) enumPage(list []*session, pos *position, upto *allMark, fr *fetchReq) (*allDoc, error) {
-	byUID := map[string]*session{}
+// takeEnum takes what the next page of the enumeration from pos (nil: its
+// start) needs: the marks carried from earlier pages, the Sessions still
+// to enumerate, and the state of the next fetchAllPage of them, read in
+// one transaction.
+func (rt *runtime) takeEnum(list []*session, pos *position, upto *allMark) (*enumInput, error) {
+	byUID := make(map[string]*session, len(list))
 	for _, s := range list {
 		byUID[s.uid] = s
 	}
-	next := &allMark{marks: map[string]sessionMark{}, enumerating: true}
-	var todo []string
+	in := &enumInput{marks: map[string]sessionMark{}, states: map[string]*sessionState{}}
 	if pos == nil {
 		for _, s := range list {
-			todo = append(todo, s.uid)
+			in.todo = append(in.todo, s.uid)
 		}
 	} else {
 		for uid, m := range pos.all.marks {
 			if byUID[uid] != nil {
-				next.marks[uid] = m
+				in.marks[uid] = m
 			}
 		}
 		for _, uid := range pos.all.enum {
 			if byUID[uid] != nil {
-				todo = append(todo, uid)
+				in.todo = append(in.todo, uid)
 			}
 		}
 	}
-	a := &allDoc{next: next}
-	room := fr.budget - rt.worstSize(nil, nil)
-	if room < minChunk {
-		return nil, errTooSmall
+	page := in.todo[:min(len(in.todo), fetchAllPage)]
+	for _, uid := range page {
+		in.states[uid] = rt.lockedState(byUID[uid], nil, false)
 	}
-	taken := 0
-	nres := 0
-	for _, uid := range todo {
-		s := byUID[uid]
-		if taken == fetchAllPage {
-			break
-		}
-		if upto != nil {
-			if _, ok := upto.marks[uid]; !ok {
-				break // the replayed page ended here
+	err := rt.db.View(func(r *store.Reader) error {
+		for _, uid := range page {
+			st := in.states[uid]
+			var um *sessionMark
+			if upto != nil {
+				m, ok := upto.marks[uid]
+				if !ok {
+					break // the replayed page ends here
+				}
+				um = &m
 			}
-		}
-		b, _ := rt.sessionBucket(s, sessionMark{}, fr, false)
-		cost := jsonLen(b) + boolInt(taken > 0)
-		if cost > room {
-			break
-		}
-		s.mu.Lock()
-		mark := rt.currentMarkLocked(s)
-		s.mu.Unlock()
-		var um *sessionMark
-		if upto != nil {
-			m := upto.marks[uid]
-			um = &m
-			mark = m
-		}
-		r := room - cost
-		more := false
-		if nres < fetchMaxResults || taken == 0 {
-			if err := rt.baselineResult(s, &mark, um, &b, &r, &more); err != nil {
-				return nil, err
-			}
-		} else if res, _ := rt.resultAtOrBefore(s, mark.Result); res != nil {
-			break // this Session's result belongs on the next page
-		}
-		if more && taken > 0 && len(b.Results) == 0 {
-			break // its result does not fit here; it leads the next page
-		}
-		nres += len(b.Results)
-		room = r
-		a.buckets = append(a.buckets, b)
-		next.marks[uid] = mark
-		taken++
-		if more {
-			a.hasMore = true
-		}
-	}
-	if taken == 0 && len(todo) > 0 {
-		return nil, errTooSmall
-	}
-	next.enum = append([]string{}, todo[taken:]...)
-	if len(next.enum) > 0 {
-		a.hasMore = true
-	} else {
-		next.enum, next.enumerating = nil, false
-		// The enumeration is over, but a result an earlier page delivered
-		// only in part (or deferred) is data beyond the cursor too.
-		owed, err := rt.resultsOwed(next.marks)
-		if err != nil {
-			return nil, err
-		}
-		a.hasMore = a.hasMore || owed
-	}
-	if rt.worstSize(a.gaps, a.buckets) > fr.budget {
-		return nil, errTooSmall
-	}
-	return a, nil
-}
-
-// resultsOwed reports whether any Session of marks has a retained result
-// beyond its mark: a final_text delivered only in part, or a result left for
-// a later page.
-func (rt *runtime) resultsOwed(marks map[string]sessionMark) (bool, error) {
-	for uid, m := range marks {
-		if m.TextOff > 0 {
-			return true, nil
-		}
-		rs, err := rt.db.ListResults(uid, m.Result, 1)
-		if err != nil {
-			return false, err
-		}
-		if len(rs) > 0 {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// allPending is one Session's unread state in an all:true delta.
-type allPending struct {
-	s       *session
-	from    sessionMark
-	upto    *sessionMark
-	events  []store.Event
-	results []store.Result
-	gaps    []rpc.Gap
-	top     []rpc.Gap
-	first   uint64 // seq of its first pending event, or max
-}
-
-// allDelta returns the Sessions that changed since prev: events as one
-// strictly ascending prefix across Sessions, then results.
-func (rt *runtime) allDelta(list []*session, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
-	next := &allMark{marks: map[string]sessionMark{}}
-	var pend []*allPending
-	for _, s := range list {
-		from := prev.marks[s.uid]
-		next.marks[s.uid] = from
-		p := &allPending{s: s, from: from, first: ^uint64(0)}
-		if upto != nil {
-			if m, ok := upto.marks[s.uid]; ok {
-				p.upto = &m
+			st.readLatest(r, st.cur, um)
+			if um != nil && um.TextOff > 0 {
+				res, _ := decodeResult(r.ResultAtOrBefore(uid, um.Result))
+				st.earlier = res != nil
 			} else {
-				p.upto = &from
+				st.earlier = st.latest != nil
 			}
 		}
-		// all:true carries no screen, so row eviction is no gap for it.
-		p.gaps, p.top = rt.gapsFor(s, from, false)
-		if len(p.gaps)+len(p.top) > 0 {
-			p.first = 0
-			pend = append(pend, p)
-			continue
-		}
-		evs, err := rt.db.ReadEvents(from.Event, fetchMaxEvents+1, s.uid)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range evs {
-			if p.upto != nil && e.Seq > p.upto.Event {
-				break
-			}
-			p.events = append(p.events, e)
-		}
-		rs, err := rt.db.ListResults(s.uid, from.Result, fetchMaxResults+1)
-		if err != nil {
-			return nil, err
-		}
-		p.results = rs
-		if len(p.events) > 0 {
-			p.first = p.events[0].Seq
-		}
-		if len(p.events) > 0 || len(p.results) > 0 {
-			pend = append(pend, p)
-		}
-	}
-	// Sessions with the earliest pending events lead the page.
-	sort.SliceStable(pend, func(i, j int) bool { return pend[i].first < pend[j].first })
-	a := &allDoc{next: next}
-	everyone := pend
-	if len(pend) > fetchAllPage {
-		pend, a.hasMore = pend[:fetchAllPage], true
-	}
-	room := fr.budget - rt.worstSize(nil, nil)
-	if room < minChunk {
-		return nil, errTooSmall
-	}
-	type slot struct {
-		p *allPending
-		b rpc.FetchSession
-		m sessionMark
-	}
-	var slots []*slot
-	included := map[*session]*slot{}
-	for _, p := range pend {
-		b, _ := rt.sessionBucket(p.s, p.from, fr, false)
-		sl := &slot{p: p, b: b, m: p.from}
-		if len(p.gaps)+len(p.top) > 0 {
-			// A gap: a bounded baseline for this Session, fresh marks.
-			p.s.mu.Lock()
-			sl.m = rt.currentMarkLocked(p.s)
-			p.s.mu.Unlock()
-			if p.gaps != nil {
-				sl.b.Gaps = p.gaps
-			}
-		}
-		cost := jsonLen(sl.b) + boolInt(len(slots) > 0)
-		if cost+minChunk/2 > room {
-			a.hasMore = true
-			break
-		}
-		room -= cost
-		if len(p.gaps)+len(p.top) > 0 {
-			a.gap = true
-			for _, g := range p.top {
-				if !slices.Contains(a.gaps, g) {
-					c := jsonLen(g) + boolInt(len(a.gaps) > 0)
-					room -= c
-					a.gaps = append(a.gaps, g)
+		if len(in.todo) <= fetchAllPage {
+			// The enumeration may end on this page: whether a result is
+			// owed beyond any Session's mark.
+			in.newest = map[string]uint64{}
+			for _, uid := range slices.Concat(slices.Collect(maps.Keys(in.marks)), page) {
+				if res, ok := r.ResultAtOrBefore(uid, ^uint64(0)); ok {
+					in.newest[uid] = res.Seq
 				}
 			}
-			more := false
-			if err := rt.baselineResult(p.s, &sl.m, nil, &sl.b, &room, &more); err != nil {
-				return nil, err
-			}
-			a.hasMore = a.hasMore || more
 		}
-		slots = append(slots, sl)
-		included[p.s] = sl
-	}
-	// Events: one ascending prefix of everything pending, stopping at the
-	// first event of a Session not on this page.
-	var all []store.Event
-	owner := map[uint64]*allPending{}
-	for _, p := range everyone {
-		for _, e := range p.events {
-			all = append(all, e)
-			owner[e.Seq] = p
-		}
-	}
-	// Pending events of Sessions not on the page bound the prefix too.
-	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
-	limit := ^uint64(0)
-	for _, p := range everyone {
-		if len(p.events) == fetchMaxEvents+1 || (p.upto == nil && len(p.events) > fetchMaxEvents) {
-			limit = min(limit, p.events[len(p.events)-1].Seq)
-		}
-	}
-	nev := 0
-	full := false
-	for _, e := range all {
-		if e.Seq >= limit {
-			full = true
-			break
-		}
-		sl := included[owner[e.Seq].s]
-		if sl == nil || nev == fetchMaxEvents {
-			full = true
-			break
-		}
-		var ev rpc.Event
-		if json.Unmarshal(e.Data, &ev) != nil {
-			sl.m.Event = e.Seq
+		return nil
+	})
+	return in, err
+}
+
+// takeAllDelta takes the state an all:true delta from prev needs: of a
+// Session whose published change marks its reader already has, nothing
+// (it is neither locked nor read); of the others, their state and, in
+// one read transaction for them all, what lies beyond their marks.
+func (rt *runtime) takeAllDelta(list []*session, prev *allMark) ([]allEntry, error) {
+	entries := make([]allEntry, len(list))
+	var moved []*allEntry
+	for i, s := range list {
+		from := prev.marks[s.uid]
+		entries[i] = allEntry{uid: s.uid, from: from}
+		if s.published().coveredBy(from) {
 			continue
 		}
-		c := jsonLen(ev) + boolInt(len(sl.b.Events) > 0)
-		if c > room {
-			full = true
-			break
-		}
-		room -= c
-		sl.b.Events = append(sl.b.Events, ev)
-		sl.m.Event = e.Seq
-		nev++
+		entries[i].st = rt.lockedState(s, &from, false)
+		moved = append(moved, &entries[i])
 	}
-	// Results, page order.
-	nres := 0
-	for _, sl := range slots {
-		if len(sl.p.gaps)+len(sl.p.top) > 0 {
-			continue
-		}
-		cut, rfull := false, false
-		rt.addResults(sl.p.results, sl.p.from, sl.p.upto, &sl.m, &sl.b.Results, &nres, &room, &rfull, &cut)
-		if rfull {
-			full = true
-			if nres >= fetchMaxResults {
-				break
+	if len(moved) == 0 {
+		return entries, nil
+	}
+	fr := &fetchReq{} // all:true takes no screen
+	err := rt.db.View(func(r *store.Reader) error {
+		for _, e := range moved {
+			st := e.st
+			if e.from.Result < st.cur.Result {
+				st.resultsEvicted = r.ResultsEvictedThrough(e.uid)
+			}
+			if gaps, top := gapsOf(e.from, false, st.retained()); len(gaps)+len(top) > 0 {
+				st.readLatest(r, st.cur, nil)
+				continue
+			}
+			if err := st.readDelta(r, nil, e.from, fr); err != nil {
+				return err
 			}
 		}
-	}
-	// Buckets that did not advance are dropped; the rest commit.
-	for _, sl := range slots {
-		if sl.m == sl.p.from && len(sl.p.gaps)+len(sl.p.top) == 0 {
-			if len(sl.p.events) > 0 || len(sl.p.results) > 0 {
-				a.hasMore = true
-			}
-			continue
-		}
-		a.buckets = append(a.buckets, sl.b)
-		next.marks[sl.p.s.uid] = sl.m
-		// Anything of this Session left unread?
-		if len(sl.p.events) > 0 && sl.m.Event < sl.p.events[len(sl.p.events)-1].Seq {
-			a.hasMore = true
-		}
-		if len(sl.p.results) > 0 && (sl.m.Result < sl.p.results[len(sl.p.results)-1].Seq) && (sl.p.upto == nil || sl.m != *sl.p.upto) {
-			a.hasMore = true
-		}
-	}
-	for _, p := range everyone {
-		if included[p.s] == nil {
-			a.hasMore = true
-		}
-	}
-	if full {
-		a.hasMore = true
-	}
-	if a.hasMore && sameAllMark(next, prev) {
-		return nil, errTooSmall
-	}
-	if rt.worstSize(a.gaps, a.buckets) > fr.budget {
-		return nil, errTooSmall
-	}
-	return a, nil
+		return nil
+	})
+	return entries, err
 }

@@ -1,12 +1,12 @@
-// One Session's fetch document: the delta after a mark (events, results,
-// stable rows), bounded by a replay's successor and by the budget, and the
-// bounded baseline a cursorless fetch or a gap returns.
+// One Session's fetch document, as pure functions of a sessionState
+// (fetch_state.go) and the request: the delta after a mark (events,
+// results, stable rows), bounded by a replay's successor and by the
+// budget, and the bounded baseline a cursorless fetch or a gap returns.
 
 package daemon
 
 import (
 	"encoding/json"
-	"time"
 
 	"dlgt/rpc"
 	"dlgt/store"
@@ -20,11 +20,12 @@ type delta struct {
 	gaps    []rpc.Gap
 }
 
-func (d *delta) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
-	return rt.newDocument(reason, d.hasMore, d.gaps, cursor, []rpc.FetchSession{d.bucket})
+func (d *delta) document(env rpc.Runtime, reason string, cursor uint64) *rpc.FetchDocument {
+	return newDocument(env, reason, d.hasMore, d.gaps, cursor, []rpc.FetchSession{d.bucket})
 }
 
-func (rt *runtime) newDocument(reason string, hasMore bool, gaps []rpc.Gap, cursor uint64, buckets []rpc.FetchSession) *rpc.FetchDocument {
+// newDocument is a fetch document of the daemon env.
+func newDocument(env rpc.Runtime, reason string, hasMore bool, gaps []rpc.Gap, cursor uint64, buckets []rpc.FetchSession) *rpc.FetchDocument {
 	if gaps == nil {
 		gaps = []rpc.Gap{}
 	}
@@ -32,55 +33,51 @@ func (rt *runtime) newDocument(reason string, hasMore bool, gaps []rpc.Gap, curs
 		buckets = []rpc.FetchSession{}
 	}
 	return &rpc.FetchDocument{
-		SchemaVersion: rpc.SchemaVersion, Runtime: rt.runtimeInfo(), Reason: reason,
+		SchemaVersion: rpc.SchemaVersion, Runtime: env, Reason: reason,
 		HasMore: hasMore, Gaps: gaps, Cursor: rpc.FormatPosition(cursor), Sessions: buckets,
 	}
 }
 
-// sessionBucket starts s's bucket: the snapshot and, when asked, the live
-// screen (live rows beyond the bound dropped from the top).
-func (rt *runtime) sessionBucket(s *session, from sessionMark, fr *fetchReq, withScreen bool) (rpc.FetchSession, uint64) {
-	s.mu.Lock()
-	snap := s.snapshotLocked(time.Now())
-	epoch, reason := s.rec.Epoch, s.rec.ResetReason
-	s.mu.Unlock()
-	b := rpc.FetchSession{Session: snap, Events: []rpc.Event{}, Results: []rpc.Result{}, Gaps: []rpc.Gap{}}
-	if withScreen && fr.screen {
-		live := s.liveRows()
-		sc := &rpc.Screen{Epoch: epoch, Stable: []string{}, Live: []string{}}
-		if from.Epoch != 0 && epoch != from.Epoch {
+// bucketOf starts st's bucket: the snapshot and, withScreen, the live
+// screen (live rows beyond the bound dropped from the top; a reset when
+// the epoch moved since from).
+func bucketOf(st *sessionState, from sessionMark, withScreen bool) rpc.FetchSession {
+	b := rpc.FetchSession{Session: st.session, Events: []rpc.Event{}, Results: []rpc.Result{}, Gaps: []rpc.Gap{}}
+	if withScreen {
+		live := st.live
+		sc := &rpc.Screen{Epoch: st.epoch, Stable: []string{}, Live: []string{}}
+		if from.Epoch != 0 && st.epoch != from.Epoch {
 			sc.Reset = true
-			r := reason
+			r := st.resetReason
 			sc.ResetReason = &r
 		}
 		if len(live) > fetchLiveRows {
 			live, sc.LiveTruncated = live[len(live)-fetchLiveRows:], true
 		}
 		if live != nil {
-			sc.Live = live
+			sc.Live = live // resliced, never written: st stays as taken
 		}
 		b.Screen = sc
 	}
-	return b, epoch
+	return b
 }
 
-// skeleton starts a delta: the Session snapshot and live screen, fitted
+// skeletonOf starts a delta: the Session snapshot and live screen, fitted
 // to the budget (live rows are dropped from the top first). It fails with
 // errTooSmall when even the envelope plus one chunk cannot fit.
-func (rt *runtime) skeleton(s *session, from sessionMark, fr *fetchReq, gaps, top []rpc.Gap) (*delta, int, error) {
-	b, epoch := rt.sessionBucket(s, from, fr, true)
-	d := &delta{mark: from, bucket: b, gaps: top}
+func skeletonOf(env rpc.Runtime, st *sessionState, from sessionMark, fr *fetchReq, gaps, top []rpc.Gap) (*delta, int, error) {
+	d := &delta{mark: from, bucket: bucketOf(st, from, fr.screen), gaps: top}
 	if gaps != nil {
 		d.bucket.Gaps = gaps
 	}
-	d.mark.Epoch = epoch
-	size := rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket})
+	d.mark.Epoch = st.epoch
+	size := worstSize(env, d.gaps, []rpc.FetchSession{d.bucket})
 	for size+minChunk > fr.budget && d.bucket.Screen != nil && len(d.bucket.Screen.Live) > 0 {
 		sc := d.bucket.Screen
 		cut := max(1, len(sc.Live)/4)
 		sc.Live = sc.Live[cut:]
 		sc.LiveTruncated = true
-		size = rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket})
+		size = worstSize(env, d.gaps, []rpc.FetchSession{d.bucket})
 	}
 	if size+minChunk > fr.budget {
 		return nil, 0, errTooSmall
@@ -88,10 +85,10 @@ func (rt *runtime) skeleton(s *session, from sessionMark, fr *fetchReq, gaps, to
 	return d, fr.budget - size, nil
 }
 
-// buildDelta gathers what happened after from, bounded by upto (a replay)
-// and by the budget.
-func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, fr *fetchReq) (*delta, error) {
-	d, room, err := rt.skeleton(s, from, fr, nil, nil)
+// deltaOf is what happened after from (st read from it), bounded by upto
+// (a replay) and by the budget.
+func deltaOf(env rpc.Runtime, st *sessionState, from sessionMark, upto *sessionMark, fr *fetchReq) (*delta, error) {
+	d, room, err := skeletonOf(env, st, from, fr, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +104,7 @@ func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, f
 	}
 
 	// Events, in seq order.
-	evs, err := rt.db.ReadEvents(from.Event, fetchMaxEvents+1, s.uid)
-	if err != nil {
-		return nil, err
-	}
-	for i, e := range evs {
+	for i, e := range st.events {
 		if upto != nil && e.Seq > upto.Event {
 			cut = true
 			break
@@ -137,23 +130,18 @@ func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, f
 	// others still make progress in the remaining room (so a verified
 	// workable max_bytes keeps working when an unchunkable event arrives
 	// ahead of the chunk it was verified with).
-	var rs []store.Result
-	rs, err = rt.db.ListResults(s.uid, from.Result, fetchMaxResults+1)
-	if err != nil {
-		return nil, err
-	}
 	nres := 0
-	rt.addResults(rs, from, upto, &d.mark, &d.bucket.Results, &nres, &room, &full, &cut)
+	addResults(st.results, from, upto, &d.mark, &d.bucket.Results, &nres, &room, &full, &cut)
 
 	// Stable rows: fragment_before, whole rows, fragment_after.
 	if d.bucket.Screen != nil && fr.stableCap > 0 {
-		rt.addRows(s, d, from, upto, fr, &room, &full, &cut)
+		addRows(st.rows, d, from, upto, fr, &room, &full, &cut)
 	}
 	d.hasMore = full || cut
 	if d.hasMore && d.mark == from {
 		return nil, errTooSmall
 	}
-	if rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
+	if worstSize(env, d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
 		return nil, errTooSmall // accounting slip: never emit an oversized document
 	}
 	return d, nil
@@ -161,7 +149,7 @@ func (rt *runtime) buildDelta(s *session, from sessionMark, upto *sessionMark, f
 
 // addResults appends the results in rs (ascending, seq > from.Result) to
 // out, chunking a final_text that does not fit, and advances mark.
-func (rt *runtime) addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, out *[]rpc.Result, nres, room *int, full, cut *bool) {
+func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, out *[]rpc.Result, nres, room *int, full, cut *bool) {
 	for _, r := range rs {
 		if r.Seq <= mark.Result {
 			continue
@@ -215,15 +203,15 @@ func (rt *runtime) addResults(rs []store.Result, from sessionMark, upto, mark *s
 	}
 }
 
-func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *sessionMark, fr *fetchReq, room *int, full, cut *bool) {
+// addRows adds the stable rows read after from (rows) to d's screen.
+func addRows(rows []store.Row, d *delta, from sessionMark, upto *sessionMark, fr *fetchReq, room *int, full, cut *bool) {
 	sc := d.bucket.Screen
 	limit := fr.stableCap
-	rows, err := s.rows.Read(from.Row+1, limit+2)
-	if err != nil || len(rows) == 0 {
+	if len(rows) == 0 {
 		return
 	}
 	if from.Row+1 < rows[0].ID {
-		// Rows were evicted under us; gapsFor reports it on the next call.
+		// Rows were evicted under us; the next call reports the gap.
 		return
 	}
 	// A row split by the previous response continues in fragment_before.
@@ -304,25 +292,13 @@ func (rt *runtime) addRows(s *session, d *delta, from sessionMark, upto *session
 	}
 }
 
-// baselineDoc renders a cursorless (or post-gap) document and mints its
-// position.
-func (rt *runtime) baselineDoc(s *session, fr *fetchReq, reason string, gaps, top []rpc.Gap) (any, error) {
-	d, err := fit(fr, func(fr *fetchReq) (*delta, error) { return rt.baseline(s, fr, gaps, top) })
-	if err != nil {
-		return nil, err
-	}
-	cursor := rt.positions.mintSession(s.uid, d.mark)
-	return d.document(rt, reason, cursor), nil
-}
-
-// baseline is a bounded baseline: current state, the latest retained
-// result, a stable tail, the live screen, and a mark of everything
-// recorded so far (less any part of the latest result that did not fit).
-func (rt *runtime) baseline(s *session, fr *fetchReq, gaps, top []rpc.Gap) (*delta, error) {
-	s.mu.Lock()
-	mark := rt.currentMarkLocked(s)
-	s.mu.Unlock()
-	d, room, err := rt.skeleton(s, mark, fr, gaps, top)
+// baselineOf is a bounded baseline of st (read by takeBaseline, or by
+// takeStep on a gap): current state, the latest retained result, a stable
+// tail, the live screen, and a mark of everything recorded so far (less
+// any part of the latest result that did not fit).
+func baselineOf(env rpc.Runtime, st *sessionState, fr *fetchReq, gaps, top []rpc.Gap) (*delta, error) {
+	mark := st.cur
+	d, room, err := skeletonOf(env, st, mark, fr, gaps, top)
 	if err != nil {
 		return nil, err
 	}
@@ -335,11 +311,12 @@ func (rt *runtime) baseline(s *session, fr *fetchReq, gaps, top []rpc.Gap) (*del
 			}
 		}
 	}
-	if err := rt.baselineResult(s, &mark, nil, &d.bucket, &room, &d.hasMore); err != nil {
-		return nil, err
+	if st.latestErr != nil {
+		return nil, st.latestErr
 	}
+	baselineResult(st.latest, st.latestEnd, &mark, &d.bucket, &room, &d.hasMore)
 	if d.bucket.Screen != nil && fr.stableCap > 0 {
-		tail, _ := s.rows.ReadBefore(mark.Row+1, fr.stableCap)
+		tail := st.tail
 		// Keep the newest rows that fit.
 		i := len(tail)
 		for i > 0 {
@@ -355,43 +332,19 @@ func (rt *runtime) baseline(s *session, fr *fetchReq, gaps, top []rpc.Gap) (*del
 		}
 	}
 	d.mark = mark
-	if rt.worstSize(d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
+	if worstSize(env, d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
 		return nil, errTooSmall
 	}
 	return d, nil
 }
 
-// baselineResult adds the latest result retained at or before mark (a
-// replay passes the mark it must reproduce as upto). A final_text that
-// does not fit is chunked and mark is set back to continue it.
-func (rt *runtime) baselineResult(s *session, mark, upto *sessionMark, b *rpc.FetchSession, room *int, hasMore *bool) error {
-	var (
-		res *rpc.Result
-		end = -1
-	)
-	if upto != nil && upto.TextOff > 0 {
-		rs, err := rt.db.ListResults(s.uid, upto.Result, 1)
-		if err != nil {
-			return err
-		}
-		if len(rs) == 1 && rs[0].Seq == upto.Result+1 {
-			var r rpc.Result
-			if json.Unmarshal(rs[0].Data, &r) == nil {
-				res, end = &r, upto.TextOff
-			}
-		}
-	} else {
-		lim := mark.Result
-		if upto != nil {
-			lim = upto.Result
-		}
-		var err error
-		if res, err = rt.resultAtOrBefore(s, lim); err != nil {
-			return err
-		}
-	}
+// baselineResult adds res, the latest result retained at or before mark
+// (a replay: the one to reproduce, of which end bytes of final_text; end
+// -1: all), to b. A final_text that does not fit is chunked and mark is
+// set back to continue it.
+func baselineResult(res *rpc.Result, end int, mark *sessionMark, b *rpc.FetchSession, room *int, hasMore *bool) {
 	if res == nil {
-		return nil
+		return
 	}
 	text := derefText(res)
 	if end < 0 || end > len(text) {
@@ -402,7 +355,7 @@ func (rt *runtime) baselineResult(s *session, mark, upto *sessionMark, b *rpc.Fe
 	if !ok {
 		mark.Result, mark.TextOff = res.ExecutionSeq-1, 0
 		*hasMore = true
-		return nil
+		return
 	}
 	chunk := withChunk(*res, piece, 0, complete)
 	*room -= jsonLen(chunk) + comma
@@ -415,20 +368,6 @@ func (rt *runtime) baselineResult(s *session, mark, upto *sessionMark, b *rpc.Fe
 		mark.Result, mark.TextOff = res.ExecutionSeq-1, len(piece)
 		*hasMore = true
 	}
-	return nil
-}
-
-// resultAtOrBefore is the newest retained result of s with seq <= lim.
-func (rt *runtime) resultAtOrBefore(s *session, lim uint64) (*rpc.Result, error) {
-	stored, ok, err := rt.db.ResultAtOrBefore(s.uid, lim)
-	if err != nil || !ok {
-		return nil, err
-	}
-	var r rpc.Result
-	if err := json.Unmarshal(stored.Data, &r); err != nil {
-		return nil, err
-	}
-	return &r, nil
 }
 
 func derefText(r *rpc.Result) string {

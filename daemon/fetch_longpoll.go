@@ -214,6 +214,11 @@ type sessionView struct {
 func viewOf(s *session) sessionView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return viewLocked(s)
+}
+
+// viewLocked is viewOf. s.mu held.
+func viewLocked(s *session) sessionView {
 	v := sessionView{changed: s.changed, blocked: s.rec.State == rpc.StateBlocked}
 	if s.exec != nil {
 		v.execSeq = s.exec.seq
@@ -258,7 +263,7 @@ type stepResult struct {
 // encode one document, not a thousand.
 func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
 	if !st.shared {
-		return st.d.document(rt, reason, cursor)
+		return st.d.document(rt.runtimeInfo(), reason, cursor)
 	}
 	c := rpc.FormatPosition(cursor)
 	st.docMu.Lock()
@@ -268,7 +273,7 @@ func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.F
 			return doc
 		}
 	}
-	doc := st.d.document(rt, reason, cursor)
+	doc := st.d.document(rt.runtimeInfo(), reason, cursor)
 	doc.Seal()
 	st.docs = append(st.docs, doc)
 	return doc
@@ -288,11 +293,19 @@ func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint
 	return st.adv
 }
 
+// evalStep evaluates pos: it takes s's state once (takeStep), then the
+// document rules compute a gap baseline or the delta from it.
 func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchReq) {
-	st.view = viewOf(s)
-	if gaps, top := rt.gapsFor(s, pos.mark, fr.screen && fr.stableCap > 0); len(gaps)+len(top) > 0 {
+	ss, err := rt.takeStep(s, pos.mark, fr)
+	st.view = ss.view
+	if err != nil {
+		st.err = err
+		return
+	}
+	env := rt.runtimeInfo()
+	if gaps, top := gapsOf(pos.mark, fr.screen && fr.stableCap > 0, ss.retained()); len(gaps)+len(top) > 0 {
 		st.gap = true
-		st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return rt.baseline(s, fr, gaps, top) })
+		st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return baselineOf(env, ss, fr, gaps, top) })
 		if st.err == nil {
 			st.cursor = rt.positions.mintSession(s.uid, st.d.mark)
 		}
@@ -303,7 +316,7 @@ func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetch
 	if nextPos != nil {
 		st.upto = &nextPos.mark
 	}
-	st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return rt.buildDelta(s, pos.mark, st.upto, fr) })
+	st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return deltaOf(env, ss, pos.mark, st.upto, fr) })
 }
 
 // fetchParkHook, when set (benchmarks), is called each time a long-poll

@@ -14,7 +14,10 @@ var eventsEvictedThrough = func(db *store.DB) uint64 { return db.EventsEvictedTh
 
 // currentMarkLocked is the watermark of everything recorded for s so far.
 // s.mu held.
-func (rt *runtime) currentMarkLocked(s *session) sessionMark {
+func (rt *runtime) currentMarkLocked(s *session) sessionMark { return s.markLocked() }
+
+// markLocked is currentMarkLocked. s.mu held.
+func (s *session) markLocked() sessionMark {
 	m := sessionMark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent}
 	m.Result = s.rec.LastExecSeq
 	if s.exec != nil {
@@ -44,18 +47,6 @@ func (s *session) eventLostAfterLocked(after, evicted uint64) bool {
 		s.eventSeqs = append(s.eventSeqs[:0], s.eventSeqs[i:]...)
 	}
 	return s.lostEvent > after
-}
-
-// gapsFor reports retention overruns since mark (gapsOf over the
-// Session's retention now).
-func (rt *runtime) gapsFor(s *session, m sessionMark, rows bool) (gaps, top []rpc.Gap) {
-	r := retained{rowsFirst: s.rows.First(), resultsEvicted: rt.db.ResultsEvictedThrough(s.uid)}
-	if ev := eventsEvictedThrough(rt.db); m.Event < ev {
-		s.mu.Lock()
-		r.eventLost = s.eventLostAfterLocked(m.Event, ev)
-		s.mu.Unlock()
-	}
-	return gapsOf(m, rows, r)
 }
 
 // retained is what retention has kept of a Session, as gapsOf needs it.

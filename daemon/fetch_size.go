@@ -119,9 +119,10 @@ func chunkSizer(r rpc.Result, off int) func(string, bool) int {
 	}
 }
 
-// worstSize is the size of a document with the longest reason and cursor.
-func (rt *runtime) worstSize(gaps []rpc.Gap, buckets []rpc.FetchSession) int {
-	return jsonLen(rt.newDocument(rpc.ReasonPageFull, true, gaps, ^uint64(0), buckets))
+// worstSize is the size of a document of env with the longest reason and
+// cursor.
+func worstSize(env rpc.Runtime, gaps []rpc.Gap, buckets []rpc.FetchSession) int {
+	return jsonLen(newDocument(env, rpc.ReasonPageFull, true, gaps, ^uint64(0), buckets))
 }
 
 // minChunk is the room one piece of progress needs: a fragment with a

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlgt/harness"
@@ -113,6 +114,10 @@ type session struct {
 	// changed is closed and replaced whenever something a fetch waiter
 	// could observe changed (events, results, committed rows).
 	changed chan struct{}
+	// pub is the Session's change marks as of the last change (published
+	// by notifyLocked, read without s.mu): all:true skips a Session whose
+	// marks its reader already has without locking it (fetch_state.go).
+	pub atomic.Pointer[sessionPub]
 	// lastEvent is the seq of the newest event recorded for this Session.
 	lastEvent uint64
 	// eventSeqs are this Session's event seqs not yet known to be evicted,
@@ -138,6 +143,7 @@ type attachLease struct {
 }
 
 func (s *session) notifyLocked() {
+	s.publishLocked()
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
