@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"dlgt/internal/harnesstest/mockapi"
+	"dlgt/rpc"
 )
 
 // Remote Sessions over OpenSSH: a real sshd on 127.0.0.1 (a free port, a
@@ -504,7 +505,7 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 		}
 	}
 	b.Cleanup(func() { r.run(b, local, "daemon", "stop") })
-	var times [2][2][]time.Duration // [local|ssh][create|fetch]
+	var times [2][3][]time.Duration // [local|ssh][create|fetch|stop]
 	var bare []time.Duration        // `ssh host true`: the peer
 	user, hostport, _ := strings.Cut(r.host, "@")
 	host, port, _ := strings.Cut(hostport, ":")
@@ -530,6 +531,7 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 				b.Fatalf("fetch: %d %s", code, out)
 			}
 			times[side][1] = append(times[side][1], time.Since(start))
+			times[side][2] = append(times[side][2], stopToFetch(b, r, extra, rc.Session.ID, fmt.Sprintf("b%d-%d-slow", i, side)))
 			r.run(b, extra, "session", "stop", rc.Session.ID)
 		}
 	}
@@ -540,13 +542,42 @@ func BenchmarkRemoteOverhead(b *testing.B) {
 	}
 	b.Logf("ssh host true: %v, median of %d", med(bare).Round(time.Millisecond), len(bare))
 	b.ReportMetric(float64(med(bare).Microseconds())/1000, "ssh_true_ms")
-	for j, name := range []string{"create_confirmed", "fetch_result"} {
+	for j, name := range []string{"create_confirmed", "fetch_result", "stop_to_fetch"} {
 		l, s := med(times[0][j]), med(times[1][j])
 		b.ReportMetric(float64(l.Microseconds())/1000, name+"_local_ms")
 		b.ReportMetric(float64(s.Microseconds())/1000, name+"_ssh_ms")
 		b.Logf("%s: local %v, ssh %v (+%v over local; %v over ssh host true), median of %d", name, l.Round(time.Millisecond), s.Round(time.Millisecond),
 			(s - l).Round(time.Millisecond), (s - med(bare)).Round(time.Millisecond), len(times[0][j]))
 	}
+}
+
+// stopToFetch sends a 3 s turn, parks `session fetch --until result` on it
+// at once (an ssh connection is set up well within the 3 s), and returns
+// how long after the daemon recorded the result (completed_at_ms, when the
+// Stop hook was handled) the fetch process exited holding it.
+func stopToFetch(b *testing.B, r *sshRig, extra map[string]string, id, reqID string) time.Duration {
+	b.Helper()
+	out, code := r.run(b, extra, "session", "send", id, "--request-id", reqID, "--", "[[slow 3000]] bench")
+	var rc cliReceipt
+	if code != 0 || json.Unmarshal([]byte(out), &rc) != nil {
+		b.Fatalf("send: %d %s", code, out)
+	}
+	start := time.Now()
+	out, code = r.run(b, extra, "session", "fetch", id, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s")
+	end := time.Now()
+	var doc struct {
+		Sessions []struct {
+			Results []rpc.Result `json:"results"`
+		} `json:"sessions"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || len(doc.Sessions) != 1 || len(doc.Sessions[0].Results) == 0 {
+		b.Fatalf("fetch: %d %s", code, out)
+	}
+	done := time.UnixMilli(doc.Sessions[0].Results[0].CompletedAtMS)
+	if done.Before(start.Add(time.Second)) {
+		b.Fatalf("the 3 s turn ended %v after the fetch started: the poll was not parked first", done.Sub(start))
+	}
+	return end.Sub(done)
 }
 
 // attach over ssh: `dlgt --host h session attach` runs `ssh -t h dlgt
