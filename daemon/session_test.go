@@ -62,6 +62,8 @@ type testDaemon struct {
 	cancel context.CancelFunc
 	done   chan error
 	env    map[string]string
+	// submitWait, when set before a start, is Options.SubmitWait.
+	submitWait time.Duration
 }
 
 func startTestDaemon(t testing.TB) *testDaemon {
@@ -137,7 +139,7 @@ func (td *testDaemon) start() {
 	}
 	go func() {
 		td.done <- Run(ctx, Config{Paths: td.paths, Logger: log, Ready: func() { close(ready) },
-			Options: Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
+			Options: Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second, SubmitWait: td.submitWait}})
 	}()
 	select {
 	case <-ready:

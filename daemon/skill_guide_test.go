@@ -411,6 +411,57 @@ func TestSkillGuideCommands(t *testing.T) {
 	if n < 4 {
 		t.Fatalf("only %d documented failures found", n)
 	}
+
+	// "submission":"pending": a harness slow to acknowledge the prompt (the
+	// fake's UserPromptSubmit 2 s late, the daemon waiting 300 ms for it).
+	// The guide: do not resubmit under a new id; rerun the same command to
+	// refresh the receipt, or wait for the result. The task runs once.
+	td.stop()
+	td.submitWait = 300 * time.Millisecond
+	td.start()
+	slow := *g
+	slow.env = append(append([]string{}, g.env...), "FAKECLAUDE_SUBMIT_DELAY_MS=2000")
+	pv := map[string]string{}
+	for k, v := range vals {
+		pv[k] = v
+	}
+	pv["<title>"], pv["<request-id>"], pv["<task>"] = "guide pending", "guide-pending-1", "a task acknowledged late"
+	code, out = slow.sh(create, pv)
+	var pending rpc.Receipt
+	if json.Unmarshal([]byte(out), &pending); code != 0 || pending.Submission != rpc.SubmissionPending || pending.Session.ID == "" {
+		t.Fatalf("create against a slow harness: exit %d, %s; want submission pending", code, out)
+	}
+	slow.keep(out, pv)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, out := slow.sh(create, pv)
+		var again rpc.Receipt
+		json.Unmarshal([]byte(out), &again)
+		if code != 0 || !again.Replayed || again.Session.ID != pending.Session.ID || again.ExecutionSeq != pending.ExecutionSeq || again.Cursor != pending.Cursor {
+			t.Fatalf("rerun of a pending create: exit %d, %s; first %+v", code, out, pending)
+		}
+		if again.Submission == rpc.SubmissionConfirmed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receipt stayed pending: %s", out)
+		}
+	}
+	code, out = slow.sh(fetch, pv)
+	if code != 0 {
+		t.Fatalf("%s: exit %d", fetch, code)
+	}
+	if status, text, _ := slow.waitLoop(fetch, out, pv); status != "completed" || text != "MOCK-REPLY: a task acknowledged late" {
+		t.Fatalf("pending task: %s %q", status, text)
+	}
+	busy = 0
+	for _, ev := range td.events(t, pending.Session.ID) {
+		if ev.Type == "session.busy" {
+			busy++
+		}
+	}
+	if busy != 1 {
+		t.Fatalf("the pending task began %d times", busy)
+	}
 }
 
 // situation makes a Session in the state behind code and returns its id:

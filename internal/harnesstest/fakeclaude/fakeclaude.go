@@ -22,8 +22,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-
-	"dlgt/harness"
 )
 
 // state is what the main loop is doing; it decides what each key means.
@@ -86,7 +84,7 @@ type fake struct {
 func Main(args []string) int {
 	if len(args) == 1 && (args[0] == "--version" || args[0] == "-v") {
 		// What the real CLI prints, for doctor and harness.list.
-		fmt.Println(harness.ClaudeTestedVersion + " (Claude Code)")
+		fmt.Println(version + " (Claude Code)")
 		return 0
 	}
 	opts, err := parseArgs(args)

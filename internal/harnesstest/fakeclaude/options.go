@@ -26,6 +26,7 @@ type config struct {
 	idle         time.Duration // FAKECLAUDE_IDLE_MS: turn end -> idle_prompt Notification
 	permNotify   time.Duration // FAKECLAUDE_PERMISSION_NOTIFY_MS: dialog -> permission_prompt Notification
 	silentHooks  bool          // FAKECLAUDE_SILENT_HOOKS=1: fire no hooks at all
+	submitDelay  time.Duration // FAKECLAUDE_SUBMIT_DELAY_MS: prompt taken -> UserPromptSubmit (a loaded machine)
 	sessionEndTO time.Duration // bound on waiting for SessionEnd hooks before exiting
 }
 
@@ -137,6 +138,7 @@ func loadConfig() config {
 		idle:         envMS("FAKECLAUDE_IDLE_MS", 60000),
 		permNotify:   envMS("FAKECLAUDE_PERMISSION_NOTIFY_MS", 6500),
 		silentHooks:  os.Getenv("FAKECLAUDE_SILENT_HOOKS") == "1",
+		submitDelay:  envMS("FAKECLAUDE_SUBMIT_DELAY_MS", 0),
 		sessionEndTO: 5 * time.Second,
 	}
 }

@@ -116,6 +116,13 @@ func longReply(n int) string {
 // for an interruption.
 func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult {
 	base := f.common().with("prompt_id", promptID).with("permission_mode", f.opts.permMode)
+	if d := f.cfg.submitDelay; d > 0 {
+		// A CLI slow to take the prompt: its acknowledgement comes late.
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
 	<-f.hooks.fire("UserPromptSubmit", "", base.with("hook_event_name", "UserPromptSubmit").with("prompt", prompt))
 	f.record(f.tr.user(prompt, promptID))
 
