@@ -6,10 +6,11 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"dlgt/rpc"
@@ -36,11 +37,11 @@ func (rt *runtime) stateful() []*session {
 			ks = append(ks, keyed{s, p.created})
 		}
 	}
-	sort.Slice(ks, func(i, j int) bool {
-		if ks[i].created != ks[j].created {
-			return ks[i].created < ks[j].created
+	slices.SortFunc(ks, func(a, b keyed) int {
+		if c := cmp.Compare(a.created, b.created); c != 0 {
+			return c
 		}
-		return ks[i].s.uid < ks[j].s.uid
+		return strings.Compare(a.s.uid, b.s.uid)
 	})
 	out := make([]*session, len(ks))
 	for i, k := range ks {
@@ -218,8 +219,8 @@ func (rt *runtime) takeAllDelta(list []*session, prev *allMark) ([]allEntry, err
 	entries := make([]allEntry, len(list))
 	var moved []*allEntry
 	for i, s := range list {
-		from := prev.marks[s.uid]
-		entries[i] = allEntry{uid: s.uid, from: from}
+		from, known := prev.marks[s.uid]
+		entries[i] = allEntry{uid: s.uid, from: from, known: known}
 		if s.published().coveredBy(from) {
 			continue
 		}

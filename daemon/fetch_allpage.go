@@ -37,6 +37,9 @@ func anyResults(bs []rpc.FetchSession) bool {
 }
 
 func sameAllMark(a, b *allMark) bool {
+	if a == b {
+		return true
+	}
 	if a.enumerating != b.enumerating || !slices.Equal(a.enum, b.enum) || len(a.marks) != len(b.marks) {
 		return false
 	}
@@ -146,9 +149,10 @@ func resultsOwed(marks map[string]sessionMark, newest map[string]uint64) bool {
 // allEntry is one Session of an all:true delta: its reader's mark and,
 // unless its change marks say nothing is new, its state.
 type allEntry struct {
-	uid  string
-	from sessionMark
-	st   *sessionState // nil: nothing new
+	uid   string
+	from  sessionMark
+	known bool          // the reader's position has a mark for it
+	st    *sessionState // nil: nothing new
 }
 
 // allPending is one Session's unread state in an all:true delta.
@@ -166,11 +170,11 @@ type allPending struct {
 // strictly ascending prefix across Sessions, then results. upto bounds a
 // replay.
 func allDelta(env rpc.Runtime, entries []allEntry, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
-	next := &allMark{marks: make(map[string]sessionMark, len(entries))}
 	var pend []*allPending
+	same := len(entries) == len(prev.marks) && !prev.enumerating && len(prev.enum) == 0
 	for i := range entries {
 		e := &entries[i]
-		next.marks[e.uid] = e.from
+		same = same && e.known
 		if e.st == nil {
 			continue
 		}
@@ -202,6 +206,13 @@ func allDelta(env rpc.Runtime, entries []allEntry, prev, upto *allMark, fr *fetc
 		}
 		if len(p.events) > 0 || len(p.results) > 0 {
 			pend = append(pend, p)
+		}
+	}
+	next := prev // nothing pending, the same Sessions: prev is never mutated
+	if !same || len(pend) > 0 {
+		next = &allMark{marks: make(map[string]sessionMark, len(entries))}
+		for _, e := range entries {
+			next.marks[e.uid] = e.from
 		}
 	}
 	// Sessions with the earliest pending events lead the page.
