@@ -76,6 +76,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 	}
 	env := rt.runtimeInfo()
 	expired := false
+	var wokeFrom <-chan struct{} // the change that woke this long poll, if one did
 	for {
 		rt.mu.Lock()
 		changed := rt.allChanged
@@ -109,18 +110,38 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 			}
 			return a.document(env, rpc.ReasonSnapshot, cursor), nil
 		}
-		in, err := rt.takeAllDelta(list, pos.all)
-		if err != nil {
-			return nil, err
+		eval := func() (*allDoc, error) {
+			in, err := rt.takeAllDelta(list, pos.all)
+			if err != nil {
+				return nil, err
+			}
+			return fit(fr, func(fr *fetchReq) (*allDoc, error) { return allDelta(env, in, pos.all, upto, fr) })
 		}
-		a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return allDelta(env, in, pos.all, upto, fr) })
+		// Long polls woken by one change from one position share one
+		// evaluation and its sealed documents.
+		var sh *allShare
+		if wokeFrom != nil && fetchShareWakes {
+			sh = rt.positions.allShares.get(allShareKey{pos: pos, maxBytes: fr.maxBytes, wokeFrom: wokeFrom})
+		}
+		var a *allDoc
+		var err error
+		if sh != nil {
+			a, err = sh.eval(eval)
+		} else {
+			a, err = eval()
+		}
 		if err != nil {
 			return nil, err
 		}
 		advanced := !sameAllMark(a.next, pos.all)
 		if !(a.hasMore || advanced) && deadline != nil {
-			if _, err := waitChange(ctx, changed, &deadline, &expired); err != nil {
+			woken, err := waitChange(ctx, changed, &deadline, &expired)
+			if err != nil {
 				return nil, err
+			}
+			wokeFrom = nil
+			if woken {
+				wokeFrom = changed
 			}
 			continue
 		}
@@ -142,6 +163,9 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 			} else {
 				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
 			}
+		}
+		if sh != nil {
+			return sh.document(env, reason, cursor), nil
 		}
 		return a.document(env, reason, cursor), nil
 	}

@@ -116,3 +116,80 @@ func (fs *fetchShares) forgetLocked(scope string, k shareKey) {
 		delete(fs.by, scope)
 	}
 }
+
+// allShareKey names the evaluation that all:true long polls woken by one
+// change share: from one position, under one max_bytes (all:true takes no
+// screen, so nothing else of a request shapes its document).
+type allShareKey struct {
+	pos      *position
+	maxBytes int
+	wokeFrom <-chan struct{}
+}
+
+// allShareMax bounds the evaluations held for one change.
+const allShareMax = 256
+
+// allShares holds the evaluations all:true long polls woken by the latest
+// change share: a thousand such long polls on one position cost one
+// evaluation and one encoding per distinct document, as the single-Session
+// ones do (fetchShares). Entries of an older change are dropped when a
+// newer one is first evaluated. The zero value is ready.
+type allShares struct {
+	mu  sync.Mutex
+	gen <-chan struct{}
+	by  map[allShareKey]*allShare
+}
+
+// allShare is one shared all:true evaluation and its sealed documents.
+type allShare struct {
+	once  sync.Once
+	a     *allDoc
+	err   error
+	docMu sync.Mutex
+	docs  []*rpc.FetchDocument
+}
+
+func (as *allShares) get(k allShareKey) *allShare {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if as.gen != k.wokeFrom {
+		as.gen, as.by = k.wokeFrom, map[allShareKey]*allShare{}
+	}
+	sh := as.by[k]
+	if sh == nil {
+		sh = &allShare{}
+		if len(as.by) < allShareMax {
+			as.by[k] = sh
+		}
+	}
+	return sh
+}
+
+// eval makes the evaluation once; every caller gets it.
+func (sh *allShare) eval(f func() (*allDoc, error)) (*allDoc, error) {
+	sh.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				sh.a, sh.err = nil, rpc.Errorf(rpc.CodeInternal, "evaluating position failed: %v", r)
+			}
+		}()
+		sh.a, sh.err = f()
+	})
+	return sh.a, sh.err
+}
+
+// document is a.document, rendered and sealed once per reason and cursor.
+func (sh *allShare) document(env rpc.Runtime, reason string, cursor uint64) *rpc.FetchDocument {
+	c := rpc.FormatPosition(cursor)
+	sh.docMu.Lock()
+	defer sh.docMu.Unlock()
+	for _, doc := range sh.docs {
+		if doc.Reason == reason && doc.Cursor == c {
+			return doc
+		}
+	}
+	doc := sh.a.document(env, reason, cursor)
+	doc.Seal()
+	sh.docs = append(sh.docs, doc)
+	return doc
+}

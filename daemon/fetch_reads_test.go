@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"context"
+	"encoding/json"
 	"maps"
+	"sync"
 	"testing"
 
 	"dlgt/rpc"
@@ -61,5 +64,44 @@ func TestFetchReadsOnlyWhatChanged(t *testing.T) {
 	doc, n = poll(map[string]any{"session": b.rec.ID}, one)
 	if n != 1 || doc.Reason != rpc.ReasonResult || len(doc.Sessions[0].Results) != 1 || len(doc.Sessions[0].Screen.Stable) != 1 {
 		t.Fatalf("one Session after a turn: %d read transactions, reason %s, %+v", n, doc.Reason, doc.Sessions[0])
+	}
+}
+
+// all:true long polls woken by one change from one position share one
+// evaluation and one sealed document.
+func TestFetchAllWakeSharesOneDocument(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "wa")
+	addSession(t, rt, "wb")
+	doc, _ := fetchDoc(t, rt, map[string]any{"all": true})
+	for doc.HasMore {
+		doc, _ = fetchDoc(t, rt, map[string]any{"all": true, "cursor": doc.Cursor})
+	}
+	var parked sync.WaitGroup
+	parked.Add(2)
+	hook := func() { parked.Done() }
+	fetchParkHook.Store(&hook)
+	params, _ := json.Marshal(map[string]any{"all": true, "cursor": doc.Cursor, "wait_ms": 60000})
+	docs := make([]*rpc.FetchDocument, 2)
+	var done sync.WaitGroup
+	for i := range docs {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			res, err := fetchCall(context.Background(), rt, params)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			docs[i], _ = res.(*rpc.FetchDocument)
+		}()
+	}
+	parked.Wait()
+	fetchParkHook.Store(nil)
+	runExec(rt, s, "shared")
+	done.Wait()
+	// The change that woke them may be the turn's start or its end.
+	if docs[0] == nil || docs[0] != docs[1] || len(docs[0].Sessions) != 1 || docs[0].Sessions[0].Session.ID != s.rec.ID {
+		t.Fatalf("two woken long polls: %+v / %+v", docs[0], docs[1])
 	}
 }

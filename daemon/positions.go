@@ -114,8 +114,10 @@ type positions struct {
 	closed   bool
 	flushMu  sync.Mutex // serializes flushes, so an older batch never lands after a newer
 
-	// shares holds the renderings long-polls woken by a change share.
-	shares fetchShares
+	// shares holds the renderings long-polls woken by a change share;
+	// allShares those of all:true long polls.
+	shares    fetchShares
+	allShares allShares
 }
 
 func newPositions() *positions {
