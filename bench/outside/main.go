@@ -72,12 +72,13 @@ type bench struct {
 	env    map[string]string // the client environment sent with create
 	stamps string            // the daemon-run harness's stamp file
 
-	daemonPid int
-	summary   []summaryRow
-	pool      []string // idle Sessions kept for the idle, poll and neighbour rows
-	seq       int      // request ids
-	stream    string   // the 50 MiB ingest stream file, made on first use
-	opts      options
+	daemonPid                int
+	summary                  []summaryRow
+	pool                     []string // idle Sessions kept for the idle, poll and neighbour rows
+	seq                      int      // request ids
+	waiterBytes, waiterLines int      // answers read by the waiters row
+	stream                   string   // the 50 MiB ingest stream file, made on first use
+	opts                     options
 }
 
 // options are the per-row knobs.
@@ -96,11 +97,11 @@ func run() error {
 	rowsFlag := flag.String("rows", strings.Join(allRows, ","), "rows to measure, comma-separated: "+strings.Join(allRows, ","))
 	var o options
 	flag.IntVar(&o.waiterRounds, "waiter-rounds", 10, "waiters: rounds, each a 1-waiter and a 1,000-waiter Stop")
-	flag.IntVar(&o.ingestRounds, "ingest-rounds", 3, "ingest: rounds of raw PTY, tmux and dlgt")
+	flag.IntVar(&o.ingestRounds, "ingest-rounds", 5, "ingest: rounds of raw PTY, tmux and dlgt")
 	flag.IntVar(&o.pollRounds, "poll-rounds", 10, "poll: rounds, each a block of all:true and of single-Session polls")
 	flag.IntVar(&o.pollsPerRound, "polls", 200, "poll: polls per block")
-	flag.IntVar(&o.neighbourRounds, "neighbour-rounds", 2, "neighbour: rounds of each phase")
-	flag.IntVar(&o.idleRounds, "idle-rounds", 2, "idle: windows")
+	flag.IntVar(&o.neighbourRounds, "neighbour-rounds", 3, "neighbour: rounds of each phase")
+	flag.IntVar(&o.idleRounds, "idle-rounds", 3, "idle: windows")
 	flag.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "idle: length of a window")
 	flag.StringVar(&o.perfDir, "perf", "", "record `perf` profiles of the daemon during the ingest, poll, neighbour and idle rows into this directory")
 	flag.Parse()
