@@ -295,3 +295,55 @@ func benchIdlePoll(b *testing.B, all bool, n int) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 	b.ReportMetric(float64(rt.db.ReadTxns()-tx0)/float64(b.N), "readtx/op")
 }
+
+// The same poll when one Session changed since (an event): the poll
+// answers with that Session's bucket and advances. Only the poll is
+// measured (the event's own commit is outside the clock and the CPU
+// count). Run with:
+//
+//	go test -run '^$' -bench FetchChangedPoll -benchtime 2000x ./daemon/
+func BenchmarkFetchChangedPoll(b *testing.B) {
+	for _, n := range []int{64, 256} {
+		b.Run(fmt.Sprintf("all=%d", n), func(b *testing.B) {
+			rt := newFetchRuntime(b)
+			ss := idleSessions(b, rt, n, min(n, 64))
+			doc, _ := fetchDoc(b, rt, map[string]any{"all": true})
+			for doc.HasMore {
+				doc, _ = fetchDoc(b, rt, map[string]any{"all": true, "cursor": doc.Cursor})
+			}
+			cursor := doc.Cursor
+			ctx := context.Background()
+			var cpu time.Duration
+			var txns uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				s := ss[i%len(ss)]
+				s.mu.Lock()
+				rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionReady})
+				s.mu.Unlock()
+				params, _ := json.Marshal(map[string]any{"all": true, "cursor": cursor})
+				var ru0, ru1 syscall.Rusage
+				tx0 := rt.db.ReadTxns()
+				syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+				b.StartTimer()
+				res, err := rt.sessionFetch(ctx, rpc.Peer{}, params)
+				rpc.MarshalResponse(json.RawMessage(`1`), res, nil)
+				b.StopTimer()
+				syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+				txns += rt.db.ReadTxns() - tx0
+				cpu += time.Duration(syscall.TimevalToNsec(ru1.Utime) + syscall.TimevalToNsec(ru1.Stime) -
+					syscall.TimevalToNsec(ru0.Utime) - syscall.TimevalToNsec(ru0.Stime))
+				d, _ := res.(*rpc.FetchDocument)
+				if err != nil || d == nil || d.Reason != rpc.ReasonChange || len(d.Sessions) != 1 {
+					b.Fatalf("a poll after one event: %+v %v", d, err)
+				}
+				cursor = d.Cursor
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(txns)/float64(b.N), "readtx/op")
+		})
+	}
+}

@@ -248,3 +248,33 @@ func TestAllDelta(t *testing.T) {
 		t.Fatalf("a gap: %+v %v", a, err)
 	}
 }
+
+// allKey tells allMarks apart exactly when sameAllMark does.
+func TestAllKey(t *testing.T) {
+	base := func() *allMark {
+		return &allMark{marks: map[string]sessionMark{"a": {Event: 1, Result: 2, Row: 3, Epoch: 1}, "bc": {Event: 4}}}
+	}
+	variants := []func(*allMark){
+		func(a *allMark) { a.marks["a"] = sessionMark{Event: 1, Result: 2, Row: 3, Epoch: 2} },
+		func(a *allMark) { a.marks["a"] = sessionMark{Event: 1, Result: 2, Row: 3, Epoch: 1, TextOff: 7} },
+		func(a *allMark) { a.marks["a"] = sessionMark{Event: 1, Result: 2, Row: 3, Epoch: 1, RowOff: 7} },
+		func(a *allMark) { delete(a.marks, "bc"); a.marks["b"] = sessionMark{Event: 4} },
+		func(a *allMark) { a.marks["c"] = sessionMark{} },
+		func(a *allMark) { a.enumerating = true },
+		func(a *allMark) { a.enumerating, a.enum = true, []string{"x"} },
+		func(a *allMark) { a.enumerating, a.enum = true, []string{"x", "y"} },
+	}
+	if allKey(base()) != allKey(base()) {
+		t.Fatal("equal marks, different keys")
+	}
+	seen := map[string]int{allKey(base()): -1}
+	for i, v := range variants {
+		a := base()
+		v(a)
+		k := allKey(a)
+		if j, ok := seen[k]; ok {
+			t.Errorf("variant %d has the key of %d", i, j)
+		}
+		seen[k] = i
+	}
+}

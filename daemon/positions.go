@@ -1,9 +1,11 @@
 package daemon
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -83,7 +85,7 @@ type scopeKey struct {
 type dedupKey struct {
 	scope string
 	mark  sessionMark
-	all   string // the all scope: the stored encoding of the allMark
+	all   string // the all scope: allKey of the allMark
 }
 
 type fifoEntry struct {
@@ -139,9 +141,27 @@ type storedAll struct {
 	Enum        []string               `json:"enum,omitempty"`
 }
 
-func encodeAll(a *allMark) []byte {
-	b, _ := json.Marshal(storedAll{Marks: a.marks, Enumerating: a.enumerating, Enum: a.enum})
-	return b
+// allKey is a canonical encoding of a: equal for equal allMarks, and a
+// few times cheaper than the JSON of 256 marks (every all:true mint
+// computes it).
+func allKey(a *allMark) string {
+	uids := slices.Sorted(maps.Keys(a.marks))
+	b := make([]byte, 0, 1+len(uids)*32+len(a.enum)*16)
+	b = append(b, byte(boolInt(a.enumerating)))
+	for _, uid := range uids {
+		m := a.marks[uid]
+		b = binary.AppendUvarint(b, uint64(len(uid)))
+		b = append(b, uid...)
+		for _, v := range []uint64{m.Event, m.Result, uint64(m.TextOff), m.Row, uint64(m.RowOff), m.Epoch} {
+			b = binary.AppendUvarint(b, v)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(a.enum)))
+	for _, uid := range a.enum {
+		b = binary.AppendUvarint(b, uint64(len(uid)))
+		b = append(b, uid...)
+	}
+	return string(b)
 }
 
 // encodeLocked is p's stored form. ps.mu held.
@@ -180,7 +200,7 @@ func decodePosition(data []byte) (*position, error) {
 
 func dedupKeyOf(scope string, p *position) dedupKey {
 	if p.all != nil {
-		return dedupKey{scope: scope, all: string(encodeAll(p.all))}
+		return dedupKey{scope: scope, all: allKey(p.all)}
 	}
 	return dedupKey{scope: scope, mark: p.mark}
 }
