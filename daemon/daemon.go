@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"dlgt/internal/hookfwd"
@@ -127,8 +128,10 @@ func (h hookOnly) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request)
 }
 
 // socketCheckInterval is how often the daemon checks that its socket
-// paths still name the sockets it bound; a path deleted (or replaced by
-// a stale file) while it runs is bound again, so clients can reconnect.
+// paths still name the sockets it bound when it cannot watch the
+// directories holding them (see watchSockets); a path deleted (or
+// replaced by a stale file) while it runs is bound again, so clients can
+// reconnect.
 const socketCheckInterval = 2 * time.Second
 
 // ownedSocket is a listener on a socket path the daemon owns. When the
@@ -143,7 +146,8 @@ type ownedSocket struct {
 	l       *net.UnixListener
 	info    os.FileInfo // the bound socket file, to recognize it
 	closed  bool
-	lastErr string // last rebind failure logged, to log each once
+	lastErr string     // last rebind failure logged, to log each once
+	queued  []net.Conn // taken from a replaced socket's queue, for Accept
 }
 
 // listenOwned binds path (see listen).
@@ -165,6 +169,12 @@ func listenOwned(path string) (*ownedSocket, error) {
 func (o *ownedSocket) Accept() (net.Conn, error) {
 	for {
 		o.mu.Lock()
+		if len(o.queued) > 0 {
+			c := o.queued[0]
+			o.queued = o.queued[1:]
+			o.mu.Unlock()
+			return c, nil
+		}
 		l := o.l
 		o.mu.Unlock()
 		c, err := l.Accept()
@@ -191,6 +201,10 @@ func (o *ownedSocket) Close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.closed = true
+	for _, c := range o.queued {
+		c.Close()
+	}
+	o.queued = nil
 	return o.l.Close()
 }
 
@@ -241,24 +255,39 @@ func (o *ownedSocket) rebind(log *slog.Logger) {
 	}
 	old := o.l
 	o.l, o.info, o.lastErr = nl, info, ""
+	// Clients that connected just before the path was deleted wait in
+	// the old socket's queue: Accept hands them out before the new ones.
+	o.queued = append(o.queued, drainQueued(old)...)
 	old.Close()
 	log.Warn("socket path was deleted or replaced while running; bound it again", "socket", o.path)
 }
 
-// watchSockets rebinds deleted socket paths until ctx is done.
-func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) {
-	t := time.NewTicker(socketCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for _, o := range socks {
-				o.rebind(log)
+// drainQueued accepts, without waiting, the connections queued on l (at
+// most its backlog, bounded by the kernel's somaxconn).
+func drainQueued(l *net.UnixListener) []net.Conn {
+	rc, err := l.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var out []net.Conn
+	rc.Control(func(fd uintptr) {
+		for len(out) < 1<<16 {
+			nfd, _, err := syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+			if err == syscall.EINTR || err == syscall.ECONNABORTED {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			f := os.NewFile(uintptr(nfd), "unix")
+			c, err := net.FileConn(f)
+			f.Close()
+			if err == nil {
+				out = append(out, c)
 			}
 		}
-	}
+	})
+	return out
 }
 
 func newInstanceID() string {

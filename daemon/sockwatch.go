@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"log/slog"
@@ -24,15 +25,20 @@ const socketSafetyInterval = time.Minute
 // deleted or moved, it checks every socketCheckInterval until the
 // directory can be watched again.
 func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) {
-	var dirs []string
+	var dirs, names []string
 	for _, o := range socks {
-		dirs = append(dirs, filepath.Dir(o.path))
+		dirs, names = append(dirs, filepath.Dir(o.path)), append(names, filepath.Base(o.path))
 	}
-	w := newDirWatch(dirs)
+	w := newDirWatch(dirs, names)
 	defer w.close()
 	t := time.NewTimer(socketCheckInterval)
 	defer t.Stop()
 	for {
+		// First (a path deleted before the watch was set) and after
+		// every wake-up.
+		for _, o := range socks {
+			o.rebind(log)
+		}
 		every := socketSafetyInterval
 		if !w.watching() {
 			every = socketCheckInterval
@@ -46,9 +52,6 @@ func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) 
 		case <-t.C:
 			w.rewatch()
 		}
-		for _, o := range socks {
-			o.rebind(log)
-		}
 	}
 }
 
@@ -57,11 +60,13 @@ func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) 
 const dirWatchMask = syscall.IN_DELETE | syscall.IN_CREATE | syscall.IN_MOVED_FROM | syscall.IN_MOVED_TO |
 	syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF | syscall.IN_ONLYDIR
 
-// dirWatch is one inotify instance watching a few directories.
+// dirWatch is one inotify instance watching a few directories for
+// changes of a few names in them.
 type dirWatch struct {
 	fd     int
-	f      *os.File      // nil when inotify is unavailable
-	events chan struct{} // something happened in a directory (1-buffered)
+	f      *os.File        // nil when inotify is unavailable
+	names  map[string]bool // the entries that matter
+	events chan struct{}   // one of them, or a watch, changed (1-buffered)
 
 	mu     sync.Mutex
 	closed bool             // fd is no longer ours to use
@@ -69,10 +74,13 @@ type dirWatch struct {
 	want   map[string]bool  // directory -> watched now
 }
 
-func newDirWatch(dirs []string) *dirWatch {
-	w := &dirWatch{fd: -1, events: make(chan struct{}, 1), wds: map[int32]string{}, want: map[string]bool{}}
+func newDirWatch(dirs, names []string) *dirWatch {
+	w := &dirWatch{fd: -1, names: map[string]bool{}, events: make(chan struct{}, 1), wds: map[int32]string{}, want: map[string]bool{}}
 	for _, d := range dirs {
 		w.want[d] = false
+	}
+	for _, n := range names {
+		w.names[n] = true
 	}
 	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
 	if err != nil {
@@ -130,6 +138,7 @@ func (w *dirWatch) read() {
 		if err != nil {
 			return
 		}
+		wake := false
 		for b := buf[:n]; len(b) >= syscall.SizeofInotifyEvent; {
 			wd := int32(binary.NativeEndian.Uint32(b[0:]))
 			mask := binary.NativeEndian.Uint32(b[4:])
@@ -137,7 +146,12 @@ func (w *dirWatch) read() {
 			if size > len(b) {
 				break
 			}
+			name := string(bytes.TrimRight(b[syscall.SizeofInotifyEvent:size], "\x00"))
 			b = b[size:]
+			if name != "" && !w.names[name] {
+				continue // another entry of the directory
+			}
+			wake = true
 			w.mu.Lock()
 			switch {
 			case mask&syscall.IN_IGNORED != 0: // deleted, or removed below
@@ -157,6 +171,9 @@ func (w *dirWatch) read() {
 				}
 			}
 			w.mu.Unlock()
+		}
+		if !wake {
+			continue
 		}
 		select {
 		case w.events <- struct{}{}:
