@@ -16,7 +16,9 @@
 //     (the same window in every daemon lifetime); storage.go: writes that
 //     wait for a full disk, and one transaction per state change.
 //   - fetch.go and fetch_*.go: session.fetch, by responsibility (see
-//     fetch.go); reads.go: session.read/list, events, scrollback, raw
+//     fetch.go): the document rules are pure functions of a snapshot that
+//     fetch_state.go takes (the only fetch code that locks a Session or
+//     reads the store for a document); reads.go: session.read/list, events, scrollback, raw
 //     transcript; attach.go: the interactive attach lease.
 //
 // # What it must not touch

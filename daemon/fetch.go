@@ -1,8 +1,12 @@
 // session.fetch: request parsing and the entry points (a Session from a
-// cursor, a cursorless baseline, after_execution). The document rules are
-// in fetch_marks.go (watermarks and gaps), fetch_delta.go (one Session's
-// document), fetch_size.go (sizing and chunking), fetch_all.go (all:true);
-// waiting is in fetch_longpoll.go and fetch_park.go.
+// cursor, a cursorless baseline, after_execution). An evaluation takes a
+// snapshot once (fetch_state.go: the Session under its locks, then the
+// store in one read transaction, only what its change marks say moved)
+// and computes the document from it with pure functions: fetch_marks.go
+// (watermarks and gaps), fetch_delta.go (one Session's document),
+// fetch_size.go (sizing and chunking), fetch_allpage.go (the all:true
+// pages). fetch_all.go wires all:true; waiting is in fetch_longpoll.go and
+// fetch_park.go.
 
 package daemon
 

@@ -11,7 +11,10 @@
 // SavePositions, ReservePositions, DeletePositions and the row flusher's
 // commits) serialize with each other; readers (Get*, List*,
 // ReadEvents, RowLog.Read/ReadBefore) run in parallel with them and see only
-// committed data.
+// committed data. Each reader method is a read transaction of its own; View
+// gives a Reader that answers several of them (events, results, rows of any
+// session) from one read transaction, one consistent state, and ReadTxns
+// counts the read transactions begun.
 //
 // Stable rows take a different path: RowLog.Append only assigns ids and
 // buffers rows in memory under a per-session mutex; one background flusher
