@@ -538,6 +538,9 @@ func (c *conn) writeLoop() {
 				c.mu.Unlock()
 				return
 			}
+			// Disarmed once written: a deadline left set wakes the
+			// process when it passes, long after the write.
+			c.nc.SetWriteDeadline(time.Time{})
 			continue
 		}
 		if dead {
