@@ -21,6 +21,9 @@ const bigLineSize = 5_000_000
 // other (one alone lasts too short for a p99 of the probes).
 const bigLineTurns = 5
 
+// quietLines is how many lines the quiet side prints during each phase.
+const quietLines = 2000
+
 // prober times a probe in a loop, in its own goroutine, until stopped.
 type prober struct {
 	stop chan struct{}
@@ -77,7 +80,9 @@ func timed(f func() error) ([]time.Duration, error) {
 // ingest stream at full speed); and tmux's peer: `tmux display -p` and
 // `tmux list-panes` (whole client processes) on a quiet pane with nothing
 // else running, while another pane cats the same 5 MB line, and while it
-// cats the stream. Phases alternate dlgt / tmux per round.
+// cats the stream. Meanwhile the quiet side ingests too: the quiet
+// Session takes a turn printing 2,000 lines, the quiet tmux side cats as
+// many in a window of its own. Phases alternate dlgt / tmux per round.
 func (b *bench) neighbour(c *conn) error {
 	fmt.Printf("neighbour: RPC on a quiet Session while another prints a 5 MB line or floods, %d rounds:\n", b.opts.neighbourRounds)
 	stream, err := b.streamFile()
@@ -138,17 +143,73 @@ func (b *bench) neighbour(c *conn) error {
 		name string
 		lat  []time.Duration
 		wall []time.Duration // how long the noise took
+		turn []time.Duration // the quiet side's own ingest during the noise
 	}
 	phases := map[string]*phase{}
 	order := []string{"dlgt quiet", "dlgt 5 MB line", "dlgt flood", "tmux quiet", "tmux 5 MB line", "tmux flood"}
 	for _, n := range order {
 		phases[n] = &phase{name: n}
 	}
+	// The quiet side also ingests while the noise runs (100 ms into
+	// it): the quiet Session takes a turn printing quietLines lines
+	// (session.send to its result), the quiet tmux pane cats as many.
+	q, err := dialConn(b.socket)
+	if err != nil {
+		return err
+	}
+	defer q.close()
+	small := filepath.Join(b.work, "quiet.txt")
+	var sb strings.Builder
+	for i := 1; i <= quietLines; i++ {
+		fmt.Fprintf(&sb, "QUIET %06d %s\n", i, strings.Repeat(".", 66))
+	}
+	if err := os.WriteFile(small, []byte(sb.String()), 0o600); err != nil {
+		return err
+	}
+	turns := 0
+	dlgtTurn := func() (time.Duration, error) {
+		turns++
+		t := time.Now()
+		var rc rpc.Receipt
+		if err := sendWhenIdle(q, rpc.SessionSendParams{
+			Session: quiet, Prompt: fmt.Sprintf("[[flood %d]] quiet turn %d", quietLines, turns), RequestID: fmt.Sprintf("bench-quiet-%d-%d", os.Getpid(), turns),
+		}, &rc); err != nil {
+			return 0, err
+		}
+		_, err := waitResult(context.Background(), b.socket, quiet, rc.Cursor)
+		return time.Since(t), err
+	}
+	tmuxTurn := func() (time.Duration, error) {
+		turns++
+		ch := fmt.Sprintf("quiet-%d", turns)
+		t := time.Now()
+		if err := tm.run("new-window", "-d", fmt.Sprintf("cat '%s'; tmux -L %s wait-for -S %s", small, tm.sock, ch)); err != nil {
+			return 0, err
+		}
+		err := tm.run("wait-for", ch)
+		return time.Since(t), err
+	}
 	run := func(name string, probe func() ([]time.Duration, error), noise func() error) error {
+		turn := dlgtTurn
+		if strings.HasPrefix(name, "tmux") {
+			turn = tmuxTurn
+		}
 		p := startProber(probe)
+		var (
+			td   time.Duration
+			terr error
+			tw   sync.WaitGroup
+		)
+		tw.Add(1)
+		go func() {
+			defer tw.Done()
+			time.Sleep(100 * time.Millisecond)
+			td, terr = turn()
+		}()
 		t := time.Now()
 		nerr := noise()
 		wall := time.Since(t)
+		tw.Wait()
 		lat, err := p.end()
 		if nerr != nil {
 			return fmt.Errorf("%s: %w", name, nerr)
@@ -156,8 +217,12 @@ func (b *bench) neighbour(c *conn) error {
 		if err != nil {
 			return fmt.Errorf("%s probe: %w", name, err)
 		}
+		if terr != nil {
+			return fmt.Errorf("%s, the quiet side's turn: %w", name, terr)
+		}
 		phases[name].lat = append(phases[name].lat, lat...)
 		phases[name].wall = append(phases[name].wall, wall)
+		phases[name].turn = append(phases[name].turn, td)
 		return nil
 	}
 	quietFor := func() error { time.Sleep(2 * time.Second); return nil }
@@ -217,8 +282,9 @@ func (b *bench) neighbour(c *conn) error {
 	stopPerf()
 	for _, n := range order {
 		p := phases[n]
-		fmt.Printf("  %-15s %s   noise lasted %s per phase\n", n, stats(p.lat), medP99(p.wall))
+		fmt.Printf("  %-15s %s   noise lasted %s per phase; the quiet side's %d lines took %s\n", n, stats(p.lat), medP99(p.wall), quietLines, medP99(p.turn))
 	}
+	turn := func(n string) float64 { return float64(median(phases[n].turn)) }
 	p99 := func(n string) float64 { return float64(quantile(phases[n].lat, 0.99)) }
 	b.summarise("RPC of a quiet Session (status, list, read), nothing else running", medP99(phases["dlgt quiet"].lat),
 		"tmux display -p / list-panes "+medP99(phases["tmux quiet"].lat), ratio(p99("dlgt quiet"), p99("tmux quiet"))+" (p99)", "–")
@@ -226,6 +292,10 @@ func (b *bench) neighbour(c *conn) error {
 		"tmux, a pane printing it "+medP99(phases["tmux 5 MB line"].lat), ratio(p99("dlgt 5 MB line"), p99("tmux 5 MB line"))+" (p99)", "p99 < 10 ms")
 	b.summarise("the same while another Session floods (the 50 MiB stream)", medP99(phases["dlgt flood"].lat),
 		"tmux, a pane catting it "+medP99(phases["tmux flood"].lat), ratio(p99("dlgt flood"), p99("tmux flood"))+" (p99)", "p99 < 10 ms")
+	b.summarise(fmt.Sprintf("the quiet Session's own %d-line turn, nothing else running / during the 5 MB lines / during the flood", quietLines),
+		fmt.Sprintf("%s / %s / %s", msf(median(phases["dlgt quiet"].turn)), msf(median(phases["dlgt 5 MB line"].turn)), msf(median(phases["dlgt flood"].turn))),
+		fmt.Sprintf("tmux pane cat: %s / %s / %s", msf(median(phases["tmux quiet"].turn)), msf(median(phases["tmux 5 MB line"].turn)), msf(median(phases["tmux flood"].turn))),
+		fmt.Sprintf("flood/quiet: dlgt %s, tmux %s", ratio(turn("dlgt flood"), turn("dlgt quiet")), ratio(turn("tmux flood"), turn("tmux quiet"))), "unaffected")
 	return b.stopSession(c, noisy.id)
 }
 
