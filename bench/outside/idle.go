@@ -41,6 +41,6 @@ func (b *bench) idle(c *conn) error {
 	stopPerf()
 	b.summarise(fmt.Sprintf("idle daemon, %d Sessions (CPU over %v windows)", idleSessions, b.opts.idleWindow),
 		fmt.Sprintf("%.4f%% of a core", medianF(dlgt)), fmt.Sprintf("tmux server, %d panes: %.4f%%", idleSessions, medianF(tmux)),
-		ratio(medianF(dlgt), medianF(tmux)), "≤ 0.05%")
+		ratio(medianF(dlgt), medianF(tmux)), verdict(medianF(dlgt) <= 0.05, "≤ 0.05%"))
 	return nil
 }

@@ -99,9 +99,9 @@ func (b *bench) ingest(c *conn) error {
 		medianF(raw), medianF(tmux), medianF(dlgt), medianF(tmuxCPU), medianF(dlgtCPU))
 	b.summarise(fmt.Sprintf("ingest %.0f MiB: throughput", mib), fmt.Sprintf("%.1f MiB/s", medianF(dlgt)),
 		fmt.Sprintf("tmux %.1f MiB/s, raw PTY %.1f MiB/s", medianF(tmux), medianF(raw)),
-		ratio(medianF(dlgt), medianF(tmux))+" tmux, "+ratio(medianF(dlgt), medianF(raw))+" raw", "≥ 1.5× tmux")
+		ratio(medianF(dlgt), medianF(tmux))+" tmux, "+ratio(medianF(dlgt), medianF(raw))+" raw", verdict(medianF(dlgt) >= 1.5*medianF(tmux), "≥ 1.5× tmux"))
 	b.summarise(fmt.Sprintf("ingest %.0f MiB: CPU per MiB", mib), fmt.Sprintf("daemon %.1f ms", medianF(dlgtCPU)),
-		fmt.Sprintf("tmux server %.1f ms", medianF(tmuxCPU)), ratio(medianF(dlgtCPU), medianF(tmuxCPU)), "≤ 0.7× tmux")
+		fmt.Sprintf("tmux server %.1f ms", medianF(tmuxCPU)), ratio(medianF(dlgtCPU), medianF(tmuxCPU)), verdict(medianF(dlgtCPU) <= 0.7*medianF(tmuxCPU), "≤ 0.7× tmux"))
 	return b.stopSession(c, s.id)
 }
 

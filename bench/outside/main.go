@@ -275,7 +275,7 @@ func (b *bench) hookForwarder(rounds int, old string) error {
 	}
 	fmt.Println()
 	b.summarise("hook forwarder `dlgt-hook`, whole process", medP99(cs[1].d), "/bin/true "+medP99(cs[0].d),
-		ratio(float64(median(cs[1].d)), float64(median(cs[0].d))), "well under 1 ms of its own work")
+		ratio(float64(median(cs[1].d)), float64(median(cs[0].d))), verdict(median(cs[1].d)-median(cs[0].d) < time.Millisecond, "well under 1 ms of its own work"))
 	if hf, err := exec.LookPath("hyperfine"); err == nil {
 		// hyperfine runs each command through sh (for the stdin
 		// redirection) and subtracts the shell's own start.
@@ -394,13 +394,13 @@ func (b *bench) sessions(rounds int, rows map[string]bool) error {
 	fmt.Println()
 	if rows["create"] {
 		b.summarise("create → confirmed, minus the harness's start-to-ready", medP99(added),
-			"harness alone "+medP99(ready), "–", "< 30 ms added")
+			"harness alone "+medP99(ready), "–", verdict(median(added) < 30*time.Millisecond, "< 30 ms added"))
 	}
 	if rows["send"] {
-		b.summarise("send → confirmed, idle Session", medP99(send), "–", "–", "< 30 ms added")
+		b.summarise("send → confirmed, idle Session", medP99(send), "–", "–", verdict(median(send) < 30*time.Millisecond, "< 30 ms added"))
 	}
 	if rows["hook"] {
-		b.summarise("Stop hook → fetch answered, 1 waiter", medP99(wake), "–", "–", "p99 < 3 ms")
+		b.summarise("Stop hook → fetch answered, 1 waiter", medP99(wake), "–", "–", verdict(quantile(wake, 0.99) < 3*time.Millisecond, "p99 < 3 ms"))
 	}
 	return nil
 }

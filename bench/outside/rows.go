@@ -69,6 +69,14 @@ func (b *bench) printSummary() {
 	fmt.Println()
 }
 
+// verdict is the goal with whether this run met it.
+func verdict(ok bool, goal string) string {
+	if ok {
+		return goal + ": met"
+	}
+	return goal + ": missed"
+}
+
 // msf formats a duration in ms without padding.
 func msf(d time.Duration) string {
 	ms := float64(d) / float64(time.Millisecond)

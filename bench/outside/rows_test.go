@@ -54,3 +54,12 @@ func TestMedianAndQuantile(t *testing.T) {
 		t.Errorf("medianF = %v, want 2", m)
 	}
 }
+
+func TestVerdict(t *testing.T) {
+	if got := verdict(true, "p99 < 8 ms"); got != "p99 < 8 ms: met" {
+		t.Errorf("verdict(true) = %q", got)
+	}
+	if got := verdict(false, "p99 < 8 ms"); got != "p99 < 8 ms: missed" {
+		t.Errorf("verdict(false) = %q", got)
+	}
+}
