@@ -86,6 +86,7 @@ type options struct {
 	waiterRounds, ingestRounds, pollRounds, pollsPerRound, neighbourRounds, idleRounds int
 	idleWindow                                                                         time.Duration
 	perfDir                                                                            string
+	pollSessions                                                                       []int
 }
 
 func run() error {
@@ -100,6 +101,7 @@ func run() error {
 	flag.IntVar(&o.ingestRounds, "ingest-rounds", 5, "ingest: rounds of raw PTY, tmux and dlgt")
 	flag.IntVar(&o.pollRounds, "poll-rounds", 10, "poll: rounds, each a block of all:true and of single-Session polls")
 	flag.IntVar(&o.pollsPerRound, "polls", 200, "poll: polls per block")
+	pollCounts := flag.String("poll-sessions", "64", "poll: Session counts, comma-separated and ascending (each Session is one more harness process)")
 	flag.IntVar(&o.neighbourRounds, "neighbour-rounds", 3, "neighbour: rounds of each phase")
 	flag.IntVar(&o.idleRounds, "idle-rounds", 3, "idle: windows")
 	flag.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "idle: length of a window")
@@ -110,6 +112,9 @@ func run() error {
 	}
 	rows, err := parseRows(*rowsFlag)
 	if err != nil {
+		return err
+	}
+	if o.pollSessions, err = parseCounts(*pollCounts); err != nil {
 		return err
 	}
 	work, err := os.MkdirTemp("", "dlgt-bench-")

@@ -40,6 +40,19 @@ func parseRows(s string) (map[string]bool, error) {
 	return sel, nil
 }
 
+// parseCounts reads an ascending comma-separated list of positive counts.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || (len(out) > 0 && n <= out[len(out)-1]) {
+			return nil, fmt.Errorf("counts %q: want ascending positive numbers", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

@@ -63,3 +63,15 @@ func TestVerdict(t *testing.T) {
 		t.Errorf("verdict(false) = %q", got)
 	}
 }
+
+func TestParseCounts(t *testing.T) {
+	got, err := parseCounts("64, 256")
+	if err != nil || len(got) != 2 || got[0] != 64 || got[1] != 256 {
+		t.Fatalf("parseCounts(64, 256) = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "64,64", "256,64", "x"} {
+		if got, err := parseCounts(bad); err == nil {
+			t.Errorf("parseCounts(%q) = %v, want an error", bad, got)
+		}
+	}
+}
