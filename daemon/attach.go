@@ -37,7 +37,8 @@ const (
 	maxAttachInput = 64 << 10
 	// attachChunk bounds the raw bytes of one output line.
 	attachChunk = 32 << 10
-	// attachPoll is how often an attach stream looks for new output.
+	// attachPoll paces an attach stream while output flows (what arrived
+	// meanwhile goes in one read); an idle one waits for the next output.
 	attachPoll = 15 * time.Millisecond
 	// redrawPause separates the two resizes that make the harness redraw.
 	redrawPause = 120 * time.Millisecond
@@ -233,15 +234,18 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	if a.ls != nil {
 		released = a.ls.released
 	}
-	tick := time.NewTicker(attachPoll)
-	defer tick.Stop()
+	pace := time.NewTimer(attachPoll)
+	defer pace.Stop()
 	end := func(why string) error {
 		line, _ := rpc.Marshal(TerminalOutput{End: why})
 		return emit(line)
 	}
 	for {
+		// Taken before the drain: output written after it closes this.
+		grew := a.g.out.state().wake
 		// Drain what is there before looking at why we might stop, so the
 		// last output of an exiting harness reaches the viewer.
+		sent := false
 		for {
 			data, _, next, more, err := a.s.raw.ReadAt(a.offset, attachChunk)
 			if err != nil {
@@ -254,10 +258,17 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 			if err := emit(line); err != nil {
 				return err // the client was dropped (too slow or gone)
 			}
-			a.offset = next
+			a.offset, sent = next, true
 			if !more {
 				break
 			}
+		}
+		// While output flows, look again after attachPoll; once it
+		// stopped, sleep until the harness prints again.
+		var paced <-chan time.Time
+		if sent {
+			pace.Reset(attachPoll)
+			paced, grew = pace.C, nil
 		}
 		select {
 		case <-ctx.Done():
@@ -270,7 +281,8 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 				continue
 			}
 			return end("exited")
-		case <-tick.C:
+		case <-paced:
+		case <-grew:
 		}
 	}
 }

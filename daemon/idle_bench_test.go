@@ -3,6 +3,7 @@ package daemon
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dlgt/rpc"
 )
 
 // Daemon CPU and wake-ups while 16 Sessions (fake Claude) sit idle after
@@ -24,11 +27,43 @@ import (
 //
 // scripts/idle-cpu.sh measures the same from outside, on a real daemon
 // next to a tmux server.
+//
+// BenchmarkIdleSessions/attached has a read-only attach stream open on
+// each Session (a viewer watching an idle harness).
 func BenchmarkIdleSessions(b *testing.B) {
+	b.Run("detached", func(b *testing.B) { benchIdle(b, false) })
+	b.Run("attached", func(b *testing.B) { benchIdle(b, true) })
+}
+
+func benchIdle(b *testing.B, attached bool) {
 	td := startTestDaemon(b)
+	if attached { // a stream holds its connection: 16 of them and the test's own
+		td.startWithLimits(rpc.Limits{MaxConnections: 64})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
 	for i := 0; i < 16; i++ {
 		r := td.create(b, fmt.Sprintf("idle-%d", i), "hello")
 		td.waitResult(b, r.Session.ID, r.Cursor)
+		if !attached {
+			continue
+		}
+		c, err := rpc.Dial(ctx, td.paths.Socket)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		_, next, err := c.Subscribe(ctx, rpc.MethodTerminalAttach, TerminalAttachParams{Session: r.Session.ID, Mode: AttachRead})
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for {
+				if _, err := next(); err != nil {
+					return
+				}
+			}
+		}()
 	}
 	time.Sleep(2*transcriptIdlePoll + time.Second) // settle
 	b.ResetTimer()
