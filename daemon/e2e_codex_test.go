@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,17 +47,7 @@ func e2eCodexBin(t *testing.T) string {
 // returns its text and path.
 func writeCodexConfig(t *testing.T, codexHome, url string) (string, string) {
 	t.Helper()
-	config := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "mock"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`, url)
+	config := mockapi.CodexConfig(url)
 	cfgPath := filepath.Join(codexHome, "config.toml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
 		t.Fatal(err)

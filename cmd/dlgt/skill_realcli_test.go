@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,17 +120,7 @@ func TestSkillInstalledCopySeenByRealCodex(t *testing.T) {
 	for _, installed := range []bool{false, true} {
 		srv := mockapi.NewResponses(t, nil)
 		home, codexHome := t.TempDir(), t.TempDir()
-		config := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "mock"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`, srv.URL())
+		config := mockapi.CodexConfig(srv.URL())
 		if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o600); err != nil {
 			t.Fatal(err)
 		}

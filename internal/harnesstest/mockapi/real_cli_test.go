@@ -207,20 +207,7 @@ func TestRealClaude(t *testing.T) {
 // codexHome writes a CODEX_HOME pointing Codex at srv with cwd trusted.
 func codexHome(t *testing.T, srv *mockapi.Server, cwd string) string {
 	home := t.TempDir()
-	cfg := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "mock"
-base_url = %q
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[projects.%q]
-trust_level = "trusted"
-`, srv.URL()+"/v1", cwd)
+	cfg := mockapi.CodexConfig(srv.URL()) + mockapi.CodexTrust(cwd)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

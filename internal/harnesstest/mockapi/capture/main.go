@@ -476,17 +476,6 @@ func seedCodex(codexHome, cwd, url string) error {
 	if err := os.MkdirAll(codexHome, 0o755); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "mock"
-base_url = %q
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-
-[projects.%q]
-trust_level = "trusted"
-`, url+"/v1", cwd)
+	cfg := mockapi.CodexConfig(url) + mockapi.CodexTrust(cwd)
 	return os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600)
 }

@@ -94,16 +94,5 @@ func seedCodexHome(dir, url string) error {
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf(`model = "mock-model"
-model_provider = "mock"
-
-[model_providers.mock]
-name = "mock"
-base_url = "%s/v1"
-wire_api = "responses"
-env_key = "MOCK_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-`, url)
-	return os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600)
+	return os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(mockapi.CodexConfig(url)), 0o600)
 }
