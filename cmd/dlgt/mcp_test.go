@@ -185,7 +185,7 @@ func boolp(b bool) *bool    { return &b }
 // document's cursor on, and returns the text once, assembled.
 func TestMCPWaitAssemblesChunks(t *testing.T) {
 	d := newFakeDaemon(t)
-	sess := rpc.Session{ID: "claude:01", Harness: "claude", Title: "t", State: "idle"}
+	sess := rpc.Session{ID: "claude:01", Alias: "rev", Harness: "claude", Title: "t", State: "idle"}
 	off0, off1 := 0, 5
 	d.pages[rpc.MethodSessionFetch] = []any{
 		rpc.FetchDocument{Reason: rpc.ReasonPageFull, HasMore: true, Cursor: "11", Sessions: []rpc.FetchSession{{Session: sess,
@@ -201,6 +201,7 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 		t.Fatalf("wait: %s", text)
 	}
 	if !strings.Contains(text, "Execution 2 completed.") || !strings.Contains(text, "Final text:\nhello world\n") ||
+		!strings.Contains(text, `Session claude:01 (claude, "t", alias rev) is idle.`) ||
 		!strings.Contains(text, "input_tokens 10, output_tokens 3") || strings.Count(text, "hello") != 1 {
 		t.Errorf("wait text:\n%s", text)
 	}

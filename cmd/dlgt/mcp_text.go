@@ -125,7 +125,11 @@ func waitText(w *waitOut) string {
 }
 
 func sessionLine(w io.Writer, s *rpc.Session) {
-	fmt.Fprintf(w, "Session %s (%s, %q) is %s.\n", s.ID, s.Harness, s.Title, s.State)
+	alias := ""
+	if s.Alias != "" {
+		alias = ", alias " + s.Alias
+	}
+	fmt.Fprintf(w, "Session %s (%s, %q%s) is %s.\n", s.ID, s.Harness, s.Title, alias, s.State)
 }
 
 // resultText renders one execution result: status, error, usage and the
