@@ -81,20 +81,21 @@ func newChildDaemon(t *testing.T, env map[string]string) (*testDaemon, *childDae
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	socket := filepath.Join(sockDir, "d.sock")
-	p, err := ResolvePaths(func(k string) string {
-		switch k {
-		case "DLGT_HOME":
-			return home
-		case "DLGT_SOCKET":
-			return socket
-		}
-		return ""
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testDaemon{t: t, paths: p, env: env}, &childDaemon{daemonProc{t: t, name: "child daemon", stopWait: lifecycleGuard,
+	cd := &childDaemon{daemonProc{t: t, name: "child daemon", stopWait: lifecycleGuard,
 		env: []string{"DLGT_TEST_ROLE=daemon", "DLGT_CHILD_HOME=" + home, "DLGT_CHILD_SOCKET=" + socket, "GORACE=atexit_sleep_ms=0"}}}
+	// A test that ends with the daemon still running (a failure, or on
+	// purpose) kills it; cleanups registered before this one run after.
+	t.Cleanup(func() {
+		if cd.cmd != nil && cd.exited != nil {
+			select {
+			case <-cd.exited:
+			default:
+				cd.cmd.Process.Kill()
+				<-cd.exited
+			}
+		}
+	})
+	return &testDaemon{t: t, paths: testPaths(t, home, socket), env: env}, cd
 }
 
 // start runs the daemon and waits until it serves.
@@ -230,24 +231,16 @@ func waitGroup(t testing.TB, pgid int, kill bool) {
 // history, events, scrollback and receipt, and resumes it by id.
 func TestDaemonKill9MidTurn(t *testing.T) {
 	env := startTestDaemon(t).env // the fake harness's client environment
-	td, cd := newChildDaemon(t, env)
 	var groups []int
 	var mu sync.Mutex
-	t.Cleanup(func() {
-		if cd.cmd != nil && cd.exited != nil {
-			select {
-			case <-cd.exited:
-			default:
-				cd.cmd.Process.Kill()
-				<-cd.exited
-			}
-		}
+	t.Cleanup(func() { // after the child daemon is killed
 		mu.Lock()
 		defer mu.Unlock()
 		for _, g := range groups {
 			syscall.Kill(-g, syscall.SIGKILL)
 		}
 	})
+	td, cd := newChildDaemon(t, env)
 	cd.start()
 	firstPID := cd.cmd.Process.Pid
 

@@ -1,10 +1,6 @@
 package daemon
 
 import (
-	"context"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,42 +81,10 @@ func patient(keys []harness.Keystroke) []harness.Keystroke {
 // and a debug log collected in logs.
 func startPatientDaemon(t *testing.T, env map[string]string, logs *logBuffer) *testDaemon {
 	t.Helper()
-	sockDir, err := os.MkdirTemp("", "dlgt-t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	home := t.TempDir()
-	p, err := ResolvePaths(func(k string) string {
-		switch k {
-		case "DLGT_HOME":
-			return filepath.Join(home, "state")
-		case "DLGT_SOCKET":
-			return filepath.Join(sockDir, "d.sock")
-		}
-		return ""
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	ctx, cancel := context.WithCancel(context.Background())
-	td := &testDaemon{t: t, paths: p, cancel: cancel, done: make(chan error, 1), env: env}
-	ready := make(chan struct{})
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	go func() {
-		td.done <- Run(ctx, Config{Paths: p, Logger: log, Ready: func() { close(ready) }, Options: Options{
-			HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second,
-			Harnesses: map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}},
-		}})
-	}()
-	select {
-	case <-ready:
-	case err := <-td.done:
-		t.Fatalf("daemon failed to start: %v", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("daemon did not start")
-	}
+	td := newTestDaemon(t, env)
+	td.opts.Harnesses = map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}}
+	td.logTo = logs
+	td.start()
 	t.Cleanup(td.stop)
 	return td
 }

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,22 +20,7 @@ func TestE2EReceiptAcrossDaemonRestart(t *testing.T) {
 	for _, a := range e2eHarnesses {
 		t.Run(a.name, func(t *testing.T) {
 			e := a.start(t)
-			td, cd := newChildDaemon(t, e.env)
-			t.Cleanup(func() {
-				if cd.cmd != nil && cd.exited != nil {
-					select {
-					case <-cd.exited:
-					default:
-						cd.cmd.Process.Kill()
-						<-cd.exited
-					}
-				}
-				for _, g := range markedGroups(e.mark) {
-					syscall.Kill(-g, syscall.SIGKILL)
-				}
-			})
-			cd.start()
-			e.td = td
+			td, cd := startChildFor(t, e)
 			const p1, p2 = "the first turn, before a daemon restart", "the second turn, after the restart"
 			create := rpc.SessionCreateParams{Title: "e2e receipt across a restart", Harness: a.harness, Cwd: t.TempDir(),
 				Prompt: p1, RequestID: a.name + "-rr-1", Environment: e.env}

@@ -450,28 +450,29 @@ func toolInputJSON(input map[string]any) string {
 	return string(b)
 }
 
+// startChildFor starts a child daemon (a process of its own, so it can
+// be killed) hosting rig e's harness and makes it e's daemon. When the test
+// ends the daemon is killed if it still runs, then every marked process.
+func startChildFor(t *testing.T, e *e2eRig) (*testDaemon, *childDaemon) {
+	t.Helper()
+	t.Cleanup(func() { // runs after newChildDaemon's kill of the daemon
+		for _, g := range markedGroups(e.mark) {
+			syscall.Kill(-g, syscall.SIGKILL)
+		}
+	})
+	td, cd := newChildDaemon(t, e.env)
+	cd.start()
+	e.td = td
+	return td, cd
+}
+
 // stepDaemonKill9: a daemon SIGKILLed in the middle of a turn. The next
 // daemon on the same home reports the Session failed with an interrupted
 // result and keeps its history, and a resume continues the same
 // conversation under the same Session id.
 func stepDaemonKill9(t *testing.T, s *e2eScenario) {
 	e := s.a.start(t)
-	td, cd := newChildDaemon(t, e.env)
-	t.Cleanup(func() {
-		if cd.cmd != nil && cd.exited != nil {
-			select {
-			case <-cd.exited:
-			default:
-				cd.cmd.Process.Kill()
-				<-cd.exited
-			}
-		}
-		for _, g := range markedGroups(e.mark) {
-			syscall.Kill(-g, syscall.SIGKILL)
-		}
-	})
-	cd.start()
-	e.td = td
+	td, cd := startChildFor(t, e)
 	firstPID := cd.cmd.Process.Pid
 
 	cwd := t.TempDir()

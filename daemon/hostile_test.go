@@ -612,18 +612,7 @@ func TestHostileOtherUID(t *testing.T) {
 	if err := os.Mkdir(sockDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p, err := ResolvePaths(func(k string) string {
-		switch k {
-		case "DLGT_HOME":
-			return filepath.Join(base, "state")
-		case "DLGT_SOCKET":
-			return filepath.Join(sockDir, "d.sock")
-		}
-		return ""
-	}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := testPaths(t, filepath.Join(base, "state"), filepath.Join(sockDir, "d.sock"))
 	ref := startTestDaemon(t) // for its fake-Claude environment only
 	td := &testDaemon{t: t, paths: p, done: make(chan error, 1), env: ref.env}
 	td.start()

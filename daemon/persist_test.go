@@ -53,16 +53,6 @@ func restartChild(t *testing.T, cd *childDaemon, kind restartKind, cwds ...strin
 func startChild(t *testing.T) (*testDaemon, *childDaemon) {
 	t.Helper()
 	td, cd := newChildDaemon(t, fakeClaudeEnv(t))
-	t.Cleanup(func() {
-		if cd.cmd != nil && cd.exited != nil {
-			select {
-			case <-cd.exited:
-			default:
-				cd.cmd.Process.Kill()
-				<-cd.exited
-			}
-		}
-	})
 	cd.start()
 	return td, cd
 }

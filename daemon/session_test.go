@@ -62,8 +62,11 @@ type testDaemon struct {
 	cancel context.CancelFunc
 	done   chan error
 	env    map[string]string
-	// submitWait, when set before a start, is Options.SubmitWait.
-	submitWait time.Duration
+	// opts, when set before a start, are the daemon's Options (the hook
+	// command and a 2 s stop grace filled in where unset).
+	opts Options
+	// logTo, when set before a start, receives the daemon's debug log.
+	logTo io.Writer
 }
 
 func startTestDaemon(t testing.TB) *testDaemon {
@@ -101,29 +104,43 @@ func fakeClaudeEnv(t testing.TB) map[string]string {
 // directory; env is the client environment create and send pass on.
 func startTestDaemonWith(t testing.TB, env map[string]string) *testDaemon {
 	t.Helper()
-	home := t.TempDir()
-	// Unix socket paths are short; keep the home near the root.
+	td := newTestDaemon(t, env)
+	td.start()
+	t.Cleanup(td.stop)
+	return td
+}
+
+// newTestDaemon is a testDaemon on a private state directory, not started
+// yet (set opts or logTo, then start it).
+func newTestDaemon(t testing.TB, env map[string]string) *testDaemon {
+	t.Helper()
+	// Unix socket paths are short; keep the socket near the root.
 	sockDir, err := os.MkdirTemp("", "dlgt-t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	p := testPaths(t, filepath.Join(t.TempDir(), "state"), filepath.Join(sockDir, "d.sock"))
+	return &testDaemon{t: t, paths: p, done: make(chan error, 1), env: env}
+}
+
+// testPaths resolves the daemon paths of the state directory home and
+// the socket socket, as DLGT_HOME and DLGT_SOCKET would.
+func testPaths(t testing.TB, home, socket string) Paths {
+	t.Helper()
 	p, err := ResolvePaths(func(k string) string {
 		switch k {
 		case "DLGT_HOME":
-			return filepath.Join(home, "state")
+			return home
 		case "DLGT_SOCKET":
-			return filepath.Join(sockDir, "d.sock")
+			return socket
 		}
 		return ""
 	}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	td := &testDaemon{t: t, paths: p, done: make(chan error, 1), env: env}
-	td.start()
-	t.Cleanup(td.stop)
-	return td
+	return p
 }
 
 func (td *testDaemon) start() {
@@ -134,12 +151,21 @@ func (td *testDaemon) start() {
 	td.done = make(chan error, 1)
 	ready := make(chan struct{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
+	switch {
+	case td.logTo != nil:
+		log = slog.New(slog.NewTextHandler(td.logTo, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case testing.Verbose():
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	opts := td.opts
+	if opts.HookCommand == nil {
+		opts.HookCommand = []string{"env", "DLGT_TEST_ROLE=hook", exe}
+	}
+	if opts.StopGrace == 0 {
+		opts.StopGrace = 2 * time.Second
+	}
 	go func() {
-		td.done <- Run(ctx, Config{Paths: td.paths, Logger: log, Ready: func() { close(ready) },
-			Options: Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second, SubmitWait: td.submitWait}})
+		td.done <- Run(ctx, Config{Paths: td.paths, Logger: log, Ready: func() { close(ready) }, Options: opts})
 	}()
 	select {
 	case <-ready:

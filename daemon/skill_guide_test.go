@@ -417,7 +417,7 @@ func TestSkillGuideCommands(t *testing.T) {
 	// The guide: do not resubmit under a new id; rerun the same command to
 	// refresh the receipt, or wait for the result. The task runs once.
 	td.stop()
-	td.submitWait = 300 * time.Millisecond
+	td.opts.SubmitWait = 300 * time.Millisecond
 	td.start()
 	slow := *g
 	slow.env = append(append([]string{}, g.env...), "FAKECLAUDE_SUBMIT_DELAY_MS=2000")
