@@ -145,6 +145,22 @@ func (e *e2eClaude) inlineRaw(t *testing.T, id string) []byte {
 
 // inlineSettle waits until the Session's raw output has not grown for a
 // second.
+// inlineTurn creates a Session with p in a fresh directory on an
+// inlineRows×inlineCols terminal, waits for its completed result and for
+// the TUI to settle, and returns the receipt.
+func (e *e2eClaude) inlineTurn(t *testing.T, p rpc.SessionCreateParams) rpc.Receipt {
+	t.Helper()
+	p.Cwd, p.Rows, p.Cols = t.TempDir(), inlineRows, inlineCols
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, p, &r)
+	id := r.Session.ID
+	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", res)
+	}
+	e.inlineSettle(t, id)
+	return r
+}
+
 func (e *e2eClaude) inlineSettle(t *testing.T, id string) {
 	t.Helper()
 	var prev int64 = -1
@@ -434,16 +450,11 @@ func testAlternateScreenChoice(t *testing.T, harness string) {
 	} else {
 		opts = []string{`tui.alternate_screen="always"`}
 	}
-	var r rpc.Receipt
-	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "alternate " + harness, Harness: harness, Cwd: t.TempDir(), Prompt: "INLINE-150 print the numbered rows",
-		RequestID: "alt-1", Environment: env, HarnessOptions: opts, Rows: inlineRows, Cols: inlineCols,
-	}, &r)
+	r := e.inlineTurn(t, rpc.SessionCreateParams{
+		Title: "alternate " + harness, Harness: harness, Prompt: "INLINE-150 print the numbered rows",
+		RequestID: "alt-1", Environment: env, HarnessOptions: opts,
+	})
 	id := r.Session.ID
-	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
-		t.Fatalf("result = %+v", res)
-	}
-	e.inlineSettle(t, id)
 	if raw := e.inlineRaw(t, id); !strings.Contains(string(raw), "\x1b[?1049h") {
 		t.Fatalf("%s did not switch to the alternate screen: the user's choice was not passed on", harness)
 	}
@@ -467,16 +478,11 @@ func TestInlineStreamCodexE2E(t *testing.T)  { testInlineStream(t, "codex") }
 
 func testInlineStream(t *testing.T, harness string) {
 	e := startInline(t, harness)
-	var r rpc.Receipt
-	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "stream " + harness, Harness: harness, Cwd: t.TempDir(), Prompt: "INLINE-STREAM print the numbered rows",
-		RequestID: "stream-1", Environment: e.env, Rows: inlineRows, Cols: inlineCols,
-	}, &r)
+	r := e.inlineTurn(t, rpc.SessionCreateParams{
+		Title: "stream " + harness, Harness: harness, Prompt: "INLINE-STREAM print the numbered rows",
+		RequestID: "stream-1", Environment: e.env,
+	})
 	id := r.Session.ID
-	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
-		t.Fatalf("result = %+v", res)
-	}
-	e.inlineSettle(t, id)
 	page := e.scrollbackAll(t, id)
 	replyOnce(t, "scrollback.read", page.Lines)
 	raw := e.inlineRaw(t, id)
@@ -505,16 +511,11 @@ func TestInlineRewrapCodexE2E(t *testing.T)  { testInlineRewrap(t, "codex") }
 
 func testInlineRewrap(t *testing.T, harness string) {
 	e := startInline(t, harness)
-	var r rpc.Receipt
-	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "rewrap " + harness, Harness: harness, Cwd: t.TempDir(), Prompt: "INLINE-WRAP print the numbered rows",
-		RequestID: "wrap-1", Environment: e.env, Rows: inlineRows, Cols: inlineCols,
-	}, &r)
+	r := e.inlineTurn(t, rpc.SessionCreateParams{
+		Title: "rewrap " + harness, Harness: harness, Prompt: "INLINE-WRAP print the numbered rows",
+		RequestID: "wrap-1", Environment: e.env,
+	})
 	id := r.Session.ID
-	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
-		t.Fatalf("result = %+v", res)
-	}
-	e.inlineSettle(t, id)
 	w, err := e.td.attach(t, id, AttachWrite)
 	if err != nil {
 		t.Fatal(err)
