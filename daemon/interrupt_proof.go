@@ -44,16 +44,8 @@ func (rt *runtime) awaitInterruptEnd(s *session, g *generation, e *execution, ev
 	if g == nil {
 		return
 	}
-	rt.mu.Lock()
-	if rt.closing {
-		rt.mu.Unlock()
-		return
-	}
-	rt.wg.Add(1)
-	rt.mu.Unlock()
 	id, heard, bound := s.rec.ID, time.Now(), interruptEndWait
-	go func() {
-		defer rt.wg.Done()
+	rt.goTracked(func() {
 		t := time.NewTimer(bound)
 		defer t.Stop()
 		select {
@@ -73,7 +65,7 @@ func (rt *runtime) awaitInterruptEnd(s *session, g *generation, e *execution, ev
 		rt.log.Warn("the harness recorded no turn end within the bound after its interrupt hook; the hook is taken as the interrupt", "session", id, "event", ev.Event, "bound", bound)
 		ev.Kind, ev.Event = harness.KindInterrupted, ev.Event+" (no turn end recorded)"
 		rt.applyEvidence(s, g.launchID, ev)
-	}()
+	})
 }
 
 // proveInterrupt watches a StatusProber harness's status after the
@@ -86,15 +78,7 @@ func (rt *runtime) proveInterrupt(s *session, g *generation, e *execution, since
 	if !ok {
 		return
 	}
-	rt.mu.Lock()
-	if rt.closing {
-		rt.mu.Unlock()
-		return
-	}
-	rt.wg.Add(1)
-	rt.mu.Unlock()
-	go func() {
-		defer rt.wg.Done()
+	rt.goTracked(func() {
 		tick := time.NewTicker(interruptPoll)
 		defer tick.Stop()
 		limit := time.NewTimer(maxInterruptWatch)
@@ -133,5 +117,5 @@ func (rt *runtime) proveInterrupt(s *session, g *generation, e *execution, since
 			}
 			return
 		}
-	}()
+	})
 }

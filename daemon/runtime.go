@@ -332,6 +332,23 @@ func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
 	rt.changedLocked(s)
 }
 
+// goTracked runs fn in a goroutine that closing the runtime waits for,
+// unless it is already closing; it reports whether fn was started.
+func (rt *runtime) goTracked(fn func()) bool {
+	rt.mu.Lock()
+	if rt.closing {
+		rt.mu.Unlock()
+		return false
+	}
+	rt.wg.Add(1)
+	rt.mu.Unlock()
+	go func() {
+		defer rt.wg.Done()
+		fn()
+	}()
+	return true
+}
+
 // setStateLocked changes state, persists, and emits the event if any.
 func (rt *runtime) setStateLocked(s *session, state string, ev *rpc.Event) {
 	s.rec.State = state

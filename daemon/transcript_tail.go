@@ -48,16 +48,7 @@ func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, provide
 	if fi, err := os.Stat(path); err == nil {
 		offset = fi.Size()
 	}
-	rt.mu.Lock()
-	if rt.closing {
-		rt.mu.Unlock()
-		tailing.Delete(g)
-		return
-	}
-	rt.wg.Add(1)
-	rt.mu.Unlock()
-	go func() {
-		defer rt.wg.Done()
+	started := rt.goTracked(func() {
 		defer tailing.Delete(g)
 		t := &transcriptTail{path: path, offset: offset}
 		timer := time.NewTimer(transcriptPoll)
@@ -101,7 +92,10 @@ func (rt *runtime) tailTranscriptLocked(s *session, g *generation, path, provide
 				timer.Stop()
 			}
 		}
-	}()
+	})
+	if !started {
+		tailing.Delete(g) // the daemon is closing
+	}
 }
 
 // transcriptTail reads complete lines appended to a file.
