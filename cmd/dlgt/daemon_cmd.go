@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -46,12 +47,28 @@ daemon in the background when none is running.`,
 			if e.exe != "" {
 				opts.HookCommand = hookCommand(e.exe)
 			}
+			if e.getenv("GOMAXPROCS") == "" {
+				runtime.GOMAXPROCS(daemonProcs(runtime.NumCPU()))
+			}
 			return daemon.Run(cmd.Context(), daemon.Config{Paths: p, Logger: log, Options: opts})
 		},
 	}
 	cmd.Flags().BoolVar(&debug, "debug", false, "log every request")
 	cmd.AddCommand(newDaemonStatusCommand(e), newDaemonStopCommand(e))
 	return cmd
+}
+
+// daemonProcs is how many goroutines the daemon runs at once (GOMAXPROCS):
+// two more than the machine has CPUs. A Session printing at full speed
+// keeps its PTY pump and the row flusher running without ever blocking;
+// with one slot per CPU both slots stay taken and a request arriving on
+// another connection is noticed only when the Go scheduler next polls the
+// network, up to 10 ms later. Spare slots leave one waiting in the network
+// poller, so the request runs at once and the kernel shares the CPUs
+// between the threads. Measured in docs/design.md ("Isolation: spare
+// scheduler slots"). A GOMAXPROCS in the environment is left alone.
+func daemonProcs(cpus int) int {
+	return cpus + 2
 }
 
 func newDaemonStatusCommand(e *env) *cobra.Command {
