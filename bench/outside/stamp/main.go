@@ -3,29 +3,82 @@
 // DLGT_BENCH_STAMPS, then becomes CMD (exec, same stdin). It links as
 // little as possible so that the stamp is taken right after the harness
 // started the hook.
+//
+// When CMD is the hook forwarder (dlgt-hook), stamp becomes itself in
+// forwarding mode instead (`stamp -forward ARG...`, one more exec of a
+// small Go program, as exec'ing dlgt-hook would be), which runs the same
+// forwarder code (internal/hookfwd) and also appends "EVENT-sent
+// UNIX_NANO" once it has read the hook's input, right before the
+// forwarder connects and writes its one line. So the benchmark can split
+// a hook's time into the forwarder's process start and what the daemon
+// does from the line's arrival on.
 package main
 
 import (
+	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
+
+	"dlgt/internal/hookfwd"
 )
 
 func main() {
 	now := time.Now().UnixNano()
 	args := os.Args[1:]
+	if len(args) > 0 && args[0] == "-forward" {
+		os.Exit(forward(args[1:]))
+	}
 	if len(args) == 0 {
 		os.Stderr.WriteString("usage: stamp CMD [ARG...]\n")
 		os.Exit(2)
 	}
+	event := args[len(args)-1]
+	stamp(event, now)
+	argv0, argv := args[0], args
+	if filepath.Base(args[0]) == "dlgt-hook" {
+		if self, err := os.Executable(); err == nil {
+			argv0, argv = self, append([]string{"stamp", "-forward"}, args[1:]...)
+		}
+	}
+	err := syscall.Exec(argv0, argv, os.Environ())
+	os.Stderr.WriteString("stamp: " + argv0 + ": " + err.Error() + "\n")
+	os.Exit(1)
+}
+
+// stamp appends "EVENT NANOS" to the stamp file, if one is named.
+func stamp(event string, nanos int64) {
 	if path := os.Getenv("DLGT_BENCH_STAMPS"); path != "" {
 		if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-			f.WriteString(args[len(args)-1] + " " + strconv.FormatInt(now, 10) + "\n")
+			f.WriteString(event + " " + strconv.FormatInt(nanos, 10) + "\n")
 			f.Close()
 		}
 	}
-	err := syscall.Exec(args[0], args, os.Environ())
-	os.Stderr.WriteString("stamp: " + args[0] + ": " + err.Error() + "\n")
-	os.Exit(1)
+}
+
+// forward is dlgt-hook's main with a stdin that stamps EVENT-sent when
+// the forwarder has read all of it.
+func forward(args []string) int {
+	event := "?"
+	if len(args) > 0 {
+		event = args[len(args)-1]
+	}
+	return hookfwd.Main(args, &eofStamp{r: os.Stdin, event: event + "-sent"}, os.Stderr)
+}
+
+type eofStamp struct {
+	r       io.Reader
+	event   string
+	stamped bool
+}
+
+func (e *eofStamp) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF && !e.stamped {
+		e.stamped = true
+		stamp(e.event, time.Now().UnixNano())
+	}
+	return n, err
 }
