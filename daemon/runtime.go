@@ -62,6 +62,7 @@ type runtime struct {
 	paths      Paths
 	log        *slog.Logger
 	opts       Options
+	methodOf   map[string]method // built once: see methods
 	instanceID string
 	startedAt  time.Time
 	receipts   *receipts
@@ -94,6 +95,7 @@ func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime
 		byLaunch: map[string]*session{}, aliases: map[string]*session{},
 		allChanged: make(chan struct{}),
 	}
+	rt.methodOf = rt.methods()
 	rt.receipts = newReceipts(db)
 	rt.receipts.recorded = rt.executionRecorded
 	rt.positions = newPositions()
@@ -419,6 +421,9 @@ func (rt *runtime) releaseAliasLocked(s *session) {
 // method is one RPC implementation: it decodes its own parameters.
 type method func(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error)
 
+// methods is the dispatch table, built once in newRuntime (each entry is a
+// method value, an allocation: building the table per request was a
+// measurable part of a cheap request's cost).
 func (rt *runtime) methods() map[string]method {
 	return map[string]method{
 		rpc.MethodSessionCreate:     rt.sessionCreate,
@@ -448,7 +453,7 @@ func (rt *runtime) methods() map[string]method {
 
 // ServeRPC dispatches one request. Unknown methods are INVALID_ARGUMENT.
 func (rt *runtime) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request) (any, error) {
-	m, ok := rt.methods()[req.Method]
+	m, ok := rt.methodOf[req.Method]
 	if !ok {
 		return nil, rpc.InvalidField("method", "unknown method %q", clipRef(req.Method))
 	}
