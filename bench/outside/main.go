@@ -206,7 +206,7 @@ func run() error {
 		if err := s.run(c); err != nil {
 			return fmt.Errorf("%s: %w", s.row, err)
 		}
-		fmt.Printf("  (%s row: %.0f s, load average %s)\n\n", s.row, time.Since(t).Seconds(), loadAvg())
+		fmt.Printf("  (%s row: %.0f s, load average %s; daemon %s)\n\n", s.row, time.Since(t).Seconds(), loadAvg(), memOf(b.daemonPid))
 	}
 	fmt.Printf("whole run %.0f s; load average at the end %s\n\n", time.Since(start).Seconds(), loadAvg())
 	b.printSummary()
