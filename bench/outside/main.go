@@ -379,9 +379,12 @@ func (b *bench) sessions(rounds int, rows map[string]bool) error {
 			return err
 		}
 		stop, ok := lastStamp(b.stamps, "Stop")
-		sent, sentOK := lastStamp(b.stamps, "Stop-sent")
-		if !ok || !sentOK {
+		if !ok {
 			return errors.New("no Stop stamp")
+		}
+		sent, ok := awaitStamp(b.stamps, "Stop-sent", stop)
+		if !ok {
+			return errors.New("no Stop-sent stamp")
 		}
 		var stopped rpc.SessionResult
 		if err := c.Call(ctx, rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped); err != nil {
@@ -475,6 +478,20 @@ func waitResult(ctx context.Context, socket, id, cursor string) (time.Time, erro
 		}
 	}
 	return time.Time{}, fmt.Errorf("no result for %s", id)
+}
+
+// awaitStamp waits up to 2 s for a time stamped for event at or after
+// notBefore (the forwarder writes its -sent stamp once it has its answer,
+// which can be after the client has its own) and returns the last one.
+func awaitStamp(path, event string, notBefore time.Time) (time.Time, bool) {
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		if t, ok := lastStamp(path, event); ok && !t.Before(notBefore) {
+			return t, true
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, false
+		}
+	}
 }
 
 // lastStamp is the last time stamped for event.

@@ -234,8 +234,8 @@ func (b *bench) waitRound(c *conn, id string, pipes []*pipe, n, r int) (fromStar
 	if !ok || stop.Before(parked) {
 		return nil, nil, fmt.Errorf("the Stop hook (%v) came before every long poll was written (%v): lengthen the turn", stop, parked)
 	}
-	sent, ok := lastStamp(b.stamps, "Stop-sent")
-	if !ok || sent.Before(stop) {
+	sent, ok := awaitStamp(b.stamps, "Stop-sent", stop)
+	if !ok {
 		return nil, nil, fmt.Errorf("no Stop-sent stamp after the Stop stamp (%v, %v)", stop, sent)
 	}
 	fromStart, fromSent = make([]time.Duration, n), make([]time.Duration, n)

@@ -58,27 +58,32 @@ func stamp(event string, nanos int64) {
 	}
 }
 
-// forward is dlgt-hook's main with a stdin that stamps EVENT-sent when
-// the forwarder has read all of it.
+// forward is dlgt-hook's main with a stdin that notes the time when the
+// forwarder has read all of it; the EVENT-sent stamp is written once the
+// forwarder is done, so writing it is not inside the time it measures.
 func forward(args []string) int {
 	event := "?"
 	if len(args) > 0 {
 		event = args[len(args)-1]
 	}
-	return hookfwd.Main(args, &eofStamp{r: os.Stdin, event: event + "-sent"}, os.Stderr)
+	in := &eofTime{r: os.Stdin}
+	code := hookfwd.Main(args, in, os.Stderr)
+	if in.at != 0 {
+		stamp(event+"-sent", in.at)
+	}
+	return code
 }
 
-type eofStamp struct {
-	r       io.Reader
-	event   string
-	stamped bool
+// eofTime is a reader that notes when its reader first reported EOF.
+type eofTime struct {
+	r  io.Reader
+	at int64
 }
 
-func (e *eofStamp) Read(p []byte) (int, error) {
+func (e *eofTime) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
-	if err == io.EOF && !e.stamped {
-		e.stamped = true
-		stamp(e.event, time.Now().UnixNano())
+	if err == io.EOF && e.at == 0 {
+		e.at = time.Now().UnixNano()
 	}
 	return n, err
 }
