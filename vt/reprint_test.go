@@ -2,6 +2,7 @@ package vt
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -210,5 +211,51 @@ func TestLiveRepeated(t *testing.T) {
 	exp := want(seq("row", 1, 6), []string{"<reset resize>"}, seq("row", 7, 7))
 	if !slices.Equal(r.rows, exp) {
 		t.Fatalf("rows %q, want %q", r.rows, exp)
+	}
+}
+
+// split finds the same words as a byte-by-byte scan, and a word hashes the
+// same wherever it stands (within 8 bytes of the end or not, after any
+// run of separators).
+func TestReprintSplitWords(t *testing.T) {
+	r := newReprint()
+	hash := func(w string) uint32 {
+		r.split(w)
+		if len(r.words) != 1 {
+			t.Fatalf("split(%q) = %d words", w, len(r.words))
+		}
+		return r.words[0]
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	alphabet := "ab \t\x00\xff\u00e9"
+	for range 20000 {
+		b := make([]byte, rnd.IntN(40))
+		for i := range b {
+			b[i] = alphabet[rnd.IntN(len(alphabet))]
+		}
+		text := string(b)
+		var want []uint32
+		for _, w := range strings.FieldsFunc(text, func(c rune) bool { return c == ' ' || c == '\t' }) {
+			want = append(want, hash(w))
+		}
+		r.split(text)
+		if !slices.Equal(r.words, want) {
+			t.Fatalf("split(%q) = %x, want %x", text, r.words, want)
+		}
+	}
+	// 100,000 distinct words in 32 bits: about one collision expected.
+	seen, collisions := map[uint32]bool{}, 0
+	for i := range 25000 {
+		w := fmt.Sprint(i)
+		for _, v := range []string{w, w + "x", "longer-word-" + w, strings.Repeat(w, 5)} {
+			h := hash(v)
+			if seen[h] {
+				collisions++
+			}
+			seen[h] = true
+		}
+	}
+	if collisions > 10 {
+		t.Fatalf("%d collisions among 100,000 words", collisions)
 	}
 }
