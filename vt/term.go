@@ -1,6 +1,9 @@
 package vt
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 // Cell encoding. A row is a []rune with one entry per column:
 //
@@ -19,6 +22,14 @@ const (
 	maxExtBytes = 64 // cap on one cluster's bytes
 )
 
+// blanks is a run of blank cells to clear rows from.
+var blanks = func() (b [256]rune) {
+	for i := range b {
+		b[i] = ' '
+	}
+	return b
+}()
+
 type line struct {
 	cells []rune
 	ext   []string // clusters referenced by cells <= extBase
@@ -33,8 +44,8 @@ func newLine(cols int) *line {
 // blank clears cells [x0, x1).
 func (l *line) blank(x0, x1 int) {
 	c := l.cells[x0:x1]
-	for i := range c {
-		c[i] = ' '
+	for len(c) > 0 {
+		c = c[copy(c, blanks[:]):] // a copy, not a store per cell
 	}
 	if x0 == 0 && x1 == len(l.cells) {
 		l.ext = l.ext[:0]
@@ -49,7 +60,24 @@ func (l *line) appendText(dst []byte) []byte {
 	for end > 0 && l.cells[end-1] == ' ' {
 		end--
 	}
-	for _, r := range l.cells[:end] {
+	// Printable ASCII, the common case, is one store per cell into room
+	// grown once.
+	cells := l.cells[:end]
+	n := len(dst)
+	dst = slices.Grow(dst, len(cells))[:n+len(cells)]
+	out := dst[n:]
+	for i, r := range cells {
+		if uint32(r) >= utf8.RuneSelf { // negative cells too
+			return l.appendRest(dst[:n+i], cells[i:])
+		}
+		out[i] = byte(r)
+	}
+	return dst
+}
+
+// appendRest is appendText from the first cell that is not ASCII.
+func (l *line) appendRest(dst []byte, cells []rune) []byte {
+	for _, r := range cells {
 		switch {
 		case r >= 0 && r < utf8.RuneSelf:
 			dst = append(dst, byte(r))
