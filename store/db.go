@@ -15,7 +15,9 @@ import (
 // SchemaVersion is the value of meta/schema_version written by this build.
 // 2: rows/<uid> holds chunk buckets (see rowChunk); a schema 1 file is
 // upgraded on Open, each session's rows when the session is first loaded.
-const SchemaVersion = 2
+// 3: new rows are stored in blocks of consecutive rows (see appendBlockRow);
+// schema 2 values of one row are still read, so nothing is rewritten.
+const SchemaVersion = 3
 
 // Defaults for Options fields left at zero.
 const (

@@ -183,17 +183,13 @@ func (l *RowLog) Read(fromID uint64, limit int) ([]Row, error) {
 
 func readRows(c *rowCursor, first, fromID uint64, limit int) ([]Row, error) {
 	var out []Row
-	for k, v := c.seek(max(fromID, first)); k != nil; k, v = c.next() {
+	for e := c.seek(max(fromID, first)); e != nil; e = c.next() {
 		if limit > 0 && len(out) >= limit {
-			break
+			return out, nil
 		}
-		r, err := decodeRow(k, v)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, r)
+		out = append(out, e.row())
 	}
-	return out, nil
+	return out, c.err
 }
 
 // ReadBefore returns the (up to) limit newest committed rows with id <
@@ -210,32 +206,29 @@ func (l *RowLog) ReadBefore(beforeID uint64, limit int) ([]Row, error) {
 
 func readRowsBefore(c *rowCursor, first, beforeID uint64, limit int) ([]Row, error) {
 	var out []Row
-	k, _ := c.seek(beforeID)
-	var v []byte
-	if k == nil {
-		k, v = c.last()
-	} else {
-		k, v = c.prev()
+	e := c.seek(beforeID)
+	if c.err != nil {
+		return nil, c.err
 	}
-	for ; k != nil; k, v = c.prev() {
+	if e == nil {
+		e = c.last()
+	} else {
+		e = c.prev()
+	}
+	for ; e != nil; e = c.prev() {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
-		r, err := decodeRow(k, v)
-		if err != nil {
-			slices.Reverse(out)
-			return out, err
-		}
-		if r.ID < first {
+		if e.id < first {
 			break
 		}
-		if r.ID >= beforeID {
+		if e.id >= beforeID {
 			continue
 		}
-		out = append(out, r)
+		out = append(out, e.row())
 	}
 	slices.Reverse(out)
-	return out, nil
+	return out, c.err
 }
 
 // view runs fn on a cursor over the session's stored rows and the oldest

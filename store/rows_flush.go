@@ -267,7 +267,7 @@ func (db *DB) commitPending() (batches []rowBatch, more bool, err error) {
 	// reused by the next commit (see DB.rowArena).
 	size := 0
 	for _, b := range batches {
-		size += len(b.rows)*binary.MaxVarintLen64 + int(b.bytes)
+		size += len(b.rows)*2*binary.MaxVarintLen64 + int(b.bytes)
 	}
 	arena := db.rowArena[:0]
 	if cap(arena) < size {
@@ -376,29 +376,42 @@ func writeBatch(tx *bolt.Tx, b *rowBatch, arena []byte) ([]byte, error) {
 		}
 	}
 
-	var key [8]byte
+	// Rows go in blocks (see appendBlockRow) of consecutive ids within
+	// one chunk.
+	var key [16]byte
 	var cb *bolt.Bucket
 	cur := ^uint64(0)
-	for _, r := range b.rows {
-		if r.ID <= newEvicted {
-			continue
-		}
-		if ci := chunkOf(r.ID); ci != cur || cb == nil {
-			binary.BigEndian.PutUint64(key[:], ci)
-			if cb, err = rb.CreateBucketIfNotExists(key[:]); err != nil {
+	rows := b.rows
+	for len(rows) > 0 && rows[0].ID <= newEvicted {
+		rows = rows[1:]
+	}
+	for len(rows) > 0 {
+		ci := chunkOf(rows[0].ID)
+		if ci != cur || cb == nil {
+			binary.BigEndian.PutUint64(key[:8], ci)
+			if cb, err = rb.CreateBucketIfNotExists(key[:8]); err != nil {
 				return arena, err
 			}
 			cb.FillPercent = appendFillPercent
 			cur = ci
 		}
-		binary.BigEndian.PutUint64(key[:], r.ID) // Put copies the key
-		start := len(arena)
 		// A reallocation leaves earlier values in the old array, which
 		// stays valid: values are never rewritten.
-		arena = appendRow(arena, r)
+		start := len(arena)
+		arena = appendBlockRow(arena, rows[0])
+		n, text := 1, 0
+		for n < len(rows) && n < blockRows && rows[n].ID == rows[n-1].ID+1 && chunkOf(rows[n].ID) == ci &&
+			text+len(rows[n].Text) <= blockBytes {
+			text += len(rows[n].Text)
+			arena = appendBlockRow(arena, rows[n])
+			n++
+		}
+		binary.BigEndian.PutUint64(key[:8], rows[0].ID) // Put copies the key
+		binary.BigEndian.PutUint64(key[8:], rows[n-1].ID)
 		if err := cb.Put(key[:], arena[start:len(arena):len(arena)]); err != nil {
 			return arena, err
 		}
+		rows = rows[n:]
 	}
 	start := len(arena)
 	arena = binary.BigEndian.AppendUint64(arena, last)
