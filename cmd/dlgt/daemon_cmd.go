@@ -48,7 +48,7 @@ daemon in the background when none is running.`,
 				opts.HookCommand = hookCommand(e.exe)
 			}
 			if e.getenv("GOMAXPROCS") == "" {
-				runtime.GOMAXPROCS(daemonProcs(runtime.NumCPU()))
+				runtime.GOMAXPROCS(daemonProcs(runtime.GOMAXPROCS(0)))
 			}
 			return daemon.Run(cmd.Context(), daemon.Config{Paths: p, Logger: log, Options: opts})
 		},
@@ -59,7 +59,8 @@ daemon in the background when none is running.`,
 }
 
 // daemonProcs is how many goroutines the daemon runs at once (GOMAXPROCS):
-// two more than the machine has CPUs. A Session printing at full speed
+// two more than the runtime's default, which is the CPUs the process may
+// use (its affinity and, in a container, its CPU limit). A Session printing at full speed
 // keeps its PTY pump and the row flusher running without ever blocking;
 // with one slot per CPU both slots stay taken and a request arriving on
 // another connection is noticed only when the Go scheduler next polls the
