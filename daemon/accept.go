@@ -229,6 +229,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 	}
 	rt.aliases[s.rec.Alias] = s
 	rt.sessions[s.uid] = s
+	rt.sessionsGen++
 	rt.mu.Unlock()
 
 	if lp, ok := s.h.(harness.LaunchPrompter); ok {
@@ -280,6 +281,7 @@ func (rt *runtime) discard(s *session) {
 	s.mu.Unlock()
 	rt.mu.Lock()
 	delete(rt.sessions, s.uid)
+	rt.sessionsGen++
 	if rt.aliases[s.rec.Alias] == s {
 		delete(rt.aliases, s.rec.Alias)
 	}

@@ -11,17 +11,44 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"dlgt/rpc"
 	"dlgt/store"
 )
 
+// statefulGen counts changes of any Session's place in the all:true list
+// (whether it carries state, its creation time): publishLocked bumps it
+// after it publishes such a change.
+var statefulGen atomic.Uint64
+
+// statefulCache is the list stateful built last, with what it was built
+// from: rt.sessionsGen and the size of rt.sessions, and statefulGen read
+// before any Session's marks were. rt.mu guards it.
+type statefulCache struct {
+	list        []*session
+	sessionsGen uint64
+	sessions    int
+	pubGen      uint64
+	ok          bool
+}
+
 // stateful lists the Sessions that carry state (have a public ID), in
 // creation order. It reads their published change marks, not their
-// locks.
+// locks. While no Session was added or removed and none changed whether
+// it carries state, it is the list built last (shared: callers do not
+// change it), so a poll with nothing new does not list and sort every
+// Session.
 func (rt *runtime) stateful() []*session {
+	pubGen := statefulGen.Load()
 	rt.mu.Lock()
+	c := rt.statefulCache
+	if c.ok && c.sessionsGen == rt.sessionsGen && c.sessions == len(rt.sessions) && c.pubGen == pubGen {
+		rt.mu.Unlock()
+		return c.list
+	}
+	gen := rt.sessionsGen
 	list := make([]*session, 0, len(rt.sessions))
 	for _, s := range rt.sessions {
 		list = append(list, s)
@@ -47,6 +74,11 @@ func (rt *runtime) stateful() []*session {
 	for i, k := range ks {
 		out[i] = k.s
 	}
+	rt.mu.Lock()
+	if rt.sessionsGen == gen && len(rt.sessions) == len(list) {
+		rt.statefulCache = statefulCache{list: out, sessionsGen: gen, sessions: len(list), pubGen: pubGen, ok: true}
+	}
+	rt.mu.Unlock()
 	return out
 }
 

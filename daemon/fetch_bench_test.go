@@ -211,7 +211,7 @@ func BenchmarkFetchIdlePoll(b *testing.B) {
 // idleSessions registers n idle Sessions cheaply (one write transaction
 // each); the first withTurn of them also run one turn with a result and
 // a few stable rows.
-func idleSessions(b *testing.B, rt *runtime, n, withTurn int) []*session {
+func idleSessions(b testing.TB, rt *runtime, n, withTurn int) []*session {
 	out := make([]*session, n)
 	for i := range out {
 		fakeSessionN++

@@ -32,7 +32,10 @@ type sessionPub struct {
 func (s *session) publishLocked() *sessionPub {
 	m := s.markLocked()
 	p := &sessionPub{stateful: s.rec.ID != "", created: s.rec.CreatedAtMS, event: m.Event, result: m.Result}
-	s.pub.Store(p)
+	old := s.pub.Swap(p)
+	if old == nil || old.stateful != p.stateful || old.created != p.created {
+		statefulGen.Add(1) // after the Swap: see statefulCache
+	}
 	return p
 }
 

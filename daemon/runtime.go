@@ -81,8 +81,12 @@ type runtime struct {
 	// allChanged is closed and replaced on any change (all:true waiters,
 	// event subscribers).
 	allChanged chan struct{}
-	closing    bool
-	wg         sync.WaitGroup // process pumps and launches
+	// sessionsGen counts changes of sessions; statefulCache is the
+	// all:true Session list built at one of them (fetch_all.go).
+	sessionsGen   uint64
+	statefulCache statefulCache
+	closing       bool
+	wg            sync.WaitGroup // process pumps and launches
 	// retrying is set while retryLoop runs (storage.go).
 	retrying atomic.Bool
 }
@@ -146,6 +150,7 @@ func (rt *runtime) recover() error {
 		}
 		rt.mu.Lock()
 		rt.sessions[s.uid] = s
+		rt.sessionsGen++
 		if rec.ID != "" {
 			rt.byID[rec.ID] = s
 		}
