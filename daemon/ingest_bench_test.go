@@ -137,6 +137,8 @@ func BenchmarkIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer db.Close()
+		var commits atomic.Int64 // one session: one hook call per commit
+		db.SetCommitHook(func(string, uint64) { commits.Add(1) })
 		var newHeap, idleHeap float64
 		i := 0
 		for b.Loop() {
@@ -188,6 +190,7 @@ func BenchmarkIngest(b *testing.B) {
 			raw.Close()
 			b.StartTimer()
 		}
+		b.ReportMetric(float64(commits.Load())/float64(i), "commits/op")
 		b.ReportMetric(newHeap/float64(i), "heapB/session-new")
 		b.ReportMetric(idleHeap/float64(i), "heapB/session-idle")
 	})

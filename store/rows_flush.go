@@ -267,7 +267,7 @@ func (db *DB) commitPending() (batches []rowBatch, more bool, err error) {
 	// reused by the next commit (see DB.rowArena).
 	size := 0
 	for _, b := range batches {
-		size += len(b.rows)*2*binary.MaxVarintLen64 + int(b.bytes)
+		size += len(b.rows)*binary.MaxVarintLen64 + int(b.bytes) // bytes counts rowOverhead per row: room for the lengths too
 	}
 	arena := db.rowArena[:0]
 	if cap(arena) < size {
