@@ -143,11 +143,11 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 			return a.document(env, rpc.ReasonSnapshot, cursor), nil
 		}
 		eval := func() (*allDoc, error) {
-			in, err := rt.takeAllDelta(list, pos.all)
+			in, quiet, err := rt.takeAllDelta(list, pos.all)
 			if err != nil {
 				return nil, err
 			}
-			return fit(fr, func(fr *fetchReq) (*allDoc, error) { return allDelta(env, in, pos.all, upto, fr) })
+			return fit(fr, func(fr *fetchReq) (*allDoc, error) { return allDeltaOf(env, in, quiet, pos.all, upto, fr) })
 		}
 		// Long polls woken by one change from one position share one
 		// evaluation and its sealed documents.
@@ -271,8 +271,26 @@ func (rt *runtime) takeEnum(list []*session, pos *position, upto *allMark) (*enu
 // Session whose published change marks its reader already has, nothing
 // (it is neither locked nor read); of the others, their state and, in
 // one read transaction for them all, what lies beyond their marks.
-func (rt *runtime) takeAllDelta(list []*session, prev *allMark) ([]allEntry, error) {
-	entries := make([]allEntry, len(list))
+//
+// quiet reports the common idle case, found without allocating: the
+// reader has a mark for every Session and for no other, none moved, and
+// its position is not enumerating. Then no entries are returned (what
+// allDelta would make of them is known: nothing pending, prev kept).
+func (rt *runtime) takeAllDelta(list []*session, prev *allMark) (entries []allEntry, quiet bool, err error) {
+	if len(list) == len(prev.marks) && !prev.enumerating && len(prev.enum) == 0 {
+		quiet = true
+		for _, s := range list {
+			from, known := prev.marks[s.uid]
+			if !known || !s.published().coveredBy(from) {
+				quiet = false
+				break
+			}
+		}
+		if quiet {
+			return nil, true, nil
+		}
+	}
+	entries = make([]allEntry, len(list))
 	var moved []*allEntry
 	for i, s := range list {
 		from, known := prev.marks[s.uid]
@@ -284,10 +302,10 @@ func (rt *runtime) takeAllDelta(list []*session, prev *allMark) ([]allEntry, err
 		moved = append(moved, &entries[i])
 	}
 	if len(moved) == 0 {
-		return entries, nil
+		return entries, false, nil
 	}
 	fr := &fetchReq{} // all:true takes no screen
-	err := rt.db.View(func(r *store.Reader) error {
+	err = rt.db.View(func(r *store.Reader) error {
 		for _, e := range moved {
 			st := e.st
 			if e.from.Result < st.cur.Result {
@@ -303,5 +321,5 @@ func (rt *runtime) takeAllDelta(list []*session, prev *allMark) ([]allEntry, err
 		}
 		return nil
 	})
-	return entries, err
+	return entries, false, err
 }

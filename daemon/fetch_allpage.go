@@ -170,8 +170,14 @@ type allPending struct {
 // strictly ascending prefix across Sessions, then results. upto bounds a
 // replay.
 func allDelta(env rpc.Runtime, entries []allEntry, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
+	return allDeltaOf(env, entries, false, prev, upto, fr)
+}
+
+// allDeltaOf is allDelta, or, quiet (see takeAllDelta; entries then nil),
+// the same document for entries that would all be known and unmoved.
+func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
 	var pend []*allPending
-	same := len(entries) == len(prev.marks) && !prev.enumerating && len(prev.enum) == 0
+	same := quiet || len(entries) == len(prev.marks) && !prev.enumerating && len(prev.enum) == 0
 	for i := range entries {
 		e := &entries[i]
 		same = same && e.known

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -279,5 +280,29 @@ func TestAllKey(t *testing.T) {
 			t.Errorf("variant %d has the key of %d", i, j)
 		}
 		seen[k] = i
+	}
+}
+
+// A quiet delta (every Session known, none moved) answers what allDelta
+// answers for the entries it stands for.
+func TestAllDeltaQuiet(t *testing.T) {
+	prev := &allMark{marks: map[string]sessionMark{"a": {Event: 3}, "b": {Event: 5, Result: 1}}}
+	es := []allEntry{{uid: "a", from: prev.marks["a"], known: true}, {uid: "b", from: prev.marks["b"], known: true}}
+	fr := &fetchReq{budget: 64 << 10}
+	want, err := allDelta(pureEnv, es, prev, nil, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := allDeltaOf(pureEnv, nil, true, prev, nil, fr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.next != prev || want.next != prev {
+		t.Fatalf("quiet next %p, full next %p, want prev %p", got.next, want.next, prev)
+	}
+	g, _ := json.Marshal(got.document(pureEnv, rpc.ReasonTimeout, 7))
+	w, _ := json.Marshal(want.document(pureEnv, rpc.ReasonTimeout, 7))
+	if string(g) != string(w) {
+		t.Fatalf("quiet document\n%s\nfull document\n%s", g, w)
 	}
 }
