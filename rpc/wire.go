@@ -160,6 +160,15 @@ func firstByte(raw []byte) byte {
 // that is not exactly one object, trailing data, and duplicate keys
 // (encoding/json would silently keep the last one).
 func objectFields(data []byte) (map[string]json.RawMessage, error) {
+	if fields, ok := plainObjectFields(data); ok {
+		return fields, nil
+	}
+	return decodedObjectFields(data)
+}
+
+// decodedObjectFields is objectFields through a json.Decoder: every line,
+// and the only path that reports errors.
+func decodedObjectFields(data []byte) (map[string]json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	tok, err := dec.Token()
 	if err != nil {
@@ -191,6 +200,96 @@ func objectFields(data []byte) (map[string]json.RawMessage, error) {
 		return nil, errors.New("trailing data after the JSON object")
 	}
 	return fields, nil
+}
+
+// plainObjectFields is objectFields for the common line: valid JSON, one
+// object, keys of plain printable ASCII (no escapes), no duplicate key. It
+// splits the object without a json.Decoder (which was most of a quick
+// request's allocations); anything else reports !ok and objectFields takes
+// its general path, so every error reads as before. The values are the
+// members' exact bytes, as the Decoder gives them, in one copy of data.
+func plainObjectFields(data []byte) (map[string]json.RawMessage, bool) {
+	if !json.Valid(data) {
+		return nil, false
+	}
+	data = bytes.Clone(data) // the values outlive the caller's line buffer
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, false
+	}
+	fields := make(map[string]json.RawMessage, 4)
+	i = skipSpace(data, i+1)
+	if data[i] == '}' {
+		return fields, true
+	}
+	for {
+		// A key: valid JSON puts a string here.
+		j := i + 1
+		for j < len(data) && data[j] != '"' {
+			if c := data[j]; c == '\\' || c < 0x20 || c > 0x7e {
+				return nil, false
+			}
+			j++
+		}
+		key := string(data[i+1 : j])
+		if _, dup := fields[key]; dup {
+			return nil, false
+		}
+		i = skipSpace(data, j+1) // at the colon
+		i = skipSpace(data, i+1)
+		end := valueEnd(data, i)
+		fields[key] = json.RawMessage(data[i:end:end])
+		i = skipSpace(data, end)
+		if data[i] == '}' {
+			return fields, true
+		}
+		i = skipSpace(data, i+1) // past the comma
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
+		case ' ', '\t', '\r', '\n':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// valueEnd is the end of the JSON value starting at i of valid JSON.
+func valueEnd(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			for i++; data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i
+			}
+		case ',', ' ', '\t', '\r', '\n':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 func syntaxMessage(err error) string {
