@@ -1,6 +1,9 @@
 package vt
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // ResetReason names why a screen epoch ended. Rows emitted before a reset
 // belong to the old epoch; the live grid after it belongs to the new one.
@@ -27,7 +30,8 @@ type Callbacks struct {
 	// oldest first, as plain text with trailing blanks trimmed (blank rows
 	// are "" and are still rows). Rows are delivered once per Write (per
 	// MaxWriteHold piece of a larger Write) or Resize call, and before any Reset that follows them in the stream. The
-	// slice is reused after the call returns; the strings may be kept.
+	// slice is reused after the call returns; the strings may be kept (a
+	// short row's string shares an 8 KiB array with its neighbours).
 	Stable func(rows []string)
 	// Reply receives bytes to write back to the PTY: answers to cursor
 	// position (CSI 6n), status (CSI 5n), device attributes (CSI c,
@@ -65,6 +69,30 @@ type Screen struct {
 	epoch   int
 	emitted int64
 	row     []byte
+	strs    []byte // backing of the stable rows' strings, see rowString
+}
+
+// rowStringsChunk is the size of the arrays stable rows' strings are carved
+// from: one allocation per ~100 rows instead of one per row.
+const rowStringsChunk = 8 << 10
+
+// rowString returns text as a string carved from s.strs. Bytes once handed
+// out are never written again (a full array is replaced, not reused), so
+// the strings are immutable like any other; one that is kept keeps its
+// array (at most rowStringsChunk bytes) alive.
+func (s *Screen) rowString(text []byte) string {
+	if len(text) == 0 {
+		return ""
+	}
+	if len(text) > rowStringsChunk/4 {
+		return string(text)
+	}
+	if cap(s.strs)-len(s.strs) < len(text) {
+		s.strs = make([]byte, 0, rowStringsChunk)
+	}
+	start := len(s.strs)
+	s.strs = append(s.strs, text...)
+	return unsafe.String(&s.strs[start], len(text))
 }
 
 // New returns a Screen of rows×cols (each at least 1).
@@ -80,7 +108,7 @@ type screenEvents Screen
 func (e *screenEvents) scrolledOff(text []byte) {
 	s := (*Screen)(e)
 	n := len(s.pending)
-	s.pending = s.rp.row(string(text), s.pending)
+	s.pending = s.rp.row(s.rowString(text), s.pending)
 	s.emitted += int64(len(s.pending) - n)
 }
 
