@@ -228,8 +228,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + rec.Alias + " belongs to an active Session"}
 	}
 	rt.aliases[s.rec.Alias] = s
-	rt.sessions[s.uid] = s
-	rt.sessionsGen++
+	rt.holdSessionLocked(s)
 	rt.mu.Unlock()
 
 	if lp, ok := s.h.(harness.LaunchPrompter); ok {
@@ -280,8 +279,7 @@ func (rt *runtime) discard(s *session) {
 	s.unsaved = nil // a retried write must not bring it back
 	s.mu.Unlock()
 	rt.mu.Lock()
-	delete(rt.sessions, s.uid)
-	rt.sessionsGen++
+	rt.dropSessionLocked(s)
 	if rt.aliases[s.rec.Alias] == s {
 		delete(rt.aliases, s.rec.Alias)
 	}

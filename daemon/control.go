@@ -151,8 +151,7 @@ func (rt *runtime) adoptForResume(p *rpc.SessionSendParams) (*session, error) {
 	}
 	s.rec.Alias = alias
 	rt.aliases[alias] = s
-	rt.sessions[s.uid] = s
-	rt.sessionsGen++
+	rt.holdSessionLocked(s)
 	return s, nil
 }
 

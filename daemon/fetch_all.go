@@ -24,12 +24,11 @@ import (
 var statefulGen atomic.Uint64
 
 // statefulCache is the list stateful built last, with what it was built
-// from: rt.sessionsGen and the size of rt.sessions, and statefulGen read
-// before any Session's marks were. rt.mu guards it.
+// from: rt.sessionsGen, and statefulGen read before any Session's marks
+// were. rt.mu guards it.
 type statefulCache struct {
 	list        []*session
 	sessionsGen uint64
-	sessions    int
 	pubGen      uint64
 	ok          bool
 }
@@ -44,7 +43,7 @@ func (rt *runtime) stateful() []*session {
 	pubGen := statefulGen.Load()
 	rt.mu.Lock()
 	c := rt.statefulCache
-	if c.ok && c.sessionsGen == rt.sessionsGen && c.sessions == len(rt.sessions) && c.pubGen == pubGen {
+	if c.ok && c.sessionsGen == rt.sessionsGen && c.pubGen == pubGen {
 		rt.mu.Unlock()
 		return c.list
 	}
@@ -75,8 +74,8 @@ func (rt *runtime) stateful() []*session {
 		out[i] = k.s
 	}
 	rt.mu.Lock()
-	if rt.sessionsGen == gen && len(rt.sessions) == len(list) {
-		rt.statefulCache = statefulCache{list: out, sessionsGen: gen, sessions: len(list), pubGen: pubGen, ok: true}
+	if rt.sessionsGen == gen {
+		rt.statefulCache = statefulCache{list: out, sessionsGen: gen, pubGen: pubGen, ok: true}
 	}
 	rt.mu.Unlock()
 	return out

@@ -225,7 +225,7 @@ func idleSessions(b testing.TB, rt *runtime, n, withTurn int) []*session {
 		s.screen = vt.New(24, 80, vt.Callbacks{})
 		s.screen.Write([]byte("$ idle session " + name + "\r\n> "))
 		rt.mu.Lock()
-		rt.sessions[s.uid] = s
+		rt.holdSessionLocked(s)
 		rt.byID[rec.ID] = s
 		rt.mu.Unlock()
 		s.mu.Lock()

@@ -28,15 +28,13 @@ func TestStatefulListCache(t *testing.T) {
 		t.Fatal("an unchanged list was built again")
 	}
 
-	more := idleSessions(t, rt, 1, 0) // added straight to the map: its size tells
+	more := idleSessions(t, rt, 1, 0)
 	if got := uids(rt.stateful()); !slices.Equal(got, append(want, more[0].uid)) {
 		t.Fatalf("after an add: %v", got)
 	}
 
-	// Removed and another added in its place: the same size, a new generation.
 	rt.mu.Lock()
-	delete(rt.sessions, more[0].uid)
-	rt.sessionsGen++
+	rt.dropSessionLocked(more[0])
 	rt.mu.Unlock()
 	if got := uids(rt.stateful()); !slices.Equal(got, want) {
 		t.Fatalf("after a removal: %v", got)

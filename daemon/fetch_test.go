@@ -58,7 +58,7 @@ func addSession(t testing.TB, rt *runtime, name string) *session {
 		t.Fatal(err)
 	}
 	rt.mu.Lock()
-	rt.sessions[s.uid] = s
+	rt.holdSessionLocked(s)
 	rt.byID[rec.ID] = s
 	rt.mu.Unlock()
 	s.mu.Lock()

@@ -149,8 +149,7 @@ func (rt *runtime) recover() error {
 			}
 		}
 		rt.mu.Lock()
-		rt.sessions[s.uid] = s
-		rt.sessionsGen++
+		rt.holdSessionLocked(s)
 		if rec.ID != "" {
 			rt.byID[rec.ID] = s
 		}
@@ -421,6 +420,19 @@ func (rt *runtime) releaseAliasLocked(s *session) {
 		delete(rt.aliases, s.rec.Alias)
 	}
 	rt.mu.Unlock()
+}
+
+// holdSessionLocked adds s to the Sessions this daemon holds, and
+// dropSessionLocked takes it out; both count the change (sessionsGen), so
+// the all:true list built before it is not reused. rt.mu held.
+func (rt *runtime) holdSessionLocked(s *session) {
+	rt.sessions[s.uid] = s
+	rt.sessionsGen++
+}
+
+func (rt *runtime) dropSessionLocked(s *session) {
+	delete(rt.sessions, s.uid)
+	rt.sessionsGen++
 }
 
 // method is one RPC implementation: it decodes its own parameters.
