@@ -276,7 +276,7 @@ func (rt *runtime) takeEnum(list []*session, pos *position, upto *allMark) (*enu
 // its position is not enumerating. Then no entries are returned (what
 // allDelta would make of them is known: nothing pending, prev kept).
 func (rt *runtime) takeAllDelta(list []*session, prev *allMark) (entries []allEntry, quiet bool, err error) {
-	if len(list) == len(prev.marks) && !prev.enumerating && len(prev.enum) == 0 {
+	if prev.settledOver(len(list)) {
 		quiet = true
 		for _, s := range list {
 			from, known := prev.marks[s.uid]

@@ -177,7 +177,7 @@ func allDelta(env rpc.Runtime, entries []allEntry, prev, upto *allMark, fr *fetc
 // the same document for entries that would all be known and unmoved.
 func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
 	var pend []*allPending
-	same := quiet || len(entries) == len(prev.marks) && !prev.enumerating && len(prev.enum) == 0
+	same := quiet || prev.settledOver(len(entries))
 	for i := range entries {
 		e := &entries[i]
 		same = same && e.known

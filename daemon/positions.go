@@ -59,6 +59,13 @@ type allMark struct {
 	enum        []string // uids still to enumerate, in order
 }
 
+// settledOver reports that m is past its enumeration and has a mark for
+// as many Sessions as a list of n: the shape in which a delta over that
+// list can leave m as it is.
+func (m *allMark) settledOver(n int) bool {
+	return len(m.marks) == n && !m.enumerating && len(m.enum) == 0
+}
+
 // position is one minted, immutable observation point.
 type position struct {
 	mark sessionMark
