@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"dlgt/internal/procmem"
 	"dlgt/rpc"
 )
 
@@ -56,14 +55,8 @@ func readUsage() usage {
 
 // peakRSS reads VmHWM (KiB) of this process.
 func peakRSS() int64 {
-	b, _ := os.ReadFile("/proc/self/status")
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return n
-		}
-	}
-	return 0
+	_, hwm, _ := procmem.Of(os.Getpid())
+	return hwm
 }
 
 // subscriber follows event.subscribe from the beginning.

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"dlgt/internal/procmem"
 	"dlgt/rpc"
 	"dlgt/store"
 )
@@ -231,20 +232,7 @@ func procCPU(pid int) time.Duration {
 
 // procMem reads VmRSS and VmHWM (KiB) of pid.
 func procMem(pid int) (rss, hwm int64) {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	for _, l := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(l, ":")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmRSS":
-			rss = n
-		case "VmHWM":
-			hwm = n
-		}
-	}
+	rss, hwm, _ = procmem.Of(pid)
 	return rss, hwm
 }
 

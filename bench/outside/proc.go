@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"dlgt/internal/procmem"
 	"dlgt/rpc"
 )
 
@@ -76,29 +77,11 @@ func mustCPU(pid int) time.Duration {
 // memOf is a process's resident set now and its peak so far
 // (/proc/PID/status VmRSS and VmHWM).
 func memOf(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	rss, hwm, err := procmem.Of(pid)
 	if err != nil {
 		return "RSS ?"
 	}
-	var rss, hwm string
-	for _, l := range strings.Split(string(data), "\n") {
-		k, v, _ := strings.Cut(l, ":")
-		v = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB"))
-		switch k {
-		case "VmRSS":
-			rss = v
-		case "VmHWM":
-			hwm = v
-		}
-	}
-	kib := func(s string) string {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return "?"
-		}
-		return fmt.Sprintf("%.0f MiB", float64(n)/1024)
-	}
-	return "RSS " + kib(rss) + ", peak " + kib(hwm)
+	return fmt.Sprintf("RSS %.0f MiB, peak %.0f MiB", float64(rss)/1024, float64(hwm)/1024)
 }
 
 func loadAvg() string {
