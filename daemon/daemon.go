@@ -75,6 +75,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	if !rt.opts.CommandHooksOnly {
+		web, err := listenHookHTTP(rt)
+		if err != nil {
+			log.Warn("no HTTP hook endpoint on 127.0.0.1; hooks run the forwarder command", "err", err)
+		} else {
+			rt.hookWeb = web
+			defer web.close()
+		}
+	}
 	srvCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
 	srv := &rpc.Server{Handler: rt, Logger: log, Limits: cfg.Limits}

@@ -26,18 +26,25 @@ func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.R
 	}
 	ack := struct {
 		Accepted bool `json:"accepted"`
-	}{}
+	}{rt.deliverHook(ctx, p)}
+	return ack, nil
+}
+
+// deliverHook applies one hook callback, however it arrived (the hook
+// socket's internal.hook, or an HTTP hook: see hookhttp.go), and reports
+// whether it moved the Session.
+func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 	rt.mu.Lock()
 	s := rt.byLaunch[p.LaunchID]
 	rt.mu.Unlock()
 	if s == nil {
 		rt.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
-		return ack, nil
+		return false
 	}
 	ev, err := s.h.ParseHook(p.Event, p.Payload)
 	if err != nil {
 		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
-		return ack, nil
+		return false
 	}
 	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
 		// Output printed before the turn ended becomes readable no later
@@ -49,8 +56,7 @@ func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.R
 		// Its usage is read from the transcript, which may lag the hook.
 		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
 	}
-	ack.Accepted = rt.applyEvidence(s, p.LaunchID, ev)
-	return ack, nil
+	return rt.applyEvidence(s, p.LaunchID, ev)
 }
 
 // applyEvidence is the single place provider evidence moves a Session.

@@ -72,6 +72,12 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	if spec.Env == nil {
 		spec.Env = map[string]string{}
 	}
+	// A client running inside another Session carries that Session's hook
+	// token; it is never passed on.
+	delete(spec.Env, harness.HookTokenEnv)
+	if rt.hookWeb != nil {
+		spec.HookHTTP = rt.hookWeb.forLaunch(g.launchID)
+	}
 	if _, ok := spec.Env["DLGT_CLAUDE_BIN"]; !ok && rt.opts.ClaudeBin != "" {
 		spec.Env["DLGT_CLAUDE_BIN"] = rt.opts.ClaudeBin
 	}

@@ -28,6 +28,9 @@ type Options struct {
 	// HookCommand is the argv prefix injected harness hooks run to reach
 	// the daemon; default: this executable's hidden "hook" command.
 	HookCommand []string
+	// CommandHooksOnly keeps every hook a forwarder command: no HTTP hook
+	// endpoint is served (see hookhttp.go).
+	CommandHooksOnly bool
 	// Harnesses replaces the built-in adapters (tests).
 	Harnesses map[string]harness.Harness
 	// SubmitWait bounds the wait for the provider's acknowledgement of a
@@ -71,6 +74,7 @@ type runtime struct {
 
 	shutdown func()
 	server   *rpc.Server
+	hookWeb  *hookHTTP // nil: command hooks only
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex

@@ -173,7 +173,7 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	if id == "" {
 		id = NewUUID()
 	}
-	settings, err := json.Marshal(claudeSettings(spec.HookArgv))
+	settings, err := json.Marshal(claudeSettings(spec.HookArgv, spec.HookHTTP))
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +203,16 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	if _, set := spec.Env[claudeInlineEnv]; !set {
 		extra[claudeInlineEnv] = "1"
 	}
+	if spec.HookHTTP != nil {
+		extra[HookTokenEnv] = spec.HookHTTP.Token
+		// Claude Code sends http hooks through HTTP(S)_PROXY like its
+		// other requests (seen here: a CONNECT to the proxy for a
+		// 127.0.0.1 hook URL); a proxy elsewhere cannot reach the
+		// daemon's loopback port, so loopback is exempted.
+		for _, k := range []string{"NO_PROXY", "no_proxy"} {
+			extra[k] = withLoopbackExempt(spec.Env[k])
+		}
+	}
 	env := mergeEnv(spec.Env, extra)
 	if home := spec.Env["HOME"]; home != "" {
 		if err := trustClaudeProject(filepath.Join(home, ".claude.json"), spec.Cwd); err != nil {
@@ -212,19 +222,45 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	return &Launch{Argv: argv, Env: env, ProviderID: id}, nil
 }
 
-// claudeSettings is the --settings object: one command hook per event,
-// each running the dlgt hook forwarder with the event name.
-func claudeSettings(hookArgv []string) map[string]any {
+// claudeSettings is the --settings object: one hook per event. With an
+// HTTP endpoint, each event Claude Code can post (all but SessionStart,
+// which it runs as commands only) is an http hook, whose Authorization
+// header Claude fills from HookTokenEnv; the others run the dlgt hook
+// forwarder with the event name.
+func claudeSettings(hookArgv []string, web *HTTPHook) map[string]any {
 	hooks := map[string]any{}
 	for _, ev := range claudeHookEvents {
-		cmd := shellQuote(append(append([]string{}, hookArgv...), ev))
-		entry := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": cmd, "timeout": 30}}}
+		var hook map[string]any
+		if web != nil && ev != "SessionStart" {
+			hook = map[string]any{
+				"type": "http", "url": web.URL + "/" + ev, "timeout": 30,
+				"headers":        map[string]string{"Authorization": "Bearer ${" + HookTokenEnv + "}"},
+				"allowedEnvVars": []string{HookTokenEnv},
+			}
+		} else {
+			hook = map[string]any{"type": "command", "command": shellQuote(append(append([]string{}, hookArgv...), ev)), "timeout": 30}
+		}
+		entry := map[string]any{"hooks": []any{hook}}
 		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
 			entry["matcher"] = "*"
 		}
 		hooks[ev] = []any{entry}
 	}
 	return map[string]any{"hooks": hooks}
+}
+
+// withLoopbackExempt adds 127.0.0.1 to a NO_PROXY list unless it is
+// there already (or the list exempts everything).
+func withLoopbackExempt(list string) string {
+	for _, h := range strings.Split(list, ",") {
+		if h = strings.TrimSpace(h); h == "127.0.0.1" || h == "*" {
+			return list
+		}
+	}
+	if strings.TrimSpace(list) == "" {
+		return "127.0.0.1"
+	}
+	return list + ",127.0.0.1"
 }
 
 // trustClaudeProject sets projects[cwd].hasTrustDialogAccepted in the

@@ -22,12 +22,28 @@ type Spec struct {
 	// HookArgv is the argv prefix injected hooks run to reach the daemon;
 	// the harness appends the hook event name.
 	HookArgv []string
+	// HookHTTP, when set, is where a harness that can post hooks over
+	// HTTP (Claude Code) sends them instead of running HookArgv; nil
+	// means command hooks only.
+	HookHTTP *HTTPHook
 	// StateDir is a private directory for this Session's launch files.
 	StateDir string
 	// Prompt is the first prompt, for a LaunchPrompter launch that submits
 	// it itself (on its command line); empty otherwise.
 	Prompt string
 }
+
+// HTTPHook is the daemon's HTTP hook endpoint for one launch: a hook
+// posts its JSON to URL + "/" + the event name, with the header
+// "Authorization: Bearer " + Token. The harness is given Token in its
+// environment as HookTokenEnv, never on its command line.
+type HTTPHook struct {
+	URL   string
+	Token string
+}
+
+// HookTokenEnv is the environment variable carrying HTTPHook.Token.
+const HookTokenEnv = "DLGT_HOOK_TOKEN"
 
 // Launch is a prepared process launch.
 type Launch struct {

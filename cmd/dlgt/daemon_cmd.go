@@ -28,7 +28,12 @@ The daemon keeps its state in $DLGT_HOME (default $XDG_STATE_HOME/dlgt, else
 ~/.local/state/dlgt) and listens on $DLGT_HOME/run/<version>/dlgt.sock
 (DLGT_SOCKET overrides). SIGINT or SIGTERM stop it gracefully: harness
 processes are stopped and the socket is removed. Client commands start a
-daemon in the background when none is running.`,
+daemon in the background when none is running.
+
+Harness hooks reach the daemon through its hook socket, by a short
+forwarder process, or, for Claude Code's events other than SessionStart,
+as HTTP posts to a port on 127.0.0.1 with a per-launch token.
+DLGT_HOOKS=command keeps every hook on the forwarder.`,
 		Example: `  DLGT_HOME=$(mktemp -d) dlgt daemon
   dlgt daemon status
   dlgt daemon stop`,
@@ -46,6 +51,13 @@ daemon in the background when none is running.`,
 			opts := daemon.Options{ClaudeBin: e.getenv("DLGT_CLAUDE_BIN"), CodexBin: e.getenv("DLGT_CODEX_BIN")}
 			if e.exe != "" {
 				opts.HookCommand = hookCommand(e.exe)
+			}
+			switch v := e.getenv("DLGT_HOOKS"); v {
+			case "", "http":
+			case "command":
+				opts.CommandHooksOnly = true
+			default:
+				return fmt.Errorf("DLGT_HOOKS=%q: want http (the default: hooks a harness can post over HTTP go to 127.0.0.1) or command (every hook runs the forwarder)", v)
 			}
 			if e.getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(daemonProcs(runtime.GOMAXPROCS(0)))

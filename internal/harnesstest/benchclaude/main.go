@@ -4,6 +4,9 @@
 // DLGT_BENCH_STAMP_BIN (bench/outside/stamp), which timestamps the moment
 // the hook starts: SessionStart and Stop, the hooks the benchmark times.
 //
+// The hooks dlgt injects as http hooks the fake posts itself; it stamps
+// those through fakeclaude.HTTPHookStarted.
+//
 // For the ingest and neighbour rows it also prints a stream on demand:
 // with DLGT_BENCH_INGEST naming a file, each SIGUSR1 copies that file to
 // the terminal as fast as the PTY takes it (what `cat FILE` does in a
@@ -22,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"dlgt/internal/harnesstest/fakeclaude"
 )
@@ -35,7 +39,25 @@ func main() {
 		signal.Notify(sig, syscall.SIGUSR1)
 		go printOnSignal(sig, stream, os.Stdout)
 	}
+	if path := os.Getenv("DLGT_BENCH_STAMPS"); path != "" {
+		fakeclaude.HTTPHookStarted = func(event string) { stampHTTP(path, event) }
+	}
 	os.Exit(fakeclaude.Main(stampHooks(os.Args[1:], os.Getenv("DLGT_BENCH_STAMP_BIN"))))
+}
+
+// stampHTTP stamps a timed hook that the harness posts itself (an http
+// hook): it has no forwarder, so the hook's start is also the moment its
+// request goes out, and both stamps (EVENT and EVENT-sent, in the stamp
+// program's format) carry the same time.
+func stampHTTP(path, event string) {
+	if !stamped[event] {
+		return
+	}
+	now := strconv.FormatInt(time.Now().UnixNano(), 10)
+	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		f.WriteString(event + " " + now + "\n" + event + "-sent " + now + "\n")
+		f.Close()
+	}
 }
 
 // ingestTail follows the stream: the marker line, then empty lines that

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -29,10 +30,26 @@ type hookDef struct {
 	Type    string  `json:"type"`
 	Command string  `json:"command"`
 	Timeout float64 `json:"timeout"` // seconds
+	// An http hook's fields.
+	URL            string            `json:"url"`
+	Headers        map[string]string `json:"headers"`
+	AllowedEnvVars []string          `json:"allowedEnvVars"`
 }
+
+// HTTPHookStarted, when set, is called as an http hook for event begins
+// (the outside-in benchmark's stamp; command hooks it stamps itself).
+var HTTPHookStarted func(event string)
 
 // defaultHookTimeout is Claude Code's default command-hook timeout.
 const defaultHookTimeout = 600 * time.Second
+
+// timeout is the hook's own timeout, else the default.
+func (d hookDef) timeout() time.Duration {
+	if d.Timeout > 0 {
+		return time.Duration(d.Timeout * float64(time.Second))
+	}
+	return defaultHookTimeout
+}
 
 // loadSettings parses --settings: inline JSON when it looks like an
 // object, else the path of a JSON file (both forms work with the real CLI).
@@ -168,13 +185,21 @@ func (h *hookRunner) run(job hookJob) {
 			continue
 		}
 		for _, def := range g.Hooks {
-			if def.Type != "command" {
-				continue // prompt/agent/http hooks need a model or a server
+			run := h.runOne
+			switch {
+			case def.Type == "http" && job.event == "SessionStart":
+				// As the real CLI: "HTTP hooks are not supported for SessionStart".
+				h.logf("Skipping HTTP hook %s — HTTP hooks are not supported for %s", def.URL, job.event)
+				continue
+			case def.Type == "http":
+				run = h.post
+			case def.Type != "command":
+				continue // prompt/agent hooks need a model
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				h.runOne(job, def)
+				run(job, def)
 			}()
 		}
 	}
@@ -184,10 +209,7 @@ func (h *hookRunner) run(job hookJob) {
 // runOne runs one command hook through /bin/sh with the payload on stdin.
 // Its stdout is ignored; a failure is only logged.
 func (h *hookRunner) runOne(job hookJob, def hookDef) {
-	timeout := defaultHookTimeout
-	if def.Timeout > 0 {
-		timeout = time.Duration(def.Timeout * float64(time.Second))
-	}
+	timeout := def.timeout()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", def.Command)
@@ -209,6 +231,56 @@ func (h *hookRunner) runOne(job hookJob, def hookDef) {
 		}
 		h.logf("%s hook [%s] failed: %v %s", job.event, def.Command, err, strings.TrimSpace(stderr.String()))
 	}
+}
+
+// post runs one http hook as the real CLI does: the payload POSTed as
+// JSON to the hook's url, header values with $VAR and ${VAR} filled from
+// the environment for the variables in allowedEnvVars only (others become
+// empty). Its response body is ignored; a failure is only logged.
+func (h *hookRunner) post(job hookJob, def hookDef) {
+	timeout := def.timeout()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if HTTPHookStarted != nil {
+		HTTPHookStarted(job.event)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, def.URL, bytes.NewReader(job.payload))
+	if err != nil {
+		h.logf("%s HTTP hook [%s] failed: %v", job.event, def.URL, err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range def.Headers {
+		req.Header.Set(k, expandAllowed(v, def.AllowedEnvVars))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.logf("%s HTTP hook [%s] failed: %v", job.event, def.URL, err)
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		h.logf("%s HTTP hook [%s] failed: status %d", job.event, def.URL, resp.StatusCode)
+	}
+}
+
+// envRef is a $VAR or ${VAR} reference in an http hook's header value.
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// expandAllowed fills the references in v to variables in allowed from
+// the environment; references to any other variable become empty.
+func expandAllowed(v string, allowed []string) string {
+	return envRef.ReplaceAllStringFunc(v, func(ref string) string {
+		m := envRef.FindStringSubmatch(ref)
+		name := m[1] + m[2]
+		for _, a := range allowed {
+			if a == name {
+				return os.Getenv(name)
+			}
+		}
+		return ""
+	})
 }
 
 // matches applies a hook group's matcher: empty or "*" matches everything,
