@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dlgt/internal/harnesstest/mockapi"
+	"dlgt/rpc"
 )
 
 // The Claude Code rows of the scenario table (e2e_scenarios_test.go): the
@@ -217,4 +218,44 @@ func fakeRequests(t *testing.T, home string) []e2eRequest {
 		}
 	}
 	return out
+}
+
+// A user whose Claude Code settings allow http hooks only to other URLs
+// (allowedHttpHookUrls) would have every hook but SessionStart dropped by
+// the real CLI: such a launch runs the forwarder command for each hook
+// instead, and its turns are confirmed and completed as usual. The same
+// rig without that setting posts its hooks over HTTP.
+func TestE2EClaudeHookTransportFollowsItsSettings(t *testing.T) {
+	for _, c := range []struct {
+		name, settings string
+		wantHTTP       bool
+	}{
+		{"forbidden", `{"allowedHttpHookUrls":["https://hooks.example/*"]}`, false},
+		{"allowed", `{"allowedHttpHookUrls":["https://hooks.example/*","http://127.0.0.1:*"]}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := claudeRig(t, mockapi.Script{})
+			if err := os.MkdirAll(filepath.Join(e.env["HOME"], ".claude"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(e.env["HOME"], ".claude", "settings.json"), []byte(c.settings), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			e.td = startTestDaemonWith(t, e.env)
+			cwd := t.TempDir()
+			var r rpc.Receipt
+			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+				Title: "hook transport", Harness: "claude", Cwd: cwd, Prompt: "transport " + c.name,
+				RequestID: "transport-" + c.name, Environment: e.env,
+			}, &r)
+			if r.Submission != rpc.SubmissionConfirmed {
+				t.Fatalf("create: submission %s", r.Submission)
+			}
+			e.expectReply(t, r.Session.ID, r.Cursor, "transport "+c.name, 1)
+			argv := e.waitHarness(t, cwd)
+			if got := strings.Contains(argv, `"type":"http"`); got != c.wantHTTP {
+				t.Fatalf("http hooks in the harness's settings: %v, want %v", got, c.wantHTTP)
+			}
+		})
+	}
 }

@@ -90,6 +90,9 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	if err != nil {
 		return nil, launchFailed(g.launchID, err)
 	}
+	if l.Note != "" {
+		rt.log.Warn(l.Note, "session", rec.ID, "launch", g.launchID)
+	}
 	proc, err := pty.Start(pty.Options{Argv: l.Argv, Env: l.Env, Dir: rec.Cwd, Rows: uint16(lo.rows), Cols: uint16(lo.cols)})
 	if err != nil {
 		return nil, launchFailed(g.launchID, err)

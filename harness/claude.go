@@ -173,7 +173,13 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	if id == "" {
 		id = NewUUID()
 	}
-	settings, err := json.Marshal(claudeSettings(spec.HookArgv, spec.HookHTTP))
+	web, note := spec.HookHTTP, ""
+	if web != nil {
+		if why := claudeHTTPHooksBlocked(spec.Env, spec.Cwd, claudeHookURLs(web)); why != "" {
+			web, note = nil, why+": this launch's hooks run the forwarder command"
+		}
+	}
+	settings, err := json.Marshal(claudeSettings(spec.HookArgv, web))
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +209,8 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	if _, set := spec.Env[claudeInlineEnv]; !set {
 		extra[claudeInlineEnv] = "1"
 	}
-	if spec.HookHTTP != nil {
-		extra[HookTokenEnv] = spec.HookHTTP.Token
+	if web != nil {
+		extra[HookTokenEnv] = web.Token
 		// Claude Code sends http hooks through HTTP(S)_PROXY like its
 		// other requests (seen here: a CONNECT to the proxy for a
 		// 127.0.0.1 hook URL); a proxy elsewhere cannot reach the
@@ -219,7 +225,23 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 			return nil, rpc.Errorf(rpc.CodeLaunchFailed, "marking %s trusted for Claude Code: %v", spec.Cwd, err)
 		}
 	}
-	return &Launch{Argv: argv, Env: env, ProviderID: id}, nil
+	return &Launch{Argv: argv, Env: env, ProviderID: id, Note: note}, nil
+}
+
+// claudePostsHook reports whether Claude Code runs an http hook for ev:
+// for every event but SessionStart ("HTTP hooks are not supported for
+// SessionStart").
+func claudePostsHook(ev string) bool { return ev != "SessionStart" }
+
+// claudeHookURLs are the URLs of the http hooks claudeSettings makes.
+func claudeHookURLs(web *HTTPHook) []string {
+	var out []string
+	for _, ev := range claudeHookEvents {
+		if claudePostsHook(ev) {
+			out = append(out, web.URL+"/"+ev)
+		}
+	}
+	return out
 }
 
 // claudeSettings is the --settings object: one hook per event. With an
@@ -231,7 +253,7 @@ func claudeSettings(hookArgv []string, web *HTTPHook) map[string]any {
 	hooks := map[string]any{}
 	for _, ev := range claudeHookEvents {
 		var hook map[string]any
-		if web != nil && ev != "SessionStart" {
+		if web != nil && claudePostsHook(ev) {
 			hook = map[string]any{
 				"type": "http", "url": web.URL + "/" + ev, "timeout": 30,
 				"headers":        map[string]string{"Authorization": "Bearer ${" + HookTokenEnv + "}"},

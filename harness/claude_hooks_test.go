@@ -2,6 +2,8 @@ package harness
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -107,5 +109,94 @@ func TestWithLoopbackExempt(t *testing.T) {
 		if got := withLoopbackExempt(in); got != want {
 			t.Errorf("withLoopbackExempt(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Settings that would stop Claude Code from delivering dlgt's http hooks
+// (an allowedHttpHookUrls without the endpoint, an httpHookAllowedEnvVars
+// without the token's variable), in any source it merges, make the
+// launch use command hooks and say why; settings that allow them, or do
+// not mention them, leave the http hooks in place.
+func TestClaudeHTTPHooksFallBackWhenSettingsForbidThem(t *testing.T) {
+	managed := t.TempDir()
+	old := claudeManagedDir
+	claudeManagedDir = managed
+	t.Cleanup(func() { claudeManagedDir = old })
+	web := &HTTPHook{URL: "http://127.0.0.1:4711/hook/internal:1", Token: strings.Repeat("cd", 32)}
+
+	cases := []struct {
+		name, file, body string
+		blocked          bool
+	}{
+		{"nothing set", "", "", false},
+		{"user: other URLs only", "user", `{"allowedHttpHookUrls":["https://hooks.example/*"]}`, true},
+		{"user: loopback allowed", "user", `{"allowedHttpHookUrls":["https://hooks.example/*","http://127.0.0.1:*"]}`, false},
+		{"user: no URL at all", "user", `{"allowedHttpHookUrls":[]}`, true},
+		{"managed: other URLs", "managed", `{"allowedHttpHookUrls":["https://x/*"]}`, true},
+		{"managed drop-in: other URLs", "managed.d", `{"allowedHttpHookUrls":["https://x/*"]}`, true},
+		{"project: env var not listed", "project", `{"httpHookAllowedEnvVars":["OTHER"]}`, true},
+		{"local: env var listed", "local", `{"httpHookAllowedEnvVars":["OTHER","` + HookTokenEnv + `"]}`, false},
+		{"malformed file", "user", `{"allowedHttpHookUrls":`, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home, cwd := t.TempDir(), t.TempDir()
+			path := map[string]string{
+				"user":      home + "/.claude/settings.json",
+				"managed":   managed + "/managed-settings.json",
+				"managed.d": managed + "/managed-settings.d/50-corp.json",
+				"project":   cwd + "/.claude/settings.json",
+				"local":     cwd + "/.claude/settings.local.json",
+			}[c.file]
+			if path != "" {
+				writeFile(t, path, c.body)
+				t.Cleanup(func() { os.Remove(path) })
+			}
+			l, err := Claude{}.Prepare(Spec{
+				Cwd: cwd, Env: map[string]string{"DLGT_CLAUDE_BIN": "/bin/claude", "HOME": home},
+				HookArgv: []string{"/usr/bin/dlgt", "hook"}, HookHTTP: web,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			settings := l.Argv[slices.Index(l.Argv, "--settings")+1]
+			gotHTTP := strings.Contains(settings, `"type":"http"`)
+			switch {
+			case c.blocked && (gotHTTP || l.Note == "" || slices.Contains(l.Env, HookTokenEnv+"="+web.Token)):
+				t.Errorf("blocked, yet http hooks %v, token in env %v, note %q", gotHTTP, slices.Contains(l.Env, HookTokenEnv+"="+web.Token), l.Note)
+			case !c.blocked && (!gotHTTP || l.Note != ""):
+				t.Errorf("allowed, yet http hooks %v, note %q", gotHTTP, l.Note)
+			}
+		})
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, c := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"http://127.0.0.1:*", "http://127.0.0.1:4711/hook/x/Stop", true},
+		{"http://127.0.0.1:*/Stop", "http://127.0.0.1:4711/hook/x/Stop", true},
+		{"http://127.0.0.1:*/Stop", "http://127.0.0.1:4711/hook/x/UserPromptSubmit", false},
+		{"*", "", true},
+		{"a*a", "a", false},
+		{"a*b*c", "abc", true},
+		{"https://127.0.0.1:*", "http://127.0.0.1:1/", false},
+		{"http://127.0.0.1:4711/hook/x/Stop", "http://127.0.0.1:4711/hook/x/Stop", true},
+	} {
+		if got := globMatch(c.pattern, c.s); got != c.want {
+			t.Errorf("globMatch(%q, %q) = %v", c.pattern, c.s, got)
+		}
+	}
+}
+
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

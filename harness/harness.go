@@ -57,6 +57,9 @@ type Launch struct {
 	// ProviderID, and the first prompt typed is still confirmed only by
 	// the provider's UserPromptSubmit.
 	ReadyAtSpawn bool
+	// Note, when set, is something about this launch the daemon logs
+	// (why its hooks are not what the Spec asked for, say).
+	Note string
 }
 
 // LaunchPrompter is implemented by harnesses that report a new session
