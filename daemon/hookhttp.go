@@ -47,15 +47,18 @@ type hookHTTP struct {
 }
 
 // Bounds of the HTTP hook server. A harness posts one hook at a time per
-// Session; the cap matches the hook socket's.
+// Session but keeps its connection open between hooks (Claude Code does),
+// so the cap is counted in Sessions, not hooks, and an idle connection is
+// closed after a few seconds: a connection over the cap waits in the
+// listen backlog until one closes.
 const (
-	hookHTTPConnections   = hookConnections
+	hookHTTPConnections   = 1024
 	hookHTTPHeaderBytes   = 16 << 10
 	hookHTTPHeaderTimeout = 5 * time.Second
 	// hookHTTPTimeout bounds a whole exchange: reading a payload of up to
 	// hookfwd.MaxPayload, and the Stop hook's wait for its transcript.
 	hookHTTPTimeout = 30 * time.Second
-	hookHTTPIdle    = 60 * time.Second
+	hookHTTPIdle    = 5 * time.Second
 )
 
 // listenHookHTTP binds 127.0.0.1:0 and starts serving.
