@@ -56,6 +56,12 @@ func claudeHTTPHooksBlocked(env map[string]string, cwd string, hookURLs []string
 	return ""
 }
 
+// ClaudeHTTPHooksBlocked is claudeHTTPHooksBlocked for the endpoint of
+// any daemon (its port is drawn when it starts), for dlgt doctor.
+func ClaudeHTTPHooksBlocked(env map[string]string, cwd string) string {
+	return claudeHTTPHooksBlocked(env, cwd, claudeHookURLs(&HTTPHook{URL: "http://127.0.0.1:0/hook/internal:0"}))
+}
+
 // claudeSettingsSources are the settings files Claude Code reads for a
 // session in cwd, managed first.
 func claudeSettingsSources(env map[string]string, cwd string) []string {

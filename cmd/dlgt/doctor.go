@@ -52,7 +52,9 @@ Checks: each harness binary (DLGT_CLAUDE_BIN / DLGT_CODEX_BIN, else PATH)
 and its --version against the version dlgt is tested with; whether this
 binary's agent guide is installed for each harness (dlgt skill install: a
 stale or missing copy is a warning, "warning":true with a "fix", never a
-failure); whether a daemon answers on this version's socket (or
+failure); how Claude Code's hooks would reach a daemon started from here
+(DLGT_HOOKS, and a warning when Claude's own settings stop http hooks);
+whether a daemon answers on this version's socket (or
 DLGT_SOCKET) and which version it is; and that the state directory is owned
 by you with mode 0700. A failed check carries a "fix" hint. A harness that is simply not
 installed is not a failure (it is only needed for --harness NAME); a
@@ -118,6 +120,7 @@ func (e *env) doctor(ctx context.Context) []doctorCheck {
 		checks = append(checks, checkHarness(ctx, dh.h, env, dh.override, dh.install))
 	}
 	checks = append(checks, e.skillDoctorChecks()...)
+	checks = append(checks, e.hookDoctorCheck())
 	p, err := e.paths()
 	if err != nil {
 		return append(checks, doctorCheck{Name: "state_dir", Detail: err.Error(), Fix: "set DLGT_HOME (or HOME) to a directory you own"})
@@ -168,6 +171,35 @@ func checkHarness(ctx context.Context, h harness.Harness, env map[string]string,
 		c.Detail = fmt.Sprintf("%s %s at %s; dlgt is tested with %s, so screen parsing may differ", info.Name, version, bin, info.TestedVersion)
 		c.Fix = "if Sessions misbehave, install the tested version: " + installHint
 	}
+	return c
+}
+
+// hookDoctorCheck says how Claude Code's hooks reach a daemon started
+// from here: over HTTP unless DLGT_HOOKS=command or Claude's own settings
+// (read from this environment and directory) stop http hooks, in which
+// case every hook runs the forwarder (a warning: it works, slower).
+func (e *env) hookDoctorCheck() doctorCheck {
+	c := doctorCheck{Name: "hooks.claude", OK: true}
+	switch v := e.getenv("DLGT_HOOKS"); v {
+	case "", "http":
+	case "command":
+		c.Detail = "DLGT_HOOKS=command: every Claude Code hook runs the dlgt hook forwarder"
+		return c
+	default:
+		c.OK = false
+		c.Detail = fmt.Sprintf("DLGT_HOOKS=%q: a daemon started from here refuses to start", v)
+		c.Fix = "set DLGT_HOOKS to http or command, or unset it"
+		return c
+	}
+	env := map[string]string{"HOME": e.getenv("HOME"), "CLAUDE_CONFIG_DIR": e.getenv("CLAUDE_CONFIG_DIR")}
+	wd, _ := os.Getwd()
+	if why := harness.ClaudeHTTPHooksBlocked(env, wd); why != "" {
+		c.Warning = true
+		c.Detail = why + ": Claude Sessions started here run the dlgt hook forwarder for every hook, one process start per hook"
+		c.Fix = "where those settings are set, add http://127.0.0.1:* to allowedHttpHookUrls and " + harness.HookTokenEnv + " to httpHookAllowedEnvVars"
+		return c
+	}
+	c.Detail = "Claude Code posts its hooks (all but SessionStart) to the daemon on 127.0.0.1; its settings here allow that"
 	return c
 }
 

@@ -136,3 +136,41 @@ func TestDoctorVersionMismatchedDaemon(t *testing.T) {
 		t.Errorf("daemon = %+v", d)
 	}
 }
+
+// hooks.claude says how Claude Code's hooks would reach a daemon started
+// from here: a warning when the user's Claude settings stop http hooks, a
+// failure for a DLGT_HOOKS the daemon refuses.
+func TestDoctorClaudeHookTransport(t *testing.T) {
+	dir := shortDir(t)
+	home := filepath.Join(dir, "home")
+	os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
+	base := map[string]string{"DLGT_HOME": filepath.Join(dir, "state"), "PATH": filepath.Join(dir, "empty"), "HOME": home}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for k, v := range base {
+			m[k] = v
+		}
+		return m
+	}
+
+	_, _, c := runDoctor(t, base)
+	if h := c["hooks.claude"]; !h.OK || h.Warning || !strings.Contains(h.Detail, "127.0.0.1") {
+		t.Errorf("no settings: %+v", h)
+	}
+	settings := filepath.Join(home, ".claude", "settings.json")
+	os.WriteFile(settings, []byte(`{"allowedHttpHookUrls":["https://hooks.example/*"]}`), 0o600)
+	code, _, c := runDoctor(t, base)
+	if h := c["hooks.claude"]; !h.OK || !h.Warning || !strings.Contains(h.Detail, "allowedHttpHookUrls") || !strings.Contains(h.Fix, "http://127.0.0.1:*") {
+		t.Errorf("settings forbidding http hooks: %+v", h)
+	}
+	if code != exitOK {
+		t.Errorf("a warning failed doctor: exit %d", code)
+	}
+	os.Remove(settings)
+	if _, _, c := runDoctor(t, with("DLGT_HOOKS", "command")); !c["hooks.claude"].OK || !strings.Contains(c["hooks.claude"].Detail, "forwarder") {
+		t.Errorf("DLGT_HOOKS=command: %+v", c["hooks.claude"])
+	}
+	if code, _, c := runDoctor(t, with("DLGT_HOOKS", "sometimes")); c["hooks.claude"].OK || code != exitError {
+		t.Errorf("DLGT_HOOKS=sometimes: exit %d, %+v", code, c["hooks.claude"])
+	}
+}
