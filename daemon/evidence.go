@@ -48,8 +48,10 @@ func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 	}
 	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
 		// Output printed before the turn ended becomes readable no later
-		// than its result: commit pending rows first (outside s.mu, which
-		// the commit hook takes).
+		// than its result: take in what the terminal still holds (the
+		// hook can arrive before the pump has read it), then commit the
+		// pending rows (outside s.mu, which the commit hook takes).
+		rt.drainOutput(s, p.LaunchID)
 		s.rows.Flush()
 	}
 	if ev.Kind == harness.KindStop {
@@ -57,6 +59,17 @@ func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
 	}
 	return rt.applyEvidence(s, p.LaunchID, ev)
+}
+
+// drainOutput has launch's pump consume the output its terminal holds
+// unread (pty.Process.Drain), if launch is s's live generation.
+func (rt *runtime) drainOutput(s *session, launch string) {
+	s.mu.Lock()
+	g := s.gen
+	s.mu.Unlock()
+	if g != nil && g.launchID == launch && g.proc != nil {
+		g.proc.Drain()
+	}
 }
 
 // applyEvidence is the single place provider evidence moves a Session.

@@ -165,7 +165,7 @@ func BenchmarkIngest(b *testing.B) {
 			b.StartTimer()
 
 			proc := startCat(b, file)
-			if err := pumpOutput(proc, make([]byte, pumpChunk), func(chunk []byte) {
+			if err := proc.Pump(make([]byte, pumpChunk), func(chunk []byte) {
 				if _, werr := raw.Write(chunk); werr != nil {
 					b.Fatal(werr)
 				}

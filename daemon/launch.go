@@ -180,9 +180,13 @@ func (rt *runtime) screenCallbacks(s *session, proc *pty.Process) vt.Callbacks {
 
 // pump copies one generation's PTY output into the raw log and the
 // emulator until EOF, then records the process exit.
+// pumpChunk sizes one PTY read (at least the 4 KiB pty.Drain expects);
+// a read returns at most a few KiB anyway.
+const pumpChunk = 16 << 10
+
 func (rt *runtime) pump(s *session, g *generation) {
 	defer rt.wg.Done()
-	err := pumpOutput(g.proc, make([]byte, pumpChunk), func(chunk []byte) {
+	err := g.proc.Pump(make([]byte, pumpChunk), func(chunk []byte) {
 		if _, werr := s.raw.Write(chunk); werr != nil {
 			rt.log.Warn("raw log write", "session", s.uid, "err", werr)
 		}

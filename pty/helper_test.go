@@ -43,14 +43,15 @@ func runHelper(name string, args []string) {
 		}
 
 	case "bulk": // write args[0] bytes of bulkByte(i), no newlines, then exit at once
-		n, _ := strconv.Atoi(args[0])
-		buf := make([]byte, n)
-		for i := range buf {
-			buf[i] = bulkByte(i)
+		writeBulk(args[0])
+
+	case "bulk-then-mark": // write args[0] bulk bytes, then create the file args[1], then wait
+		writeBulk(args[0])
+		if err := os.WriteFile(args[1], nil, 0o600); err != nil {
+			os.Exit(11)
 		}
-		if _, err := os.Stdout.Write(buf); err != nil {
-			os.Exit(10)
-		}
+		time.Sleep(helperFailsafe)
+		os.Exit(9)
 
 	case "exit3": // print, then exit with code 3
 		fmt.Println("about to exit 3")
@@ -113,6 +114,19 @@ func runHelper(name string, args []string) {
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
 		os.Exit(99)
+	}
+}
+
+// writeBulk writes the first n (a decimal string) bulk bytes to stdout,
+// exiting with 10 when it cannot.
+func writeBulk(n string) {
+	size, _ := strconv.Atoi(n)
+	buf := make([]byte, size)
+	for i := range buf {
+		buf[i] = bulkByte(i)
+	}
+	if _, err := os.Stdout.Write(buf); err != nil {
+		os.Exit(10)
 	}
 }
 

@@ -93,6 +93,12 @@ type Process struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// pumpMu is held by Pump while it reads and consumes a chunk, and by
+	// Drain; it guards the fields that follow (see pump.go).
+	pumpMu  sync.Mutex
+	consume func([]byte)
+	pumpBuf []byte
 }
 
 // Start starts opts.Argv under a new PTY of opts.Rows×opts.Cols, in its own
