@@ -75,7 +75,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if !rt.opts.CommandHooksOnly {
+	if rt.opts.HTTPHooks {
 		web, err := listenHookHTTP(rt)
 		if err != nil {
 			log.Warn("no HTTP hook endpoint on 127.0.0.1; hooks run the forwarder command", "err", err)

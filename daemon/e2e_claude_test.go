@@ -220,11 +220,12 @@ func fakeRequests(t *testing.T, home string) []e2eRequest {
 	return out
 }
 
-// A user whose Claude Code settings allow http hooks only to other URLs
-// (allowedHttpHookUrls) would have every hook but SessionStart dropped by
-// the real CLI: such a launch runs the forwarder command for each hook
-// instead, and its turns are confirmed and completed as usual. The same
-// rig without that setting posts its hooks over HTTP.
+// With http hooks on (DLGT_HOOKS=http), a user whose Claude Code settings
+// allow http hooks only to other URLs (allowedHttpHookUrls) would have
+// every hook but SessionStart dropped by the real CLI: such a launch runs
+// the forwarder command for each hook instead, and its turns are
+// confirmed and completed as usual. With the setting allowing 127.0.0.1
+// the real CLI posts its hooks over HTTP, and the turn completes too.
 func TestE2EClaudeHookTransportFollowsItsSettings(t *testing.T) {
 	for _, c := range []struct {
 		name, settings string
@@ -241,7 +242,10 @@ func TestE2EClaudeHookTransportFollowsItsSettings(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(e.env["HOME"], ".claude", "settings.json"), []byte(c.settings), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			e.td = startTestDaemonWith(t, e.env)
+			e.td = newTestDaemon(t, e.env)
+			e.td.opts.HTTPHooks = true
+			e.td.start()
+			t.Cleanup(e.td.stop)
 			cwd := t.TempDir()
 			var r rpc.Receipt
 			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{

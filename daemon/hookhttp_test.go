@@ -74,7 +74,10 @@ func TestHTTPHooksRefuseWhatIsNotTheirLaunchs(t *testing.T) {
 	mark := fmt.Sprintf("hookhttp-%d", time.Now().UnixNano())
 	env["DLGT_TEST_MARK"] = mark
 	env[harness.HookTokenEnv] = "a-token-from-the-client"
-	td := startTestDaemonWith(t, env)
+	td := newTestDaemon(t, env)
+	td.opts.HTTPHooks = true
+	td.start()
+	t.Cleanup(td.stop)
 	r := td.create(t, "web-1", "hello over http")
 	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
 	if res.FinalText == nil || *res.FinalText != "MOCK-REPLY: hello over http" {
@@ -147,25 +150,21 @@ func TestHTTPHooksRefuseWhatIsNotTheirLaunchs(t *testing.T) {
 	}
 }
 
-// With CommandHooksOnly, every hook runs the forwarder command, Sessions
-// work as before, and no hook token reaches the harness (not even the
-// client's own).
-func TestCommandHooksOnly(t *testing.T) {
+// By default every hook runs the forwarder command, and no hook token
+// reaches the harness (not even the client's own).
+func TestCommandHooksByDefault(t *testing.T) {
 	env := fakeClaudeEnv(t)
 	mark := fmt.Sprintf("hookcmd-%d", time.Now().UnixNano())
 	env["DLGT_TEST_MARK"] = mark
 	env[harness.HookTokenEnv] = "a-token-from-the-client" // never passed on
-	td := newTestDaemon(t, env)
-	td.opts.CommandHooksOnly = true
-	td.start()
-	t.Cleanup(td.stop)
+	td := startTestDaemonWith(t, env)
 	r := td.create(t, "cmd-1", "hello over the socket")
 	if _, res := td.waitResult(t, r.Session.ID, r.Cursor); res.FinalText == nil || *res.FinalText != "MOCK-REPLY: hello over the socket" {
 		t.Fatalf("result = %+v", res)
 	}
 	h := findHTTPHarness(t, mark)
 	if h.stopURL != "" || h.token != "" {
-		t.Fatalf("command hooks only, yet Stop URL %q and token %q", h.stopURL, h.token)
+		t.Fatalf("command hooks by default, yet Stop URL %q and token %q", h.stopURL, h.token)
 	}
 }
 

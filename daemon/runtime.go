@@ -28,9 +28,11 @@ type Options struct {
 	// HookCommand is the argv prefix injected harness hooks run to reach
 	// the daemon; default: this executable's hidden "hook" command.
 	HookCommand []string
-	// CommandHooksOnly keeps every hook a forwarder command: no HTTP hook
-	// endpoint is served (see hookhttp.go).
-	CommandHooksOnly bool
+	// HTTPHooks serves an HTTP hook endpoint on 127.0.0.1 that harnesses
+	// able to post hooks (Claude Code) use instead of the forwarder
+	// command (see hookhttp.go). Off by default: the daemon then listens
+	// on its Unix sockets only.
+	HTTPHooks bool
 	// Harnesses replaces the built-in adapters (tests).
 	Harnesses map[string]harness.Harness
 	// SubmitWait bounds the wait for the provider's acknowledgement of a

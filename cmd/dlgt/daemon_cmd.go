@@ -31,9 +31,9 @@ processes are stopped and the socket is removed. Client commands start a
 daemon in the background when none is running.
 
 Harness hooks reach the daemon through its hook socket, by a short
-forwarder process, or, for Claude Code's events other than SessionStart,
-as HTTP posts to a port on 127.0.0.1 with a per-launch token.
-DLGT_HOOKS=command keeps every hook on the forwarder.`,
+forwarder process. With DLGT_HOOKS=http, Claude Code posts its hooks (all
+but SessionStart) to a port on 127.0.0.1 instead, with a per-launch token:
+no process per hook, at the cost of a TCP listener beside the sockets.`,
 		Example: `  DLGT_HOME=$(mktemp -d) dlgt daemon
   dlgt daemon status
   dlgt daemon stop`,
@@ -53,11 +53,11 @@ DLGT_HOOKS=command keeps every hook on the forwarder.`,
 				opts.HookCommand = hookCommand(e.exe)
 			}
 			switch v := e.getenv("DLGT_HOOKS"); v {
-			case "", "http":
-			case "command":
-				opts.CommandHooksOnly = true
+			case "", "command":
+			case "http":
+				opts.HTTPHooks = true
 			default:
-				return fmt.Errorf("DLGT_HOOKS=%q: want http (the default: hooks a harness can post over HTTP go to 127.0.0.1) or command (every hook runs the forwarder)", v)
+				return fmt.Errorf("DLGT_HOOKS=%q: want command (the default: every hook runs the forwarder over the hook socket) or http (Claude Code posts its hooks to a port on 127.0.0.1)", v)
 			}
 			if e.getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(daemonProcs(runtime.GOMAXPROCS(0)))

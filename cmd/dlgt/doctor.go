@@ -53,7 +53,8 @@ and its --version against the version dlgt is tested with; whether this
 binary's agent guide is installed for each harness (dlgt skill install: a
 stale or missing copy is a warning, "warning":true with a "fix", never a
 failure); how Claude Code's hooks would reach a daemon started from here
-(DLGT_HOOKS, and a warning when Claude's own settings stop http hooks);
+(DLGT_HOOKS; with http, a warning when Claude's own settings stop http
+hooks);
 whether a daemon answers on this version's socket (or
 DLGT_SOCKET) and which version it is; and that the state directory is owned
 by you with mode 0700. A failed check carries a "fix" hint. A harness that is simply not
@@ -175,20 +176,21 @@ func checkHarness(ctx context.Context, h harness.Harness, env map[string]string,
 }
 
 // hookDoctorCheck says how Claude Code's hooks reach a daemon started
-// from here: over HTTP unless DLGT_HOOKS=command or Claude's own settings
-// (read from this environment and directory) stop http hooks, in which
-// case every hook runs the forwarder (a warning: it works, slower).
+// from here: through the forwarder and the hook socket, or with
+// DLGT_HOOKS=http over HTTP unless Claude's own settings (read from this
+// environment and directory) stop http hooks, in which case every hook
+// runs the forwarder after all (a warning: it works, slower).
 func (e *env) hookDoctorCheck() doctorCheck {
 	c := doctorCheck{Name: "hooks.claude", OK: true}
 	switch v := e.getenv("DLGT_HOOKS"); v {
-	case "", "http":
-	case "command":
-		c.Detail = "DLGT_HOOKS=command: every Claude Code hook runs the dlgt hook forwarder"
+	case "http":
+	case "", "command":
+		c.Detail = "every Claude Code hook runs the dlgt hook forwarder over the hook socket (DLGT_HOOKS=http: posted to 127.0.0.1 instead, no process per hook)"
 		return c
 	default:
 		c.OK = false
 		c.Detail = fmt.Sprintf("DLGT_HOOKS=%q: a daemon started from here refuses to start", v)
-		c.Fix = "set DLGT_HOOKS to http or command, or unset it"
+		c.Fix = "set DLGT_HOOKS to command or http, or unset it"
 		return c
 	}
 	env := map[string]string{"HOME": e.getenv("HOME"), "CLAUDE_CONFIG_DIR": e.getenv("CLAUDE_CONFIG_DIR")}

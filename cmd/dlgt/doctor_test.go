@@ -138,18 +138,19 @@ func TestDoctorVersionMismatchedDaemon(t *testing.T) {
 }
 
 // hooks.claude says how Claude Code's hooks would reach a daemon started
-// from here: a warning when the user's Claude settings stop http hooks, a
-// failure for a DLGT_HOOKS the daemon refuses.
+// from here: with DLGT_HOOKS=http, a warning when the user's Claude
+// settings stop http hooks; a failure for a DLGT_HOOKS the daemon refuses.
 func TestDoctorClaudeHookTransport(t *testing.T) {
 	dir := shortDir(t)
 	home := filepath.Join(dir, "home")
 	os.MkdirAll(filepath.Join(home, ".claude"), 0o700)
-	base := map[string]string{"DLGT_HOME": filepath.Join(dir, "state"), "PATH": filepath.Join(dir, "empty"), "HOME": home}
+	base := map[string]string{"DLGT_HOME": filepath.Join(dir, "state"), "PATH": filepath.Join(dir, "empty"), "HOME": home, "DLGT_HOOKS": "http"}
 	with := func(k, v string) map[string]string {
-		m := map[string]string{k: v}
-		for k, v := range base {
-			m[k] = v
+		m := map[string]string{}
+		for bk, bv := range base {
+			m[bk] = bv
 		}
+		m[k] = v
 		return m
 	}
 
@@ -167,8 +168,10 @@ func TestDoctorClaudeHookTransport(t *testing.T) {
 		t.Errorf("a warning failed doctor: exit %d", code)
 	}
 	os.Remove(settings)
-	if _, _, c := runDoctor(t, with("DLGT_HOOKS", "command")); !c["hooks.claude"].OK || !strings.Contains(c["hooks.claude"].Detail, "forwarder") {
-		t.Errorf("DLGT_HOOKS=command: %+v", c["hooks.claude"])
+	for _, v := range []string{"command", ""} {
+		if _, _, c := runDoctor(t, with("DLGT_HOOKS", v)); !c["hooks.claude"].OK || !strings.Contains(c["hooks.claude"].Detail, "forwarder") {
+			t.Errorf("DLGT_HOOKS=%q: %+v", v, c["hooks.claude"])
+		}
 	}
 	if code, _, c := runDoctor(t, with("DLGT_HOOKS", "sometimes")); c["hooks.claude"].OK || code != exitError {
 		t.Errorf("DLGT_HOOKS=sometimes: exit %d, %+v", code, c["hooks.claude"])
