@@ -136,6 +136,14 @@ var e2eClaudeCLI = e2eAdapter{
 	caps:    e2eCaps{pasteTagged: true, resumeCarriesHistory: true},
 }
 
+// e2eClaudeCLIHTTP is the real Claude Code's row again, its hooks posted
+// over HTTP (DLGT_HOOKS=http) instead of run as forwarder commands.
+var e2eClaudeCLIHTTP = func() e2eAdapter {
+	a := e2eClaudeCLI
+	a.name, a.httpHooks = "claude-http", true
+	return a
+}()
+
 // claudeResumed: Claude Code resumes with --resume <session uuid>.
 func claudeResumed(argv, id string) bool {
 	return strings.Contains(argv, "\x00--resume\x00"+strings.TrimPrefix(id, "claude:")+"\x00")

@@ -32,12 +32,14 @@ import (
 
 // e2eHarnesses is the table's rows: Claude Code (e2e_claude_test.go),
 // Codex (e2e_codex_test.go) and the fake Claude (e2e_claude_test.go).
-var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eCodexCLI, &e2eFakeClaude}
+var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eFakeClaude}
 
 // e2eAdapter is one harness under the scenario table.
 type e2eAdapter struct {
 	name    string // the subtest's name
 	harness string // the harness's name in the RPC
+	// httpHooks runs the scenario's daemon with DLGT_HOOKS=http.
+	httpHooks bool
 	// start prepares the harness's model (a mock server scripted for the
 	// scenario markers, or the fake's directives) and its environment,
 	// without a daemon; it skips t when the CLI is absent.
@@ -191,7 +193,10 @@ type e2eStep struct {
 
 func runE2EScenarios(t *testing.T, a *e2eAdapter) {
 	rig := a.start(t)
-	rig.td = startTestDaemonWith(t, rig.env)
+	rig.td = newTestDaemon(t, rig.env)
+	rig.td.opts.HTTPHooks = a.httpHooks
+	rig.td.start()
+	t.Cleanup(rig.td.stop)
 	s := &e2eScenario{e2eRig: rig, a: a, cwd: t.TempDir()}
 	failed := ""
 	for _, st := range e2eSteps {
