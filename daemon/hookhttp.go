@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sync"
 	"time"
 
@@ -26,10 +27,10 @@ import (
 	"dlgt/rpc"
 )
 
-// hookHTTP serves HTTP hooks on an ephemeral port of 127.0.0.1. A TCP
-// peer has no credentials to check, so each request carries a bearer
-// token: HMAC-SHA256 of its launch id under a key drawn when the daemon
-// starts. The token reaches the harness only through its environment
+// hookHTTP serves HTTP hooks on an ephemeral port of 127.0.0.1. A
+// connection from a socket another user owns is closed at accept (see
+// peeruid.go), and each request carries a bearer token: HMAC-SHA256 of
+// its launch id under a key drawn when the daemon starts. The token reaches the harness only through its environment
 // (harness.HookTokenEnv), never its command line, which other local users
 // can read.
 type hookHTTP struct {
@@ -40,10 +41,9 @@ type hookHTTP struct {
 	l    net.Listener
 
 	// logMu guards the refusal log's rate limit.
-	logMu     sync.Mutex
-	lastLog   time.Time
-	unlogged  int
-	refusalOf func(string) // tests observe refusals here
+	logMu    sync.Mutex
+	lastLog  time.Time
+	unlogged int
 }
 
 // Bounds of the HTTP hook server. A harness posts one hook at a time per
@@ -83,7 +83,10 @@ func listenHookHTTP(rt *runtime) (*hookHTTP, error) {
 		MaxHeaderBytes:    hookHTTPHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
 	}
-	go h.srv.Serve(newCappedListener(l, hookHTTPConnections))
+	peers := &sameUserListener{Listener: l, uid: os.Getuid(), refused: func(remote net.Addr, why string) {
+		h.logRefusal(why, "", remote.String())
+	}}
+	go h.srv.Serve(newCappedListener(peers, hookHTTPConnections))
 	return h, nil
 }
 
@@ -146,17 +149,19 @@ func (h *hookHTTP) authorized(header, launch string) bool {
 	return hmac.Equal([]byte(header[len(scheme):]), []byte(h.token(launch)))
 }
 
-// refuse answers status and logs why, at most once a second (a local
-// process probing the port cannot flood the log).
+// refuse answers status and logs why.
 func (h *hookHTTP) refuse(w http.ResponseWriter, status int, why string, r *http.Request) {
 	http.Error(w, http.StatusText(status), status)
-	if h.refusalOf != nil {
-		h.refusalOf(why)
-	}
+	h.logRefusal(why, r.URL.Path, r.RemoteAddr)
+}
+
+// logRefusal logs a refused request or connection, at most once a second
+// (a local process probing the port cannot flood the log).
+func (h *hookHTTP) logRefusal(why, path, remote string) {
 	h.logMu.Lock()
 	defer h.logMu.Unlock()
 	if now := time.Now(); now.Sub(h.lastLog) >= time.Second {
-		h.rt.log.Warn("HTTP hook refused", "why", why, "path", r.URL.Path, "remote", r.RemoteAddr, "refused_unlogged", h.unlogged)
+		h.rt.log.Warn("HTTP hook refused", "why", why, "path", path, "remote", remote, "refused_unlogged", h.unlogged)
 		h.lastLog, h.unlogged = now, 0
 		return
 	}
