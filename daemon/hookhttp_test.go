@@ -168,6 +168,23 @@ func TestCommandHooksByDefault(t *testing.T) {
 	}
 }
 
+// acceptAll accepts l's connections into the channel it returns, which
+// is closed when Accept fails (l closed).
+func acceptAll(l net.Listener) <-chan net.Conn {
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		defer close(accepted)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	return accepted
+}
+
 // The capped listener holds at most n connections: the next Accept waits
 // until one of them is closed (closing twice frees one slot only).
 func TestCappedListenerWaitsForAFreeSlot(t *testing.T) {
@@ -177,17 +194,7 @@ func TestCappedListenerWaitsForAFreeSlot(t *testing.T) {
 	}
 	l := newCappedListener(inner, 2)
 	defer l.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				close(accepted)
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(l)
 	for i := 0; i < 3; i++ {
 		c, err := net.Dial("tcp4", inner.Addr().String())
 		if err != nil {

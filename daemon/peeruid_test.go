@@ -50,16 +50,7 @@ func TestSameUserListener(t *testing.T) {
 	refused := make(chan string, 4)
 	l := &sameUserListener{Listener: inner, uid: os.Getuid(), refused: func(_ net.Addr, why string) { refused <- why }}
 	defer l.Close()
-	accepted := make(chan net.Conn, 4)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted <- c
-		}
-	}()
+	accepted := acceptAll(l)
 	c, err := net.Dial("tcp4", inner.Addr().String())
 	if err != nil {
 		t.Fatal(err)
