@@ -1,8 +1,8 @@
-// HTTP hooks: the harness posts a hook's JSON to the daemon itself, with
-// no forwarder process. Claude Code runs "http" hooks for every event but
-// SessionStart; starting `dlgt hook` for each was most of the time from a
-// turn's end to the client's answer (a Go process start is several
-// milliseconds here: see docs/design.md, "HTTP hooks").
+// HTTP hooks (opt-in, DLGT_HOOKS=http): the harness posts a hook's JSON
+// to the daemon itself, with no forwarder process. Claude Code runs
+// "http" hooks for every event but SessionStart; starting `dlgt hook` for
+// each is most of the time from a turn's end to the client's answer (see
+// docs/design.md, "HTTP hooks").
 
 package daemon
 
@@ -30,9 +30,9 @@ import (
 // hookHTTP serves HTTP hooks on an ephemeral port of 127.0.0.1. A
 // connection from a socket another user owns is closed at accept (see
 // peeruid.go), and each request carries a bearer token: HMAC-SHA256 of
-// its launch id under a key drawn when the daemon starts. The token reaches the harness only through its environment
-// (harness.HookTokenEnv), never its command line, which other local users
-// can read.
+// its launch id under a key drawn when the daemon starts. The token
+// reaches the harness only through its environment (harness.HookTokenEnv),
+// never its command line, which other local users can read.
 type hookHTTP struct {
 	rt   *runtime
 	key  [32]byte
