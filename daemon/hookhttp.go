@@ -38,7 +38,6 @@ type hookHTTP struct {
 	key  [32]byte
 	base string // "http://127.0.0.1:PORT"
 	srv  *http.Server
-	l    net.Listener
 
 	// logMu guards the refusal log's rate limit.
 	logMu    sync.Mutex
@@ -67,7 +66,7 @@ func listenHookHTTP(rt *runtime) (*hookHTTP, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &hookHTTP{rt: rt, base: "http://" + l.Addr().String(), l: l}
+	h := &hookHTTP{rt: rt, base: "http://" + l.Addr().String()}
 	if _, err := rand.Read(h.key[:]); err != nil {
 		l.Close()
 		return nil, err
