@@ -11,6 +11,8 @@
 # always come from the working tree. `-h` lists every flag of the runner.
 # Whole-process timing of the hook forwarder with hyperfine (Debian
 # package "hyperfine"), when installed, follows the Go runner's figures.
+# DLGT_HOOKS=http in the environment reaches the daemon: the Stop rows
+# then measure Claude's http hooks instead of the forwarder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=""

@@ -170,7 +170,13 @@ func run() error {
 			sel = append(sel, r)
 		}
 	}
-	fmt.Printf("dlgt outside-in benchmark, rows %s; load average at start %s\n\n", strings.Join(sel, ","), loadAvg())
+	hooks := "the forwarder over the hook socket"
+	if os.Getenv("DLGT_HOOKS") == "http" {
+		// The daemon inherits it: Claude's hooks other than SessionStart
+		// are posted, and their stamp and line-sent stamp are one moment.
+		hooks = "DLGT_HOOKS=http (the fake Claude posts all but SessionStart)"
+	}
+	fmt.Printf("dlgt outside-in benchmark, rows %s; hooks: %s; load average at start %s\n\n", strings.Join(sel, ","), hooks, loadAvg())
 	start := time.Now()
 	if rows["hook"] {
 		if err := b.hookForwarder(*hookRounds, *old); err != nil {
