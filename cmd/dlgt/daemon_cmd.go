@@ -52,12 +52,8 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
 			if e.exe != "" {
 				opts.HookCommand = hookCommand(e.exe)
 			}
-			switch v := e.getenv("DLGT_HOOKS"); v {
-			case "", "command":
-			case "http":
-				opts.HTTPHooks = true
-			default:
-				return fmt.Errorf("DLGT_HOOKS=%q: want command (the default: every hook runs the forwarder over the hook socket) or http (Claude Code posts its hooks to a port on 127.0.0.1)", v)
+			if opts.HTTPHooks, err = httpHooks(e.getenv("DLGT_HOOKS")); err != nil {
+				return err
 			}
 			if e.getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(daemonProcs(runtime.GOMAXPROCS(0)))
@@ -68,6 +64,18 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
 	cmd.Flags().BoolVar(&debug, "debug", false, "log every request")
 	cmd.AddCommand(newDaemonStatusCommand(e), newDaemonStopCommand(e))
 	return cmd
+}
+
+// httpHooks reads DLGT_HOOKS: false for command (the default), true for
+// http, an error for anything else. The daemon and doctor both use it.
+func httpHooks(v string) (bool, error) {
+	switch v {
+	case "", "command":
+		return false, nil
+	case "http":
+		return true, nil
+	}
+	return false, fmt.Errorf("DLGT_HOOKS=%q: want command (the default: every hook runs the forwarder over the hook socket) or http (Claude Code posts its hooks to a port on 127.0.0.1)", v)
 }
 
 // daemonProcs is how many goroutines the daemon runs at once (GOMAXPROCS):

@@ -54,8 +54,7 @@ binary's agent guide is installed for each harness (dlgt skill install: a
 stale or missing copy is a warning, "warning":true with a "fix", never a
 failure); how Claude Code's hooks would reach a daemon started from here
 (DLGT_HOOKS; with http, a warning when Claude's own settings stop http
-hooks);
-whether a daemon answers on this version's socket (or
+hooks); whether a daemon answers on this version's socket (or
 DLGT_SOCKET) and which version it is; and that the state directory is owned
 by you with mode 0700. A failed check carries a "fix" hint. A harness that is simply not
 installed is not a failure (it is only needed for --harness NAME); a
@@ -182,15 +181,14 @@ func checkHarness(ctx context.Context, h harness.Harness, env map[string]string,
 // runs the forwarder after all (a warning: it works, slower).
 func (e *env) hookDoctorCheck() doctorCheck {
 	c := doctorCheck{Name: "hooks.claude", OK: true}
-	switch v := e.getenv("DLGT_HOOKS"); v {
-	case "http":
-	case "", "command":
-		c.Detail = "every Claude Code hook runs the dlgt hook forwarder over the hook socket (DLGT_HOOKS=http: posted to 127.0.0.1 instead, no process per hook)"
-		return c
-	default:
+	switch on, err := httpHooks(e.getenv("DLGT_HOOKS")); {
+	case err != nil:
 		c.OK = false
-		c.Detail = fmt.Sprintf("DLGT_HOOKS=%q: a daemon started from here refuses to start", v)
+		c.Detail = err.Error() + "; a daemon started from here refuses to start"
 		c.Fix = "set DLGT_HOOKS to command or http, or unset it"
+		return c
+	case !on:
+		c.Detail = "every Claude Code hook runs the dlgt hook forwarder over the hook socket (DLGT_HOOKS=http: posted to 127.0.0.1 instead, no process per hook)"
 		return c
 	}
 	env := map[string]string{"HOME": e.getenv("HOME"), "CLAUDE_CONFIG_DIR": e.getenv("CLAUDE_CONFIG_DIR")}
