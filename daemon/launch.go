@@ -178,12 +178,12 @@ func (rt *runtime) screenCallbacks(s *session, proc *pty.Process) vt.Callbacks {
 	}
 }
 
-// pump copies one generation's PTY output into the raw log and the
-// emulator until EOF, then records the process exit.
 // pumpChunk sizes one PTY read (at least the 4 KiB pty.Drain expects);
 // a read returns at most a few KiB anyway.
 const pumpChunk = 16 << 10
 
+// pump copies one generation's PTY output into the raw log and the
+// emulator until EOF, then records the process exit.
 func (rt *runtime) pump(s *session, g *generation) {
 	defer rt.wg.Done()
 	err := g.proc.Pump(make([]byte, pumpChunk), func(chunk []byte) {

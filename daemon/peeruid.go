@@ -17,9 +17,8 @@ import (
 // line each, the connecting side's with its own address as local_address
 // and the daemon's as rem_address).
 
-// procNetTCP is read for the owners of loopback sockets; a variable for
-// tests.
-var procNetTCP = "/proc/net/tcp"
+// procNetTCP is read for the owners of loopback sockets.
+const procNetTCP = "/proc/net/tcp"
 
 // maxProcNetTCP bounds the read: about 150 bytes per socket.
 const maxProcNetTCP = 64 << 20

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -19,10 +20,10 @@ const maxClaudeSettingsFile = 4 << 20
 
 // claudeHTTPHooksBlocked says why Claude Code would not deliver dlgt's
 // http hooks (to hookURLs) for a launch in cwd with env, or "" when it
-// would. Two
-// settings, read from every source Claude Code merges (managed, user,
-// project, local), can stop them: allowedHttpHookUrls, a list of URL
-// patterns with * wildcards that the hook URL must match, and
+// would. Two settings, read from every source Claude Code merges
+// (managed, user, project, local), can stop them: allowedHttpHookUrls, a
+// list of URL patterns with * wildcards (globMatch) that the hook URL
+// must match, and
 // httpHookAllowedEnvVars, a list the token's variable must be in (else
 // Claude sends the header with the token left out). Checked here against
 // the real CLI: a user's allowedHttpHookUrls without 127.0.0.1 drops the
@@ -46,11 +47,11 @@ func claudeHTTPHooksBlocked(env map[string]string, cwd string, hookURLs []string
 		}
 	}
 	for _, u := range hookURLs {
-		if urlsSet && !anyURLPattern(urls, u) {
+		if urlsSet && !slices.ContainsFunc(urls, func(p string) bool { return globMatch(p, u) }) {
 			return fmt.Sprintf("Claude Code's allowedHttpHookUrls (%s) does not allow %s", strings.Join(urls, ", "), u)
 		}
 	}
-	if varsSet && !contains(vars, HookTokenEnv) {
+	if varsSet && !slices.Contains(vars, HookTokenEnv) {
 		return fmt.Sprintf("Claude Code's httpHookAllowedEnvVars (%s) does not list %s", strings.Join(vars, ", "), HookTokenEnv)
 	}
 	return ""
@@ -105,17 +106,6 @@ func readClaudeHookPolicy(path string) (claudeHookPolicy, bool) {
 	return p, true
 }
 
-// anyURLPattern reports whether url matches one of patterns, where * in
-// a pattern matches any run of characters and the rest is literal.
-func anyURLPattern(patterns []string, url string) bool {
-	for _, p := range patterns {
-		if globMatch(p, url) {
-			return true
-		}
-	}
-	return false
-}
-
 // globMatch matches s against pattern, * standing for any run of
 // characters (including none).
 func globMatch(pattern, s string) bool {
@@ -136,13 +126,4 @@ func globMatch(pattern, s string) bool {
 		s = s[i+len(mid):]
 	}
 	return strings.HasSuffix(s, last)
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

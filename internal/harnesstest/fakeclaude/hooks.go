@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -273,11 +274,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Z
 func expandAllowed(v string, allowed []string) string {
 	return envRef.ReplaceAllStringFunc(v, func(ref string) string {
 		m := envRef.FindStringSubmatch(ref)
-		name := m[1] + m[2]
-		for _, a := range allowed {
-			if a == name {
-				return os.Getenv(name)
-			}
+		if name := m[1] + m[2]; slices.Contains(allowed, name) {
+			return os.Getenv(name)
 		}
 		return ""
 	})
