@@ -75,7 +75,7 @@ func httpHooks(v string) (bool, error) {
 	case "http":
 		return true, nil
 	}
-	return false, fmt.Errorf("DLGT_HOOKS=%q: want command (the default: every hook runs the forwarder over the hook socket) or http (Claude Code posts its hooks to a port on 127.0.0.1)", v)
+	return false, rpc.Errorf(rpc.CodeInvalidArgument, "DLGT_HOOKS=%q: want command (the default: every hook runs the forwarder over the hook socket) or http (Claude Code posts its hooks to a port on 127.0.0.1)", v)
 }
 
 // daemonProcs is how many goroutines the daemon runs at once (GOMAXPROCS):

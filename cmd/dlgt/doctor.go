@@ -184,7 +184,7 @@ func (e *env) hookDoctorCheck() doctorCheck {
 	switch on, err := httpHooks(e.getenv("DLGT_HOOKS")); {
 	case err != nil:
 		c.OK = false
-		c.Detail = err.Error() + "; a daemon started from here refuses to start"
+		c.Detail = rpc.AsError(err).Message + "; a daemon started from here refuses to start"
 		c.Fix = "set DLGT_HOOKS to command or http, or unset it"
 		return c
 	case !on:

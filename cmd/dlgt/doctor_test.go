@@ -177,3 +177,16 @@ func TestDoctorClaudeHookTransport(t *testing.T) {
 		t.Errorf("DLGT_HOOKS=sometimes: exit %d, %+v", code, c["hooks.claude"])
 	}
 }
+
+// A daemon given a DLGT_HOOKS it does not know refuses to start, with a
+// typed error naming the value.
+func TestDaemonRefusesUnknownHooksValue(t *testing.T) {
+	dir := shortDir(t)
+	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": filepath.Join(dir, "state"), "DLGT_HOOKS": "sometimes"}, "")
+	if code := run([]string{"daemon"}, e); code == exitOK {
+		t.Fatalf("daemon started with DLGT_HOOKS=sometimes: %s", out)
+	}
+	if !strings.Contains(out.String(), `"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), "sometimes") {
+		t.Fatalf("output %q, want INVALID_ARGUMENT naming the value", out)
+	}
+}
