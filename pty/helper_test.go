@@ -236,19 +236,7 @@ func helperEnviron(name string, extra ...string) []string {
 // and on cleanup kills the group and closes the master.
 func startHelper(t *testing.T, name string, args ...string) (*Process, *collector) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Start(Options{
-		Argv: append([]string{exe}, args...),
-		Env:  helperEnviron(name),
-		Rows: 24,
-		Cols: 80,
-	})
-	if err != nil {
-		t.Fatalf("Start(%s): %v", name, err)
-	}
+	p := startBare(t, name, args...)
 	return p, collect(t, p)
 }
 

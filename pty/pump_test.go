@@ -66,7 +66,8 @@ func TestDrainConsumesWhatTheChildWrote(t *testing.T) {
 	p.Drain() // after the end: nothing to do, must not block
 }
 
-// startBare starts a helper with no reader attached.
+// startBare starts a helper (24×80) with no reader attached; startHelper
+// adds one.
 func startBare(t *testing.T, name string, args ...string) *Process {
 	t.Helper()
 	exe, err := os.Executable()
@@ -75,7 +76,7 @@ func startBare(t *testing.T, name string, args ...string) *Process {
 	}
 	p, err := Start(Options{Argv: append([]string{exe}, args...), Env: helperEnviron(name), Rows: 24, Cols: 80})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("Start(%s): %v", name, err)
 	}
 	t.Cleanup(func() {
 		p.Kill()
