@@ -260,7 +260,7 @@ func claudeSettings(hookArgv []string, web *HTTPHook) map[string]any {
 				"allowedEnvVars": []string{HookTokenEnv},
 			}
 		} else {
-			hook = map[string]any{"type": "command", "command": shellQuote(append(append([]string{}, hookArgv...), ev)), "timeout": 30}
+			hook = map[string]any{"type": "command", "command": hookCommand(hookArgv, ev), "timeout": 30}
 		}
 		entry := map[string]any{"hooks": []any{hook}}
 		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
@@ -735,6 +735,16 @@ func mergeEnv(base, extra map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// hookCommand is the shell command line of one injected command hook:
+// the forwarder's argv with the event name appended, after "exec". Both
+// harnesses run a command hook through a shell (Claude Code through
+// /bin/sh -c, Codex through bash -c, checked with the real CLIs); dash,
+// the usual /bin/sh, forks once more for a command that is not exec'd
+// (0.15 ms a hook here: docs/design.md, "Hook forwarder").
+func hookCommand(hookArgv []string, ev string) string {
+	return "exec " + shellQuote(append(append([]string{}, hookArgv...), ev))
 }
 
 // shellQuote renders argv as one POSIX shell command line (hooks are run

@@ -2,7 +2,9 @@ package harness
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -198,5 +200,22 @@ func writeFile(t *testing.T, path, body string) {
 	}
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestHookCommandExecsTheForwarder runs an injected hook command line as
+// the harnesses do (through /bin/sh -c) and checks that the forwarder
+// replaces the shell rather than running as its child, with its argv
+// intact.
+func TestHookCommandExecsTheForwarder(t *testing.T) {
+	// The "forwarder" reports its parent and its arguments.
+	fwd := []string{"/bin/sh", "-c", `echo "$PPID|$0|$1"`, "it's a probe"}
+	out, err := exec.Command("/bin/sh", "-c", hookCommand(fwd, "Stop")).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d|it's a probe|Stop\n", os.Getpid())
+	if string(out) != want {
+		t.Fatalf("the hook command printed %q, want %q (parent, argv[0], event)", out, want)
 	}
 }

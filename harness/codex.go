@@ -225,7 +225,7 @@ func codexArgs(spec Spec) []string {
 // codexHookOverride is one `hooks.<Event>=[...]` override running the
 // dlgt hook forwarder with the event name.
 func codexHookOverride(hookArgv []string, ev string) string {
-	cmd := shellQuote(append(append([]string{}, hookArgv...), ev))
+	cmd := hookCommand(hookArgv, ev)
 	matcher := ""
 	if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
 		matcher = `matcher="*",`

@@ -143,7 +143,7 @@ func TestCodexPrepare(t *testing.T) {
 		"--no-daemon", "check_for_update_on_startup=false", `projects."/work/a \"b\"".trust_level="trusted"`,
 		"--dangerously-bypass-hook-trust", `model="gpt-5.5"`, `model_reasoning_effort="high"`,
 		`approval_policy="on-request"`, "model_providers.mock.request_max_retries=0",
-		`hooks.Stop=[{hooks=[{type="command",command="/usr/bin/dlgt hook --socket /s --launch internal:1 Stop",timeout=30}]}]`,
+		`hooks.Stop=[{hooks=[{type="command",command="exec /usr/bin/dlgt hook --socket /s --launch internal:1 Stop",timeout=30}]}]`,
 		`hooks.PermissionRequest=[{matcher="*",hooks=`,
 	} {
 		if !strings.Contains(argv, want) {
