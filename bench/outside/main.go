@@ -14,9 +14,8 @@
 //     starts its SessionStart hook), and their difference: what dlgt adds;
 //   - send → confirmed receipt on an idle Session;
 //   - Stop hook → the client holds the fetch response, 1 waiter: from the
-//     moment the harness starts its Stop hook (a timestamp the hook
-//     command takes first, see bench/outside/stamp) to the long poll's
-//     answer;
+//     moment the harness starts its Stop hook (before it starts the
+//     hook's shell; the harness stamps it) to the long poll's answer;
 //   - the same with 1,000 waiters (waiters.go);
 //   - ingest of 50 MiB: throughput and CPU per MiB against tmux and a raw
 //     PTY read (ingest.go);
@@ -30,8 +29,9 @@
 // -rows selects rows; a summary table closes the run. Daemon and tmux
 // server CPU are read from /proc (cpuTime).
 //
-// The harness is internal/harnesstest/benchclaude: the fake Claude Code
-// with its hook commands prefixed by the stamp program, and a stream it
+// The harness is internal/harnesstest/benchclaude: the fake Claude Code,
+// stamping the timed hooks as it starts them and running the stamp
+// program as their forwarder (bench/outside/stamp), and a stream it
 // prints on SIGUSR1.
 package main
 

@@ -1,11 +1,12 @@
 // Command benchclaude is the harness of the outside-in benchmark
-// (bench/outside): the fake Claude Code (fakeclaude) with the hook
-// commands in its --settings that it times prefixed by the program in
-// DLGT_BENCH_STAMP_BIN (bench/outside/stamp), which timestamps the moment
-// the hook starts: SessionStart and Stop, the hooks the benchmark times.
-//
-// The hooks dlgt injects as http hooks the fake posts itself; it stamps
-// those through fakeclaude.HTTPHookStarted.
+// (bench/outside): the fake Claude Code (fakeclaude) that timestamps the
+// hooks the benchmark times, SessionStart and Stop, as it starts them
+// (fakeclaude.HookStarted: before the shell of a command hook, before
+// an http hook's request), in the file DLGT_BENCH_STAMPS names. In those
+// command hooks the forwarder dlgt injected (dlgt-hook) is replaced by
+// the program in DLGT_BENCH_STAMP_BIN (bench/outside/stamp): the same
+// forwarder code, which also stamps the moment it sends its line, so the
+// benchmark can tell the forwarder's start from what follows.
 //
 // For the ingest and neighbour rows it also prints a stream on demand:
 // with DLGT_BENCH_INGEST naming a file, each SIGUSR1 copies that file to
@@ -22,6 +23,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,22 +42,26 @@ func main() {
 		go printOnSignal(sig, stream, os.Stdout)
 	}
 	if path := os.Getenv("DLGT_BENCH_STAMPS"); path != "" {
-		fakeclaude.HTTPHookStarted = func(event string) { stampHTTP(path, event) }
+		fakeclaude.HookStarted = func(event string, http bool) { stampStart(path, event, http) }
 	}
 	os.Exit(fakeclaude.Main(stampHooks(os.Args[1:], os.Getenv("DLGT_BENCH_STAMP_BIN"))))
 }
 
-// stampHTTP stamps a timed hook that the harness posts itself (an http
-// hook): it has no forwarder, so the hook's start is also the moment its
-// request goes out, and both stamps (EVENT and EVENT-sent, in the stamp
-// program's format) carry the same time.
-func stampHTTP(path, event string) {
+// stampStart stamps a timed hook as the harness starts it. An http hook
+// has no forwarder, so its start is also the moment its request goes
+// out: it gets both stamps (EVENT and EVENT-sent, in the stamp program's
+// format) with the same time.
+func stampStart(path, event string, http bool) {
 	if !stamped[event] {
 		return
 	}
 	now := strconv.FormatInt(time.Now().UnixNano(), 10)
+	line := event + " " + now + "\n"
+	if http {
+		line += event + "-sent " + now + "\n"
+	}
 	if f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-		f.WriteString(event + " " + now + "\n" + event + "-sent " + now + "\n")
+		f.WriteString(line)
 		f.Close()
 	}
 }
@@ -85,8 +91,8 @@ func printOnSignal(sig <-chan os.Signal, stream string, out io.Writer) {
 // (UserPromptSubmit confirms a prompt) carries no extra exec.
 var stamped = map[string]bool{"SessionStart": true, "Stop": true}
 
-// stampHooks prefixes the stamped hook commands in the --settings
-// argument with the stamp program.
+// stampHooks replaces the forwarder, dlgt-hook, by the stamp program in
+// the stamped command hooks of the --settings argument.
 func stampHooks(args []string, stamp string) []string {
 	if stamp == "" {
 		return args
@@ -112,7 +118,7 @@ func stampHooks(args []string, stamp string) []string {
 				for _, h := range inner {
 					if hm, ok := h.(map[string]any); ok {
 						if cmd, ok := hm["command"].(string); ok {
-							hm["command"] = stamp + " " + cmd
+							hm["command"] = replaceForwarder(cmd, stamp)
 						}
 					}
 				}
@@ -122,4 +128,19 @@ func stampHooks(args []string, stamp string) []string {
 		out[i+1] = string(b)
 	}
 	return out
+}
+
+// replaceForwarder puts stamp in place of the dlgt-hook program in a
+// hook command line ("exec /path/dlgt-hook --socket ..."); any other
+// command is left as it is.
+func replaceForwarder(cmd, stamp string) string {
+	exec, rest := "", cmd
+	if r, ok := strings.CutPrefix(cmd, "exec "); ok {
+		exec, rest = "exec ", r
+	}
+	prog, args, _ := strings.Cut(rest, " ")
+	if filepath.Base(prog) != "dlgt-hook" {
+		return cmd
+	}
+	return exec + stamp + " " + args
 }

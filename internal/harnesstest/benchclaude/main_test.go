@@ -51,10 +51,17 @@ func TestPrintOnSignalCopiesTheStreamThenTheMarker(t *testing.T) {
 	}
 }
 
-func TestStampHooksPrefixesOnlyTimedHooks(t *testing.T) {
-	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"dlgt-hook Stop"}]}],"UserPromptSubmit":[{"hooks":[{"type":"command","command":"dlgt-hook UserPromptSubmit"}]}]}}`
+func TestStampHooksReplacesTheForwarderOfTimedHooks(t *testing.T) {
+	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"exec /b/dlgt-hook --socket /s Stop"}]}],` +
+		`"SessionStart":[{"hooks":[{"type":"command","command":"/b/dlgt-hook --socket /s SessionStart"}]}],` +
+		`"UserPromptSubmit":[{"hooks":[{"type":"command","command":"exec /b/dlgt-hook --socket /s UserPromptSubmit"}]}]}}`
 	out := stampHooks([]string{"--settings", settings}, "/x/stamp")
-	if !strings.Contains(out[1], `"/x/stamp dlgt-hook Stop"`) || strings.Contains(out[1], "/x/stamp dlgt-hook UserPromptSubmit") {
-		t.Fatalf("stampHooks = %s", out[1])
+	for _, want := range []string{`"exec /x/stamp --socket /s Stop"`, `"/x/stamp --socket /s SessionStart"`, `"exec /b/dlgt-hook --socket /s UserPromptSubmit"`} {
+		if !strings.Contains(out[1], want) {
+			t.Errorf("stampHooks = %s, lacks %s", out[1], want)
+		}
+	}
+	if got := replaceForwarder("exec /usr/bin/dlgt hook --socket /s Stop", "/x/stamp"); got != "exec /usr/bin/dlgt hook --socket /s Stop" {
+		t.Errorf("a dlgt hook command became %q", got)
 	}
 }

@@ -37,9 +37,10 @@ type hookDef struct {
 	AllowedEnvVars []string          `json:"allowedEnvVars"`
 }
 
-// HTTPHookStarted, when set, is called as an http hook for event begins
-// (the outside-in benchmark's stamp; command hooks it stamps itself).
-var HTTPHookStarted func(event string)
+// HookStarted, when set, is called as a hook for event begins: before
+// the shell of a command hook is started, before an http hook's request
+// is made (the outside-in benchmark's stamp).
+var HookStarted func(event string, http bool)
 
 // defaultHookTimeout is Claude Code's default command-hook timeout.
 const defaultHookTimeout = 600 * time.Second
@@ -226,6 +227,9 @@ func (h *hookRunner) runOne(job hookJob, def hookDef) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
+	if HookStarted != nil {
+		HookStarted(job.event, false)
+	}
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("timed out after %v", timeout)
@@ -242,8 +246,8 @@ func (h *hookRunner) post(job hookJob, def hookDef) {
 	timeout := def.timeout()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if HTTPHookStarted != nil {
-		HTTPHookStarted(job.event)
+	if HookStarted != nil {
+		HookStarted(job.event, true)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, def.URL, bytes.NewReader(job.payload))
 	if err != nil {
