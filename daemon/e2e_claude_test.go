@@ -233,41 +233,51 @@ func fakeRequests(t *testing.T, home string) []e2eRequest {
 // every hook but SessionStart dropped by the real CLI: such a launch runs
 // the forwarder command for each hook instead, and its turns are
 // confirmed and completed as usual. With the setting allowing 127.0.0.1
-// the real CLI posts its hooks over HTTP, and the turn completes too.
+// the real CLI posts its hooks over HTTP, and the turn completes too. The
+// fake Claude applies the setting as the real CLI does, so its row
+// catches a broken check in every test run.
 func TestE2EClaudeHookTransportFollowsItsSettings(t *testing.T) {
-	for _, c := range []struct {
-		name, settings string
-		wantHTTP       bool
+	for _, rig := range []struct {
+		name  string
+		start func(t *testing.T) *e2eRig
 	}{
-		{"forbidden", `{"allowedHttpHookUrls":["https://hooks.example/*"]}`, false},
-		{"allowed", `{"allowedHttpHookUrls":["https://hooks.example/*","http://127.0.0.1:*"]}`, true},
+		{"claude", func(t *testing.T) *e2eRig { return claudeRig(t, mockapi.Script{}) }},
+		{"fake", e2eFakeClaude.start},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			e := claudeRig(t, mockapi.Script{})
-			if err := os.MkdirAll(filepath.Join(e.env["HOME"], ".claude"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(e.env["HOME"], ".claude", "settings.json"), []byte(c.settings), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			e.td = newTestDaemon(t, e.env)
-			e.td.opts.HTTPHooks = true
-			e.td.start()
-			t.Cleanup(e.td.stop)
-			cwd := t.TempDir()
-			var r rpc.Receipt
-			e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-				Title: "hook transport", Harness: "claude", Cwd: cwd, Prompt: "transport " + c.name,
-				RequestID: "transport-" + c.name, Environment: e.env,
-			}, &r)
-			if r.Submission != rpc.SubmissionConfirmed {
-				t.Fatalf("create: submission %s", r.Submission)
-			}
-			e.expectReply(t, r.Session.ID, r.Cursor, "transport "+c.name, 1)
-			argv := e.waitHarness(t, cwd)
-			if got := strings.Contains(argv, `"type":"http"`); got != c.wantHTTP {
-				t.Fatalf("http hooks in the harness's settings: %v, want %v", got, c.wantHTTP)
-			}
-		})
+		for _, c := range []struct {
+			name, settings string
+			wantHTTP       bool
+		}{
+			{"forbidden", `{"allowedHttpHookUrls":["https://hooks.example/*"]}`, false},
+			{"allowed", `{"allowedHttpHookUrls":["https://hooks.example/*","http://127.0.0.1:*"]}`, true},
+		} {
+			t.Run(rig.name+"/"+c.name, func(t *testing.T) {
+				e := rig.start(t)
+				if err := os.MkdirAll(filepath.Join(e.env["HOME"], ".claude"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(e.env["HOME"], ".claude", "settings.json"), []byte(c.settings), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				e.td = newTestDaemon(t, e.env)
+				e.td.opts.HTTPHooks = true
+				e.td.start()
+				t.Cleanup(e.td.stop)
+				cwd := t.TempDir()
+				var r rpc.Receipt
+				e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+					Title: "hook transport", Harness: "claude", Cwd: cwd, Prompt: "transport " + c.name,
+					RequestID: "transport-" + c.name, Environment: e.env,
+				}, &r)
+				if r.Submission != rpc.SubmissionConfirmed {
+					t.Fatalf("create: submission %s", r.Submission)
+				}
+				e.expectReply(t, r.Session.ID, r.Cursor, "transport "+c.name, 1)
+				argv := e.waitHarness(t, cwd)
+				if got := strings.Contains(argv, `"type":"http"`); got != c.wantHTTP {
+					t.Fatalf("http hooks in the harness's settings: %v, want %v", got, c.wantHTTP)
+				}
+			})
+		}
 	}
 }

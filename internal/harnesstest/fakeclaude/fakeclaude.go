@@ -92,7 +92,7 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	groups, err := loadSettings(opts.settings)
+	settings, err := loadSettings(opts.settings)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -139,7 +139,7 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "Error: Session ID %s is already in use.\n", opts.sessionID)
 		return 1
 	}
-	f.hooks = newHookRunner(groups, cwd, f.cfg.silentHooks, f.scr.logf)
+	f.hooks = newHookRunner(settings.Hooks, loadHTTPPolicy(home, cwd, settings), cwd, f.cfg.silentHooks, f.scr.logf)
 
 	// Signals are handled before anything is drawn so that a SIGTERM during
 	// startup still ends the session properly.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -20,6 +21,9 @@ import (
 // settingsFile is the part of a Claude settings object the fake reads.
 type settingsFile struct {
 	Hooks map[string][]matcherGroup `json:"hooks"`
+	// What http hooks may do; nil when the file does not set it.
+	AllowedHTTPHookURLs    *[]string `json:"allowedHttpHookUrls"`
+	HTTPHookAllowedEnvVars *[]string `json:"httpHookAllowedEnvVars"`
 }
 
 type matcherGroup struct {
@@ -53,34 +57,108 @@ func (d hookDef) timeout() time.Duration {
 	return defaultHookTimeout
 }
 
+// managedSettingsDir holds the managed settings on Linux, as the real
+// CLI reads them.
+const managedSettingsDir = "/etc/claude-code"
+
+// httpPolicy is what the settings let http hooks do, merged over every
+// settings file the real CLI reads (managed, user, project, local, and
+// --settings): the URLs they may post to (allowedHttpHookUrls, patterns
+// with * wildcards) and the variables their headers may use
+// (httpHookAllowedEnvVars). A list no file sets does not restrict.
+// Checked against the real CLI 2.1.332: a hook whose URL no pattern
+// matches is not run, and a variable outside the list expands to "".
+type httpPolicy struct {
+	urls, vars       []string
+	urlsSet, varsSet bool
+}
+
+// loadHTTPPolicy reads the policy for a session in cwd; flag is the
+// --settings object. A missing or malformed file sets nothing.
+func loadHTTPPolicy(home, cwd string, flag settingsFile) httpPolicy {
+	paths := []string{filepath.Join(managedSettingsDir, "managed-settings.json")}
+	if more, err := filepath.Glob(filepath.Join(managedSettingsDir, "managed-settings.d", "*.json")); err == nil {
+		paths = append(paths, more...)
+	}
+	config := os.Getenv("CLAUDE_CONFIG_DIR")
+	if config == "" {
+		config = filepath.Join(home, ".claude")
+	}
+	paths = append(paths, filepath.Join(config, "settings.json"),
+		filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
+	var p httpPolicy
+	add := func(f settingsFile) {
+		if f.AllowedHTTPHookURLs != nil {
+			p.urlsSet, p.urls = true, append(p.urls, *f.AllowedHTTPHookURLs...)
+		}
+		if f.HTTPHookAllowedEnvVars != nil {
+			p.varsSet, p.vars = true, append(p.vars, *f.HTTPHookAllowedEnvVars...)
+		}
+	}
+	for _, path := range paths {
+		var f settingsFile
+		if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &f) == nil {
+			add(f)
+		}
+	}
+	add(flag)
+	return p
+}
+
+// allowsURL reports whether an http hook may post to url.
+func (p httpPolicy) allowsURL(url string) bool {
+	if !p.urlsSet {
+		return true
+	}
+	return slices.ContainsFunc(p.urls, func(pattern string) bool {
+		re := "^" + strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*") + "$"
+		ok, err := regexp.MatchString(re, url)
+		return err == nil && ok
+	})
+}
+
+// envVars narrows a hook's allowedEnvVars to those the policy allows.
+func (p httpPolicy) envVars(hook []string) []string {
+	if !p.varsSet {
+		return hook
+	}
+	var out []string
+	for _, v := range hook {
+		if slices.Contains(p.vars, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // loadSettings parses --settings: inline JSON when it looks like an
 // object, else the path of a JSON file (both forms work with the real CLI).
-func loadSettings(arg string) (map[string][]matcherGroup, error) {
+func loadSettings(arg string) (settingsFile, error) {
 	if arg == "" {
-		return nil, nil
+		return settingsFile{}, nil
 	}
 	data := []byte(arg)
 	if !strings.HasPrefix(strings.TrimSpace(arg), "{") {
 		b, err := os.ReadFile(arg)
 		if err != nil {
-			return nil, fmt.Errorf("Error processing --settings: %v", err)
+			return settingsFile{}, fmt.Errorf("Error processing --settings: %v", err)
 		}
 		data = b
 	}
 	var s settingsFile
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("Error processing --settings: invalid JSON: %v", err)
+		return settingsFile{}, fmt.Errorf("Error processing --settings: invalid JSON: %v", err)
 	}
 	for ev, groups := range s.Hooks {
 		for _, g := range groups {
 			for _, h := range g.Hooks {
 				if h.Type == "command" && strings.TrimSpace(h.Command) == "" {
-					return nil, fmt.Errorf("Error processing --settings: hooks.%s: command hook without a command", ev)
+					return settingsFile{}, fmt.Errorf("Error processing --settings: hooks.%s: command hook without a command", ev)
 				}
 			}
 		}
 	}
-	return s.Hooks, nil
+	return s, nil
 }
 
 // obj is a JSON object that keeps its keys in insertion order, so payloads
@@ -140,14 +218,15 @@ type hookJob struct {
 // idle_prompt Notification queued just before the next UserPromptSubmit).
 type hookRunner struct {
 	groups map[string][]matcherGroup
+	policy httpPolicy
 	cwd    string
 	silent bool
 	logf   func(format string, args ...any)
 	queue  chan hookJob
 }
 
-func newHookRunner(groups map[string][]matcherGroup, cwd string, silent bool, logf func(string, ...any)) *hookRunner {
-	h := &hookRunner{groups: groups, cwd: cwd, silent: silent, logf: logf, queue: make(chan hookJob, 64)}
+func newHookRunner(groups map[string][]matcherGroup, policy httpPolicy, cwd string, silent bool, logf func(string, ...any)) *hookRunner {
+	h := &hookRunner{groups: groups, policy: policy, cwd: cwd, silent: silent, logf: logf, queue: make(chan hookJob, 64)}
 	go h.work()
 	return h
 }
@@ -193,6 +272,8 @@ func (h *hookRunner) run(job hookJob) {
 				// As the real CLI: "HTTP hooks are not supported for SessionStart".
 				h.logf("Skipping HTTP hook %s — HTTP hooks are not supported for %s", def.URL, job.event)
 				continue
+			case def.Type == "http" && !h.policy.allowsURL(def.URL):
+				continue // as the real CLI: dropped without a word
 			case def.Type == "http":
 				run = h.post
 			case def.Type != "command":
@@ -256,7 +337,7 @@ func (h *hookRunner) post(job hookJob, def hookDef) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range def.Headers {
-		req.Header.Set(k, expandAllowed(v, def.AllowedEnvVars))
+		req.Header.Set(k, expandAllowed(v, h.policy.envVars(def.AllowedEnvVars)))
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
