@@ -145,10 +145,17 @@ func (p *Proxy) readInput() error {
 }
 
 func (p *Proxy) handleLine(line []byte) error {
-	req, id, perr := ParseRequest(bytes.TrimRight(line, "\r\n"))
+	body := bytes.TrimRight(line, "\r\n")
+	req, id, perr := ParseRequest(body)
 	if perr != nil {
 		p.writeOut(MarshalResponse(id, nil, perr))
-		return ErrProxyInput
+		if !isJSONObject(body) {
+			return ErrProxyInput // not a request at all: the stream is broken
+		}
+		// A JSON object that is not a valid request (an over-long id, a
+		// field it does not know, a method that is not a string) is one bad
+		// request, answered as the daemon answers it; the next line is read.
+		return nil
 	}
 	if !IsPublic(req.Method) {
 		return p.writeOut(MarshalResponse(req.ID, nil, InvalidField("method", "%q is not a public dlgt RPC method", req.Method)))
@@ -188,6 +195,12 @@ func (p *Proxy) handleLine(line []byte) error {
 		return fmt.Errorf("daemon connection: %w", err)
 	}
 	return nil
+}
+
+// isJSONObject reports whether line is one JSON object (with whitespace
+// around it at most).
+func isJSONObject(line []byte) bool {
+	return json.Valid(line) && firstByte(line) == '{'
 }
 
 // copyDaemon forwards daemon lines to Out unchanged, counting responses

@@ -430,3 +430,47 @@ func TestProxyContextCancel(t *testing.T) {
 		t.Fatal("Run ignored its context while the input was idle")
 	}
 }
+
+// A JSON object that is not a valid request is one bad request: the
+// proxy answers it as the daemon would (INVALID_ARGUMENT, the id echoed
+// or, when over-long, its prefix), forwards nothing of it, and goes on
+// with the next line. Only a line that is not a JSON object ends it.
+func TestProxyBadRequestObjectsKeepRunning(t *testing.T) {
+	long := strings.Repeat("i", MaxIDBytes+1)
+	h := startProxy(t, nil)
+	bad := []struct{ line, id, field string }{
+		{`{"id":"` + long + `","method":"session.list"}`, `"` + long[:32] + `"`, "id"},
+		{`{"id":2,"method":"session.list","extra":true}`, `2`, "extra"},
+		{`{"id":3}`, `3`, "method"},
+		{`{"id":4,"method":7}`, `4`, "method"},
+		{`{"id":5,"method":"session.list","params":[1]}`, `5`, "params"},
+		{`{"id":6,"id":7,"method":"session.list"}`, ``, ""},
+		{`{"id":{},"method":"session.list"}`, `""`, "id"},
+	}
+	var in strings.Builder
+	for _, b := range bad {
+		in.WriteString(b.line + "\n")
+	}
+	in.WriteString(`{"id":"ok","method":"session.list"}` + "\n")
+	h.send(t, in.String())
+	for _, b := range bad {
+		r := h.out.nextResp(t)
+		if r.Error == nil || r.Error.Code != CodeInvalidArgument || (b.id != "" && string(r.ID) != b.id) || (b.field != "" && r.Error.Field != b.field) {
+			t.Fatalf("%s answered %+v (id %s), want INVALID_ARGUMENT on %q for id %s", b.line, r.Error, r.ID, b.field, b.id)
+		}
+	}
+	if got := h.daemon.readLine(); string(got) != `{"id":"ok","method":"session.list"}` {
+		t.Fatalf("the daemon got %q, want the one valid request", got)
+	}
+	if !h.running() {
+		t.Fatal("Run returned with a request unanswered")
+	}
+	h.daemon.write(`{"id":"ok","result":{"sessions":[]}}` + "\n")
+	if got := h.out.next(t); !bytes.HasPrefix(got, []byte(`{"id":"ok",`)) {
+		t.Fatalf("out %q", got)
+	}
+	h.in.Close()
+	if err := h.wait(t); err != nil {
+		t.Fatalf("Run = %v, want nil at the end of the input", err)
+	}
+}
