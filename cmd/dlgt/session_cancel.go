@@ -28,10 +28,11 @@ status 3); cancellation continues in the daemon.`,
 				}
 				p.TimeoutMS = &ms
 			}
-			return e.callAndPrint(cmd, rpc.MethodSessionCancel, p)
+			return callAndPrintAs(e, cmd, rpc.MethodSessionCancel, p, writeSessionResultText)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long to wait for the execution to stop (daemon default if unset)")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -62,12 +62,12 @@ is kept). The receipt's cursor is where to start fetching.`,
 				}
 				plan.cwd = wd
 			}
-			return e.callAndPrint(cmd, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, rpc.SessionCreateParams{
 				Title: opts.title, Alias: opts.alias, Harness: plan.harness, Cwd: plan.cwd,
 				Model: plan.model, Effort: plan.effort, HarnessOptions: plan.harnessOptions,
 				AutoApprove: plan.autoApprove, Prompt: prompt, RequestID: requestID,
 				StartupTimeoutMS: plan.startupTimeoutMS, Environment: plan.environment,
-			})
+			}, writeReceiptText)
 		},
 	}
 	opts.register(cmd)
@@ -75,5 +75,6 @@ is kept). The receipt's cursor is where to start fetching.`,
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key, required: retrying with the same id and parameters replays the receipt")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -22,12 +22,13 @@ client's current environment.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			return e.callAndPrint(cmd, rpc.MethodSessionRestart, rpc.SessionRestartParams{
+			return callAndPrintAs(e, cmd, rpc.MethodSessionRestart, rpc.SessionRestartParams{
 				Session: args[0], StartupTimeoutMS: ms, Environment: e.clientEnvironment(),
-			})
+			}, writeSessionResultText)
 		},
 	}
 	cmd.Flags().DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the harness to start")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -58,7 +58,7 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 				params.AutoApprove, params.StartupTimeoutMS = plan.autoApprove, plan.startupTimeoutMS
 				params.Environment = plan.environment
 			}
-			return e.callAndPrint(cmd, rpc.MethodSessionSend, params)
+			return callAndPrintAs(e, cmd, rpc.MethodSessionSend, params, writeReceiptText)
 		},
 	}
 	opts.register(cmd)
@@ -66,5 +66,6 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 	cmd.Flags().BoolVar(&resume, "resume", false, "relaunch the Session if this daemon does not hold it")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -24,10 +24,11 @@ interrupted (error code "stopped") and the process group is killed at once.`,
   dlgt session stop review --force`,
 		Args: jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.callAndPrint(cmd, rpc.MethodSessionStop, rpc.SessionStopParams{Session: args[0], Force: force})
+			return callAndPrintAs(e, cmd, rpc.MethodSessionStop, rpc.SessionStopParams{Session: args[0], Force: force}, writeSessionResultText)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "stop even while an execution is active (interrupting it) and kill at once")
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }

@@ -173,3 +173,79 @@ func TestEventsText(t *testing.T) {
 		t.Fatalf("followed line %q %v", buf.String(), err)
 	}
 }
+
+// -o text on the commands that change a Session: a receipt says what
+// became of the prompt and prints the command that waits for its result;
+// stop, cancel and restart say the state and the execution's end. A bad
+// -o value is refused before anything is sent.
+func TestControlCommandsText(t *testing.T) {
+	d := newFakeDaemon(t)
+	session := rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateBusy}
+	for _, c := range []struct {
+		receipt rpc.Receipt
+		want    []string
+	}{
+		{rpc.Receipt{Session: session, ExecutionSeq: 3, Cursor: "17", Submission: rpc.SubmissionConfirmed},
+			[]string{"review  busy  claude  execution #3\n", "prompt  confirmed", "next    dlgt session fetch review --cursor 17 --until result --wait 10m\n"}},
+		{rpc.Receipt{Session: session, ExecutionSeq: 3, Cursor: "17", Submission: rpc.SubmissionPending, Replayed: true},
+			[]string{"prompt  pending", "same --request-id", "(a replay"}},
+		{rpc.Receipt{Session: rpc.Session{ID: "codex:2222", Harness: "codex", State: rpc.StateBusy}, ExecutionSeq: 1, Cursor: "4", Submission: rpc.SubmissionConfirmed},
+			[]string{"codex:2222  busy  codex  execution #1\n", "dlgt session fetch codex:2222 --cursor 4 "}},
+	} {
+		d.set(rpc.MethodSessionSend, c.receipt)
+		d.set(rpc.MethodSessionCreate, c.receipt)
+		for _, args := range [][]string{
+			{"session", "send", "review", "--request-id", "r1", "-o", "text", "--", "hello"},
+			{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r2", "-o", "text", "--", "hello"},
+		} {
+			e, out, _ := cliEnv(t, d, nil, nil, "")
+			code, stdout := runCLI(t, e, out, args...)
+			for _, want := range c.want {
+				if code != exitOK || !strings.Contains(stdout, want) {
+					t.Fatalf("%s: exit %d, lacks %q:\n%s", args[1], code, want, stdout)
+				}
+			}
+		}
+	}
+
+	msg := "canceled by request"
+	d.set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
+		Cursor: "9", Result: &rpc.Result{ExecutionSeq: 3, Status: rpc.StatusCanceled, Error: &rpc.ResultError{Code: "canceled", Message: msg}}})
+	d.set(rpc.MethodSessionStop, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateStopped}})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"session", "cancel", "review", "-o", "text"}, "review  idle  claude\nresult  #3 canceled: canceled by request\ncursor  9\n"},
+		{[]string{"session", "stop", "review", "-o", "text"}, "review  stopped  claude\n"},
+	} {
+		e, out, _ := cliEnv(t, d, nil, nil, "")
+		if code, stdout := runCLI(t, e, out, c.args...); code != exitOK || stdout != c.want {
+			t.Fatalf("%s: exit %d\n%s\nwant\n%s", c.args[1], code, stdout, c.want)
+		}
+	}
+
+	// JSON stays the default, and a bad -o sends nothing.
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "stop", "review"); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"session":{`) {
+		t.Fatalf("default output: exit %d %q", code, stdout)
+	}
+	before := d.count()
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "send", "review", "--request-id", "r9", "-o", "yaml", "--", "hello"); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
+		t.Fatalf("-o yaml: exit %d %q", code, stdout)
+	}
+	if d.count() != before {
+		t.Fatalf("-o yaml sent %d requests", d.count()-before)
+	}
+}
+
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"review": "review", "claude:0199a4c2-1111": "claude:0199a4c2-1111", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
+	} {
+		if got := shellWord(in); got != want {
+			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
