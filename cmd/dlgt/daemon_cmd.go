@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -95,17 +96,22 @@ func daemonProcs(cpus int) int {
 func newDaemonStatusCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Print the running daemon's status as JSON (never starts one)",
+		Short: "Print the running daemon's status (never starts one)",
 		Long: `Print the status of this version's daemon as JSON; never starts one.
 
 With a daemon running: {"ok":true,"running":true,...} and exit status 0.
 With none (no socket, or nobody listening on it):
 {"ok":true,"running":false,"socket":"..."} and exit status 0 as well:
 branch on "running". A socket that cannot be reached for another reason
-(permissions, an unusable state directory) is the usual ok:false failure.`,
+(permissions, an unusable state directory) is the usual ok:false failure.
+-o text prints the same for a person.`,
 		Example: `  dlgt daemon status`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
 			p, err := e.paths()
 			if err != nil {
 				return printFailure(cmd, err)
@@ -113,6 +119,10 @@ branch on "running". A socket that cannot be reached for another reason
 			var d net.Dialer
 			nc, err := d.DialContext(cmd.Context(), "unix", p.Socket)
 			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+				if text {
+					_, err := fmt.Fprintf(cmd.OutOrStdout(), "not running (socket %s)\n", p.Socket)
+					return err
+				}
 				return printOK(cmd, struct {
 					Running bool   `json:"running"`
 					Socket  string `json:"socket"`
@@ -127,6 +137,9 @@ branch on "running". A socket that cannot be reached for another reason
 			if err := c.Call(cmd.Context(), rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 				return printFailure(cmd, err)
 			}
+			if text {
+				return writeDaemonStatusText(cmd.OutOrStdout(), st)
+			}
 			return printOK(cmd, struct {
 				Running bool `json:"running"`
 				daemon.DaemonStatus
@@ -134,7 +147,24 @@ branch on "running". A socket that cannot be reached for another reason
 		},
 	}
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
+}
+
+// writeDaemonStatusText prints a running daemon's status for a person.
+func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
+	sessions := "Sessions"
+	if st.Sessions == 1 {
+		sessions = "Session"
+	}
+	conns := "connections"
+	if st.Connections == 1 {
+		conns = "connection"
+	}
+	up := (time.Duration(st.UptimeMS) * time.Millisecond).Round(time.Second)
+	_, err := fmt.Fprintf(w, "running  dlgt %s (commit %s), pid %d, up %s\nholds    %d %s, %d %s open\nsocket   %s\nhome     %s\n",
+		st.Version, st.Commit, st.PID, up, st.Sessions, sessions, st.Connections, conns, st.Socket, st.Home)
+	return err
 }
 
 func newDaemonStopCommand(e *env) *cobra.Command {

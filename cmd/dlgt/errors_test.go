@@ -234,6 +234,10 @@ func TestCLIDaemonStatusNoDaemon(t *testing.T) {
 	if code, stdout := runCLI(t, e, out, "daemon", "status"); code != exitOK || !strings.Contains(stdout, `"running":false`) {
 		t.Fatalf("stale socket: exit %d, stdout %q", code, stdout)
 	}
+	e, out, _ = testEnv(t, vars, "")
+	if code, stdout := runCLI(t, e, out, "daemon", "status", "-o", "text"); code != exitOK || stdout != "not running (socket "+sock+")\n" {
+		t.Fatalf("-o text: exit %d, stdout %q", code, stdout)
+	}
 }
 
 func TestCreateHelpSaysWhatIsRequired(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"dlgt/daemon"
 	"dlgt/rpc"
 )
 
@@ -247,5 +248,17 @@ func TestShellWord(t *testing.T) {
 		if got := shellWord(in); got != want {
 			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+func TestDaemonStatusText(t *testing.T) {
+	var b strings.Builder
+	st := daemon.DaemonStatus{Version: "0.1.0-dev", Commit: "0123456789ab", PID: 42, Socket: "/run/d.sock", Home: "/h", UptimeMS: 3_723_400, Connections: 1, Sessions: 2}
+	if err := writeDaemonStatusText(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	want := "running  dlgt 0.1.0-dev (commit 0123456789ab), pid 42, up 1h2m3s\nholds    2 Sessions, 1 connection open\nsocket   /run/d.sock\nhome     /h\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }
