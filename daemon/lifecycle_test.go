@@ -487,6 +487,17 @@ func TestAliases(t *testing.T) {
 	if got := td.read(t, "@"+r3.Session.Alias).Session.ID; got != r3.Session.ID {
 		t.Fatalf("derived alias resolved to %s", got)
 	}
+	// The title's start addresses nothing, but the error names the
+	// derived alias a person probably meant; a ref no alias starts with
+	// gets no suggestion.
+	err = td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "my-review-task-1"}, nil)
+	if re := wantCode(t, err, rpc.CodeNotFound); !strings.HasSuffix(re.Message, "; did you mean @"+r3.Session.Alias+"?") {
+		t.Fatalf("error %q does not suggest @%s", re.Message, r3.Session.Alias)
+	}
+	err = td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "my-rev"}, nil)
+	if re := wantCode(t, err, rpc.CodeNotFound); strings.Contains(re.Message, "did you mean") {
+		t.Fatalf("error %q suggests an alias for a ref none starts with", re.Message)
+	}
 }
 
 var launchIDRE = regexp.MustCompile(`^internal:[0-9a-f]+$`)

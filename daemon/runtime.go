@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -284,6 +285,14 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 	for _, s := range rt.sessions {
 		all = append(all, s)
 	}
+	// Aliases a person may have meant: the ones dlgt generated from a
+	// title (title-xxxxxx) starting with what was typed.
+	var near []string
+	for a := range rt.aliases {
+		if strings.HasPrefix(a, alias+"-") {
+			near = append(near, "@"+a)
+		}
+	}
 	rt.mu.Unlock()
 	// Only an active alias addresses a Session; one that named a Session
 	// now stopped or failed says which, and how to reach it.
@@ -301,7 +310,15 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 			"no active Session has the alias @%s; it last named %s, now %s: address that Session by its ID, or resume it (dlgt session send %s --resume)",
 			clipRef(alias), lastID, lastState, lastID)}
 	}
-	return nil, &rpc.Error{Code: rpc.CodeNotFound, Message: fmt.Sprintf("no Session %q on this daemon", clipRef(ref))}
+	msg := fmt.Sprintf("no Session %q on this daemon", clipRef(ref))
+	if len(near) > 0 {
+		slices.Sort(near)
+		if len(near) > 3 {
+			near = append(near[:3], "…")
+		}
+		msg += "; did you mean " + strings.Join(near, ", ") + "?"
+	}
+	return nil, &rpc.Error{Code: rpc.CodeNotFound, Message: msg}
 }
 
 func clipRef(s string) string {
