@@ -121,7 +121,11 @@ func derefOr(s *string) string {
 
 // writeResultsText prints each result for a person.
 func writeResultsText(w io.Writer, out *sessionResults, now time.Time) {
-	fmt.Fprintf(w, "session  %s: %d retained results\n", out.Session, len(out.Results))
+	results := "results"
+	if len(out.Results) == 1 {
+		results = "result"
+	}
+	fmt.Fprintf(w, "session  %s: %d retained %s\n", out.Session, len(out.Results), results)
 	for _, r := range out.Results {
 		fmt.Fprintf(w, "\nresult   #%d %s, finished %s\n", r.ExecutionSeq, r.Status, relTime(r.CompletedAtMS, now))
 		if r.Error != nil {

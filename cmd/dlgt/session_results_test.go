@@ -67,7 +67,7 @@ func TestSessionResultsPages(t *testing.T) {
 	d.pages[rpc.MethodSessionFetch] = []any{resultDoc("9", false, chunk(2, "two", 0, true))}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if code, stdout = runCLI(t, e, out, "session", "results", "rev", "-o", "text"); code != exitOK ||
-		!strings.Contains(stdout, "1 retained results") || !strings.Contains(stdout, "result   #2 completed") || !strings.Contains(stdout, "two\n") {
+		!strings.Contains(stdout, "1 retained result\n") || !strings.Contains(stdout, "result   #2 completed") || !strings.Contains(stdout, "two\n") {
 		t.Fatalf("text exit %d:\n%s", code, stdout)
 	}
 }
