@@ -181,7 +181,8 @@ Environment values are never printed, only their names.`,
 				return printFailure(cmd, err)
 			}
 			if list, ok := res.(rpc.ProfileListResult); ok && text {
-				return writeProfileTable(cmd.OutOrStdout(), list)
+				file, _ := e.profilesPath() // it was found to list them
+				return writeProfileTable(cmd.OutOrStdout(), list, file)
 			}
 			return printOK(cmd, res)
 		},

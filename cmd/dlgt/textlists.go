@@ -80,8 +80,9 @@ func writeModelTable(w io.Writer, res rpc.ModelListResult) error {
 }
 
 // writeProfileTable prints the client's profiles for a person; like the
-// JSON, it names environment variables but never shows their values.
-func writeProfileTable(w io.Writer, res rpc.ProfileListResult) error {
+// JSON, it names environment variables but never shows their values. file
+// is where they are defined, named when there are none.
+func writeProfileTable(w io.Writer, res rpc.ProfileListResult, file string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PROFILE\tHARNESS\tMODEL\tEFFORT\tHARNESS OPTIONS\tENVIRONMENT")
 	for _, p := range res.Profiles {
@@ -89,7 +90,7 @@ func writeProfileTable(w io.Writer, res rpc.ProfileListResult) error {
 			orDash(strings.Join(p.HarnessOptions, " ")), orDash(strings.Join(p.EnvironmentKeys, ", ")))
 	}
 	if len(res.Profiles) == 0 {
-		fmt.Fprintln(tw, "(no profiles)")
+		fmt.Fprintf(tw, "(no profiles: define them in %s, see dlgt profiles --help)\n", file)
 	}
 	return tw.Flush()
 }

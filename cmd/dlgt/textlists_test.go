@@ -81,4 +81,10 @@ func TestListingsText(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "review   claude   opus   -       max-turns=3      SECRET_TOKEN\n") || strings.Contains(stdout, "hunter2") {
 		t.Fatalf("profiles text: exit %d\n%s", code, stdout)
 	}
+	// With none, the table says where they would be defined.
+	missing := filepath.Join(t.TempDir(), "none.toml")
+	e, out, _ = cliEnv(t, d, map[string]string{"DLGT_PROFILES": missing}, nil, "")
+	if code, stdout := runCLI(t, e, out, "profiles", "-o", "text"); code != exitOK || !strings.Contains(stdout, "(no profiles: define them in "+missing+",") {
+		t.Fatalf("no profiles: exit %d\n%s", code, stdout)
+	}
 }
