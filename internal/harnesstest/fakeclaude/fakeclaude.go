@@ -139,7 +139,7 @@ func Main(args []string) int {
 		fmt.Fprintf(os.Stderr, "Error: Session ID %s is already in use.\n", opts.sessionID)
 		return 1
 	}
-	f.hooks = newHookRunner(settings.Hooks, loadHTTPPolicy(home, cwd, settings), cwd, f.cfg.silentHooks, f.scr.logf)
+	f.hooks = newHookRunner(settings.Hooks, loadHTTPPolicy(home, cwd, settings.policyFields), cwd, f.cfg.silentHooks, f.scr.logf)
 
 	// Signals are handled before anything is drawn so that a SIGTERM during
 	// startup still ends the session properly.

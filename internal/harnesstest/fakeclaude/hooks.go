@@ -21,7 +21,12 @@ import (
 // settingsFile is the part of a Claude settings object the fake reads.
 type settingsFile struct {
 	Hooks map[string][]matcherGroup `json:"hooks"`
-	// What http hooks may do; nil when the file does not set it.
+	policyFields
+}
+
+// policyFields are what a settings file says http hooks may do; a nil
+// list is one the file does not set.
+type policyFields struct {
 	AllowedHTTPHookURLs    *[]string `json:"allowedHttpHookUrls"`
 	HTTPHookAllowedEnvVars *[]string `json:"httpHookAllowedEnvVars"`
 }
@@ -74,8 +79,9 @@ type httpPolicy struct {
 }
 
 // loadHTTPPolicy reads the policy for a session in cwd; flag is the
-// --settings object. A missing or malformed file sets nothing.
-func loadHTTPPolicy(home, cwd string, flag settingsFile) httpPolicy {
+// --settings object's. A missing or malformed file sets nothing; only
+// the two settings are read from a file, whatever else it holds.
+func loadHTTPPolicy(home, cwd string, flag policyFields) httpPolicy {
 	paths := []string{filepath.Join(managedSettingsDir, "managed-settings.json")}
 	if more, err := filepath.Glob(filepath.Join(managedSettingsDir, "managed-settings.d", "*.json")); err == nil {
 		paths = append(paths, more...)
@@ -87,7 +93,7 @@ func loadHTTPPolicy(home, cwd string, flag settingsFile) httpPolicy {
 	paths = append(paths, filepath.Join(config, "settings.json"),
 		filepath.Join(cwd, ".claude", "settings.json"), filepath.Join(cwd, ".claude", "settings.local.json"))
 	var p httpPolicy
-	add := func(f settingsFile) {
+	add := func(f policyFields) {
 		if f.AllowedHTTPHookURLs != nil {
 			p.urlsSet, p.urls = true, append(p.urls, *f.AllowedHTTPHookURLs...)
 		}
@@ -96,7 +102,7 @@ func loadHTTPPolicy(home, cwd string, flag settingsFile) httpPolicy {
 		}
 	}
 	for _, path := range paths {
-		var f settingsFile
+		var f policyFields
 		if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &f) == nil {
 			add(f)
 		}

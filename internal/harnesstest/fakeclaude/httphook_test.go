@@ -82,6 +82,7 @@ func TestHTTPHookPolicy(t *testing.T) {
 	}{
 		{name: "unset", posted: true, authorization: "Bearer t1"},
 		{name: "other urls only", user: `{"allowedHttpHookUrls":["https://hooks.example/*"]}`},
+		{name: "beside settings the fake does not model", user: `{"hooks":{"Stop":"unexpected"},"model":7,"allowedHttpHookUrls":["https://hooks.example/*"]}`},
 		{name: "merged with the project's", user: `{"allowedHttpHookUrls":["https://hooks.example/*"]}`,
 			project: `{"allowedHttpHookUrls":["http://127.0.0.1:*"]}`, posted: true, authorization: "Bearer t1"},
 		{name: "variable not allowed", project: `{"httpHookAllowedEnvVars":["OTHER"]}`, posted: true, authorization: "Bearer"},
