@@ -153,17 +153,10 @@ branch on "running". A socket that cannot be reached for another reason
 
 // writeDaemonStatusText prints a running daemon's status for a person.
 func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
-	sessions := "Sessions"
-	if st.Sessions == 1 {
-		sessions = "Session"
-	}
-	conns := "connections"
-	if st.Connections == 1 {
-		conns = "connection"
-	}
 	up := (time.Duration(st.UptimeMS) * time.Millisecond).Round(time.Second)
 	_, err := fmt.Fprintf(w, "running  dlgt %s (commit %s), pid %d, up %s\nholds    %d %s, %d %s open\nsocket   %s\nhome     %s\n",
-		st.Version, st.Commit, st.PID, up, st.Sessions, sessions, st.Connections, conns, st.Socket, st.Home)
+		st.Version, st.Commit, st.PID, up, st.Sessions, plural(st.Sessions, "Session", "Sessions"),
+		st.Connections, plural(st.Connections, "connection", "connections"), st.Socket, st.Home)
 	return err
 }
 

@@ -243,11 +243,7 @@ func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool) doctorCheck {
 		c.Fix = "stop whatever listens there (`dlgt daemon stop`), or point DLGT_SOCKET elsewhere"
 		return c
 	}
-	sessions := "Sessions"
-	if st.Sessions == 1 {
-		sessions = "Session"
-	}
-	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d %s%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, sessions, also)
+	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d %s%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, plural(st.Sessions, "Session", "Sessions"), also)
 	if st.Version != daemon.Version {
 		c.Detail = fmt.Sprintf("the daemon on %s is version %s but this client is %s%s", p.Socket, st.Version, daemon.Version, also)
 		c.Fix = "use the dlgt binary of the daemon's version, or unset DLGT_SOCKET so this version uses its own socket"

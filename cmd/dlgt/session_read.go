@@ -102,12 +102,8 @@ func usageText(raw json.RawMessage) string {
 	case u == nil:
 		return "not recorded by the harness"
 	}
-	req := "requests"
-	if u.Requests == 1 {
-		req = "request"
-	}
 	s := fmt.Sprintf("%s tokens in %d model %s (input %s, cache read %s, cache write %s, output %s",
-		thousands(u.TotalTokens), u.Requests, req, thousands(u.InputTokens), thousands(u.CacheReadInputTokens),
+		thousands(u.TotalTokens), u.Requests, plural(u.Requests, "request", "requests"), thousands(u.InputTokens), thousands(u.CacheReadInputTokens),
 		thousands(u.CacheCreationInputTokens), thousands(u.OutputTokens))
 	if u.ReasoningOutputTokens > 0 {
 		s += " of which " + thousands(u.ReasoningOutputTokens) + " reasoning"

@@ -121,11 +121,7 @@ func derefOr(s *string) string {
 
 // writeResultsText prints each result for a person.
 func writeResultsText(w io.Writer, out *sessionResults, now time.Time) {
-	results := "results"
-	if len(out.Results) == 1 {
-		results = "result"
-	}
-	fmt.Fprintf(w, "session  %s: %d retained %s\n", out.Session, len(out.Results), results)
+	fmt.Fprintf(w, "session  %s: %d retained %s\n", out.Session, len(out.Results), plural(len(out.Results), "result", "results"))
 	for _, r := range out.Results {
 		fmt.Fprintf(w, "\nresult   #%d %s, finished %s\n", r.ExecutionSeq, r.Status, relTime(r.CompletedAtMS, now))
 		if r.Error != nil {

@@ -35,6 +35,14 @@ func textOutput(cmd *cobra.Command) (bool, error) {
 	return false, usageError("--output must be json or text, not %q", v)
 }
 
+// plural is one when n is 1, else many ("1 Session", "2 Sessions").
+func plural[N int | int64](n N, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // relTime is how long ago ms (Unix milliseconds) was, for a person.
 func relTime(ms int64, now time.Time) string {
 	if ms <= 0 {
