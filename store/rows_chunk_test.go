@@ -48,13 +48,16 @@ func storedRowIDs(t testing.TB, db *DB, uid string) []uint64 {
 // Retention drops whole chunks: the store holds between RowRetention and
 // RowRetention+rowChunk-1 rows (a contiguous range ending at the last
 // committed id) while readers see exactly the newest RowRetention, at
-// every commit, whatever the batch size.
+// every commit, whatever the batch size. The flush interval is long so that
+// each batch is one commit; 9876 then 10100 is a commit that ends inside the
+// chunk where the next commit's window starts (rows of that chunk below the
+// window are still written, or the chunk would hold a gap).
 func TestRowRetentionChunks(t *testing.T) {
-	db := openTestDBOpts(t, Options{FlushRows: 1 << 30, FlushBytes: 1 << 30, MaxPendingBytes: 1 << 30})
+	db := openTestDBOpts(t, Options{FlushRows: 1 << 30, FlushBytes: 1 << 30, MaxPendingBytes: 1 << 30, FlushInterval: time.Hour})
 	fastWrites(db)
 	l := mustRows(t, db, "s")
 	total := uint64(0)
-	for _, batch := range []int{7, 999, 1, 4000, 6000, 1500, 2, 12345, 333, 1000, 1000, 17, 25000, 1} {
+	for _, batch := range []int{7, 999, 1, 4000, 6000, 1500, 2, 12345, 333, 1000, 1000, 17, 25000, 1, 9876, 10100} {
 		appendN(t, l, 1, batch)
 		must(t, l.Flush())
 		total += uint64(batch)

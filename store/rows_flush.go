@@ -377,12 +377,16 @@ func writeBatch(tx *bolt.Tx, b *rowBatch, arena []byte) ([]byte, error) {
 	}
 
 	// Rows go in blocks (see appendBlockRow) of consecutive ids within
-	// one chunk.
+	// one chunk. Rows of the dropped chunks are not written; rows of the
+	// oldest kept chunk are, even below newEvicted: an earlier commit may
+	// have stored the start of that chunk, and skipping them would leave a
+	// gap between those rows and the window.
+	dropped := newEvicted / rowChunk * rowChunk // the ids of dropped chunks are <= this
 	var key [16]byte
 	var cb *bolt.Bucket
 	cur := ^uint64(0)
 	rows := b.rows
-	for len(rows) > 0 && rows[0].ID <= newEvicted {
+	for len(rows) > 0 && rows[0].ID <= dropped {
 		rows = rows[1:]
 	}
 	for len(rows) > 0 {
