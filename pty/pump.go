@@ -56,17 +56,21 @@ func (p *Process) Pump(buf []byte, consume func([]byte)) error {
 // terminal holds unread, after the chunk Pump may be consuming: when Drain
 // returns, every byte the child had written before the call has been
 // consumed (bytes it writes meanwhile may be too). It does nothing, and
-// costs one ioctl, when Pump is caught up; it never waits for output the
-// child has not written. Without a running Pump, or after Close, it does
-// nothing.
+// costs one read that finds nothing, when Pump is caught up; it never
+// waits for output the child has not written. Without a running Pump, or
+// after Close, it does nothing.
 //
 // Linux keeps a terminal's unread output in two places: the line
 // discipline's 4 KiB read buffer, which a read empties, and a queue of up
 // to 64 KiB behind it, moved into the buffer by kernel work that runs
-// after the read made room. So when a read finds the buffer full, Drain
-// waits up to drainRefill for that work before it takes "nothing to read"
-// for an answer, and it stops after drainMax bytes (more than both hold:
-// a child that never pauses cannot keep it reading).
+// after the read made room. So Drain asks with a read, not with TIOCINQ:
+// TIOCINQ counts the buffer only, and says 0 while that work has yet to
+// run (a loaded machine), whereas a read that finds the buffer empty waits
+// for pending work first (n_tty_read flushes it). Should a read after a
+// full one still find nothing, Drain waits up to drainRefill for the work
+// before it takes "nothing to read" for an answer. It stops after drainMax
+// bytes (more than both hold: a child that never pauses cannot keep it
+// reading).
 func (p *Process) Drain() {
 	p.pumpMu.Lock()
 	defer p.pumpMu.Unlock()
@@ -78,9 +82,6 @@ func (p *Process) Drain() {
 		return
 	}
 	rc.Control(func(fd uintptr) {
-		if inq, err := unix.IoctlGetInt(int(fd), unix.TIOCINQ); err != nil || inq <= 0 {
-			return
-		}
 		full := false
 		for total := 0; total < drainMax; {
 			n, err := readOnce(int(fd), p.pumpBuf)
