@@ -310,7 +310,7 @@ func TestDaemonKill9MidTurn(t *testing.T) {
 		t.Fatalf("failed event = %+v (previous seq %d)", failed, lastSeq)
 	}
 	var page rpc.ScrollbackPage
-	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: ptr(1000)}, &page)
+	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 1000}, &page)
 	if !strings.Contains(strings.Join(page.Lines, "\n"), "FLOOD 000050") {
 		t.Fatalf("scrollback lost committed rows: %q", page.Lines)
 	}

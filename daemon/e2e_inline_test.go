@@ -186,7 +186,7 @@ func (e *e2eClaude) inlineSettle(t *testing.T, id string) {
 func (e *e2eClaude) scrollbackAll(t *testing.T, id string) rpc.ScrollbackPage {
 	t.Helper()
 	var page rpc.ScrollbackPage
-	e.call(t, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: ptr(10000)}, &page)
+	e.call(t, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 10000}, &page)
 	return page
 }
 

@@ -240,7 +240,7 @@ func TestFaultHostileOutput(t *testing.T) {
 	// Scrollback: every line valid UTF-8, the bad bytes are U+FFFD, and
 	// the newest rows of the big line continue its pattern.
 	var page rpc.ScrollbackPage
-	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: ptr(10000)}, &page)
+	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: 10000}, &page)
 	var big []string
 	sawRaw := false
 	for _, l := range page.Lines {

@@ -485,7 +485,7 @@ func TestHostileRawOnlyThroughItsMethod(t *testing.T) {
 		{rpc.MethodSessionFetch, map[string]any{"session": r.Session.ID, "screen": true}},
 		{rpc.MethodSessionFetch, map[string]any{"session": r.Session.ID, "screen": 512, "max_bytes": 256 << 10}},
 		{rpc.MethodSessionFetch, map[string]any{"session": r.Session.ID, "cursor": r.Cursor, "until": "result"}},
-		{rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: ptr(10000)}},
+		{rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: 10000}},
 		{rpc.MethodSessionRead, rpc.SessionReadParams{Session: r.Session.ID}},
 		{rpc.MethodSessionList, rpc.SessionListParams{All: true}},
 		{rpc.MethodEventRead, rpc.EventReadParams{Session: r.Session.ID}},
@@ -501,7 +501,7 @@ func TestHostileRawOnlyThroughItsMethod(t *testing.T) {
 	}
 	// The scrollback does show the output, as text.
 	var sb rpc.ScrollbackPage
-	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: ptr(10000)}, &sb)
+	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: r.Session.ID, Lines: 10000}, &sb)
 	if !strings.Contains(strings.Join(sb.Lines, "\n"), "MOCK-REPLY") {
 		t.Fatalf("scrollback lacks the reply: %q", sb.Lines)
 	}

@@ -36,7 +36,7 @@ func TestInlineScrollRegionHistoryFake(t *testing.T) {
 	td.waitResult(t, id, r2.Cursor)
 
 	var page rpc.ScrollbackPage
-	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: ptr(10000)}, &page)
+	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 10000}, &page)
 	next, lastAt := 1, -1
 	for i, l := range page.Lines {
 		if !strings.HasPrefix(l, "region line ") {

@@ -121,7 +121,7 @@ func runNeighbour(t testing.TB, td *testDaemon, tag, prompt string) (*neighbourS
 				timed(rpc.MethodDaemonStatus, struct{}{}, new(DaemonStatus))
 				timed(rpc.MethodSessionList, rpc.SessionListParams{All: true}, new(rpc.SessionListResult))
 				timed(rpc.MethodSessionRead, rpc.SessionReadParams{Session: qid}, new(rpc.SessionReadResult))
-				timed(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: qid, Lines: ptr(100)}, new(rpc.ScrollbackPage))
+				timed(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: qid, Lines: 100}, new(rpc.ScrollbackPage))
 				timed(rpc.MethodSessionFetch, map[string]any{"session": qid}, new(rpc.FetchDocument))
 				rounds.Add(1)
 				time.Sleep(5 * time.Millisecond)

@@ -215,12 +215,12 @@ func parseScrollbackCursor(c string) (id uint64, liveLeft int, err error) {
 }
 
 // scrollbackLines is the page size of a scrollback.read: 100 when lines is
-// absent, otherwise lines clamped to 1..10,000 (an explicit 0 reads 1 row).
-func scrollbackLines(lines *int) int {
-	if lines == nil {
+// absent (0), otherwise lines clamped to 1..10,000.
+func scrollbackLines(lines int) int {
+	if lines == 0 {
 		return defaultScrollback
 	}
-	return max(1, min(*lines, maxScrollback))
+	return max(1, min(lines, maxScrollback))
 }
 
 func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {

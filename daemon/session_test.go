@@ -202,9 +202,6 @@ func (td *testDaemon) call(method string, params, out any) error {
 	return c.Call(ctx, method, params, out)
 }
 
-// ptr is the address of a copy of v, for the optional (pointer) parameters.
-func ptr[T any](v T) *T { return &v }
-
 func (td *testDaemon) mustCall(method string, params, out any) {
 	td.t.Helper()
 	if err := td.call(method, params, out); err != nil {

@@ -148,7 +148,7 @@ func goldenCases() map[string]goldenCase {
 		},
 		MethodScrollbackRead: {
 			id:     `"req_11"`,
-			params: &ScrollbackReadParams{Session: codexID, Lines: ptr(100), Before: "scr_84A2"},
+			params: &ScrollbackReadParams{Session: codexID, Lines: 100, Before: "scr_84A2"},
 			result: ScrollbackPage{SessionID: codexID, Screen: ScreenSize{Rows: 24, Cols: 120}, Lines: []string{"Review complete.", "", "Main concerns:"}, Truncated: true, Before: "scr_84A2"},
 		},
 		MethodTranscriptReadRaw: {

@@ -175,7 +175,7 @@ type EventReadParams struct {
 // ScrollbackReadParams are the parameters of scrollback.read.
 type ScrollbackReadParams struct {
 	Session string `json:"session" rpc:"required"`
-	Lines   *int   `json:"lines,omitempty"` // absent: 100; otherwise clamped to 1..10,000
+	Lines   int    `json:"lines,omitempty"`
 	Before  string `json:"before,omitempty"`
 }
 

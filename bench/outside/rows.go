@@ -208,7 +208,7 @@ func waitMarker(c *conn, id string, n int, timeout time.Duration) (time.Time, er
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		var page rpc.ScrollbackPage
-		if err := c.call(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id}, &page); err != nil {
+		if err := c.call(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 100}, &page); err != nil {
 			return time.Time{}, err
 		}
 		at := time.Now()

@@ -365,7 +365,7 @@ func pollSession(ctx context.Context, c *rpc.Client, ref string) (state, last st
 	var page struct {
 		Lines []string `json:"lines"`
 	}
-	if err := c.Call(ctx, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: ref, Lines: ptr(5)}, &page); err == nil {
+	if err := c.Call(ctx, rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: ref, Lines: 5}, &page); err == nil {
 		for i := len(page.Lines) - 1; i >= 0; i-- {
 			if l := strings.TrimSpace(page.Lines[i]); l != "" {
 				last = l

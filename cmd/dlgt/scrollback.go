@@ -28,10 +28,7 @@ into less); the --before of the older page is named on stderr.`,
 			if lines < 0 {
 				return printFailure(cmd, usageError("--lines must not be negative"))
 			}
-			params := rpc.ScrollbackReadParams{Session: args[0], Before: before}
-			if cmd.Flags().Changed("lines") {
-				params.Lines = &lines
-			}
+			params := rpc.ScrollbackReadParams{Session: args[0], Lines: lines, Before: before}
 			return callAndPrintAs(e, cmd, rpc.MethodScrollbackRead, params, func(w io.Writer, page rpc.ScrollbackPage) error {
 				return writeScrollbackText(w, cmd.ErrOrStderr(), args[0], page)
 			})
