@@ -162,11 +162,19 @@ func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
 
 func newDaemonStopCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "stop",
-		Short:   "Stop the running daemon gracefully (its Sessions are stopped)",
+		Use:   "stop",
+		Short: "Stop the running daemon gracefully (its Sessions are stopped)",
+		Long: `Ask the running daemon to stop, then wait (up to 60s) for its socket to
+go: {"ok":true,"stopped":true}, or "stopped":false if the socket was still
+there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
+-o text prints the same for a person.`,
 		Example: `  dlgt daemon stop`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
 			c, err := e.dialExisting(cmd.Context())
 			if err != nil {
 				return printFailure(cmd, err)
@@ -185,12 +193,22 @@ func newDaemonStopCommand(e *env) *cobra.Command {
 				}
 				time.Sleep(20 * time.Millisecond)
 			}
+			stopped := ctx.Err() == nil
+			if text {
+				msg := "stopped\n"
+				if !stopped {
+					msg = fmt.Sprintf("asked to stop; its socket %s was still there after 60s\n", p.Socket)
+				}
+				_, err := io.WriteString(cmd.OutOrStdout(), msg)
+				return err
+			}
 			return printOK(cmd, struct {
 				Stopped bool `json:"stopped"`
-			}{ctx.Err() == nil})
+			}{stopped})
 		},
 	}
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }
 

@@ -240,6 +240,30 @@ func TestCLIDaemonStatusNoDaemon(t *testing.T) {
 	}
 }
 
+// daemon stop asks the daemon to shut down and waits for its socket to go.
+func TestDaemonStop(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"daemon", "stop"}, `{"ok":true,"stopped":true}` + "\n"},
+		{[]string{"daemon", "stop", "-o", "text"}, "stopped\n"},
+	} {
+		d := newFakeDaemon(t)
+		d.set(rpc.MethodDaemonShutdown, struct{}{})
+		go func() { // the daemon's socket goes once it has been asked
+			for deadline := time.Now().Add(10 * time.Second); len(d.params(rpc.MethodDaemonShutdown)) == 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			os.Remove(d.socket)
+		}()
+		e, out, _ := cliEnv(t, d, nil, nil, "")
+		if code, stdout := runCLI(t, e, out, tc.args...); code != exitOK || stdout != tc.want {
+			t.Fatalf("%v: exit %d, stdout %q, want %q", tc.args, code, stdout, tc.want)
+		}
+	}
+}
+
 func TestCreateHelpSaysWhatIsRequired(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "create", "--help")

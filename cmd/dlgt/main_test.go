@@ -53,6 +53,13 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+func TestVersionText(t *testing.T) {
+	e, out, _ := testEnv(t, nil, "")
+	if code := run([]string{"version", "-o", "text"}, e); code != exitOK || out.String() != "dlgt "+daemon.Version+" (commit "+daemon.Commit+")\n" {
+		t.Fatalf("exit %d, stdout %q", code, out)
+	}
+}
+
 func TestVersionPretty(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
 	if code := run([]string{"version", "--pretty"}, e); code != exitOK {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"dlgt/daemon"
@@ -11,9 +13,19 @@ func newVersionCommand(e *env) *cobra.Command {
 		Use:   "version",
 		Short: "Print dlgt's version as JSON",
 		Example: `  dlgt version
-  {"ok":true,"version":"0.1.0-dev","commit":"unknown"}`,
+  {"ok":true,"version":"0.1.0-dev","commit":"unknown"}
+  dlgt version -o text
+  dlgt 0.1.0-dev (commit unknown)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := textOutput(cmd)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			if text {
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "dlgt %s (commit %s)\n", daemon.Version, daemon.Commit)
+				return err
+			}
 			return printOK(cmd, struct {
 				Version string `json:"version"`
 				Commit  string `json:"commit"`
@@ -21,5 +33,6 @@ func newVersionCommand(e *env) *cobra.Command {
 		},
 	}
 	addPretty(cmd)
+	addOutputFlag(cmd)
 	return cmd
 }
