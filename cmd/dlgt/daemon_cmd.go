@@ -112,26 +112,20 @@ branch on "running". A socket that cannot be reached for another reason
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			p, err := e.paths()
+			c, sock, err := e.dialRunning(cmd.Context())
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			var d net.Dialer
-			nc, err := d.DialContext(cmd.Context(), "unix", p.Socket)
-			if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
+			if c == nil {
 				if text {
-					_, err := fmt.Fprintf(cmd.OutOrStdout(), "not running (socket %s)\n", p.Socket)
+					_, err := fmt.Fprintf(cmd.OutOrStdout(), "not running (socket %s)\n", sock)
 					return err
 				}
 				return printOK(cmd, struct {
 					Running bool   `json:"running"`
 					Socket  string `json:"socket"`
-				}{false, p.Socket})
+				}{false, sock})
 			}
-			if err != nil {
-				return printFailure(cmd, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("daemon socket %s: %v", p.Socket, err)})
-			}
-			c := rpc.NewClient(nc)
 			defer c.Close()
 			var st daemon.DaemonStatus
 			if err := c.Call(cmd.Context(), rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
@@ -175,20 +169,22 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			c, err := e.dialExisting(cmd.Context())
+			c, sock, err := e.dialRunning(cmd.Context())
 			if err != nil {
 				return printFailure(cmd, err)
+			}
+			if c == nil {
+				return printFailure(cmd, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("no daemon is running (socket %s); nothing to stop", sock)})
 			}
 			defer c.Close()
 			if err := c.Call(cmd.Context(), rpc.MethodDaemonShutdown, struct{}{}, nil); err != nil {
 				return printFailure(cmd, err)
 			}
 			// Wait until the socket is gone, so "stop; start" never races.
-			p, _ := e.paths()
 			ctx, cancel := context.WithTimeout(cmd.Context(), 60*time.Second)
 			defer cancel()
 			for ctx.Err() == nil {
-				if _, err := os.Stat(p.Socket); errors.Is(err, os.ErrNotExist) {
+				if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
 					break
 				}
 				time.Sleep(20 * time.Millisecond)
@@ -197,7 +193,7 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 			if text {
 				msg := "stopped\n"
 				if !stopped {
-					msg = fmt.Sprintf("asked to stop; its socket %s was still there after 60s\n", p.Socket)
+					msg = fmt.Sprintf("asked to stop; its socket %s was still there after 60s\n", sock)
 				}
 				_, err := io.WriteString(cmd.OutOrStdout(), msg)
 				return err
@@ -210,6 +206,26 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
+}
+
+// dialRunning dials the daemon without starting one. With none running
+// (no socket, or nobody listening on it) it returns a nil client and no
+// error; any other failure to connect is RPC_UNAVAILABLE. sock is the
+// socket it tried.
+func (e *env) dialRunning(ctx context.Context) (c *rpc.Client, sock string, err error) {
+	p, err := e.paths()
+	if err != nil {
+		return nil, "", err
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", p.Socket)
+	switch {
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
+		return nil, p.Socket, nil
+	case err != nil:
+		return nil, p.Socket, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("daemon socket %s: %v", p.Socket, err)}
+	}
+	return rpc.NewClient(nc), p.Socket, nil
 }
 
 // dialExisting dials the daemon without auto-starting one.

@@ -357,6 +357,9 @@ func TestCLIEveryCommandDaemonDown(t *testing.T) {
 		if code != exitError || !strings.HasPrefix(stdout, `{"ok":false,"error":{"code":"RPC_UNAVAILABLE"`) || strings.Count(stdout, "\n") != 1 || strings.Contains(errb.String(), "Usage:") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
 		}
+		if args[0] == "daemon" && !strings.Contains(stdout, "no daemon is running (socket ") {
+			t.Errorf("daemon stop with none running: %q", stdout)
+		}
 	}
 	// transcript --raw keeps stdout for the bytes: its failure line is on
 	// stderr; rpc --stdio likewise.
