@@ -3,6 +3,7 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,11 @@ func startE2ECodex(t *testing.T, script mockapi.Script) (*e2eRig, string) {
 	return e, e.mark
 }
 
+// codexOwnState matches what Codex writes to config.toml by itself (see
+// codexRig): the [tui] table's screen_reader_detection_done and the
+// [tui.model_availability_nux] table of per-model tip counts.
+var codexOwnState = regexp.MustCompile(`\n\[tui\]\nscreen_reader_detection_done = true\n|\n?\[tui\.model_availability_nux\]\n("[^"\n]*" = \d+\n)*`)
+
 // codexRig is the real Codex's environment against a mock scripted by
 // script, with every process marked. The user's CODEX_HOME must come out
 // of the test as it went in.
@@ -78,10 +84,11 @@ func codexRig(t *testing.T, script mockapi.Script) *e2eRig {
 	config, cfgPath := writeCodexConfig(t, codexHome, mock.URL())
 	t.Cleanup(func() {
 		// Codex itself records its first TUI start (a screen-reader probe)
-		// in config.toml, a -c override does not stop it, and it does the
-		// same for a user's own first run; nothing else may change.
+		// in config.toml, and in a trusted folder how often it has shown
+		// its new-model tip; a -c override does not stop either, and it
+		// does the same for a user's own runs. Nothing else may change.
 		got, err := os.ReadFile(cfgPath)
-		own := strings.Replace(string(got), "\n[tui]\nscreen_reader_detection_done = true\n", "", 1)
+		own := codexOwnState.ReplaceAllString(string(got), "")
 		if err != nil || own != config {
 			t.Errorf("the user's config.toml changed (err %v):\n%s", err, got)
 		}

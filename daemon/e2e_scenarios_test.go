@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -197,7 +198,7 @@ func runE2EScenarios(t *testing.T, a *e2eAdapter) {
 	rig.td.opts.HTTPHooks = a.httpHooks
 	rig.td.start()
 	t.Cleanup(rig.td.stop)
-	s := &e2eScenario{e2eRig: rig, a: a, cwd: t.TempDir()}
+	s := &e2eScenario{e2eRig: rig, a: a, cwd: gitRepo(t)}
 	failed := ""
 	for _, st := range e2eSteps {
 		if failed != "" && !st.standalone {
@@ -208,6 +209,18 @@ func runE2EScenarios(t *testing.T, a *e2eAdapter) {
 			failed = st.name
 		}
 	}
+}
+
+// gitRepo is an empty git repository with a dot in its name, where people
+// run their agents: a harness may treat it differently from a plain folder
+// (Codex asks whether to trust a repository unless told).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo.v1")
+	if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v: %s", err, out)
+	}
+	return dir
 }
 
 // e2eSteps is the scenario table, in order: every step that is not

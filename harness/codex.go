@@ -189,7 +189,12 @@ func codexArgs(spec Spec) []string {
 		// Session's process group.
 		"--no-daemon",
 		"-c", "check_for_update_on_startup=false",
-		"-c", "projects." + tomlString(spec.Cwd) + ".trust_level=\"trusted\"",
+		// The folder's trust as a table value. Codex 0.171.0 does not
+		// apply the dotted form projects."<cwd>".trust_level=… to a -c
+		// override (its folder-trust dialog, shown for a git repository,
+		// then held the launch until the startup timeout); the table
+		// form, parsed as TOML, names the folder as given.
+		"-c", "projects={" + tomlString(spec.Cwd) + "={trust_level=\"trusted\"}}",
 		// Hooks from -c overrides (the "session flags" layer) are skipped
 		// unless trusted; their trust hash changes with every launch id.
 		"--dangerously-bypass-hook-trust",

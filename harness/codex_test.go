@@ -140,7 +140,7 @@ func TestCodexPrepare(t *testing.T) {
 	}
 	argv := strings.Join(l.Argv, "\x00")
 	for _, want := range []string{
-		"--no-daemon", "check_for_update_on_startup=false", `projects."/work/a \"b\"".trust_level="trusted"`,
+		"--no-daemon", "check_for_update_on_startup=false", `projects={"/work/a \"b\""={trust_level="trusted"}}`,
 		"--dangerously-bypass-hook-trust", `model="gpt-5.5"`, `model_reasoning_effort="high"`,
 		`approval_policy="on-request"`, "model_providers.mock.request_max_retries=0",
 		`hooks.Stop=[{hooks=[{type="command",command="exec /usr/bin/dlgt hook --socket /s --launch internal:1 Stop",timeout=30}]}]`,
@@ -190,7 +190,7 @@ func TestCodexValidateOptions(t *testing.T) {
 	if err := (Codex{}).ValidateOptions([]string{"model_providers.x.base_url=\"http://h\"", "sandbox_mode=read-only"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"hooks.Stop=[]", "notify=[]", "projects.x.trust_level=1", "model=o3", "noequals", "Bad Key=1"} {
+	for _, bad := range []string{"hooks.Stop=[]", "notify=[]", "projects.x.trust_level=1", "projects={}", "model=o3", "noequals", "Bad Key=1"} {
 		if err := (Codex{}).ValidateOptions([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
