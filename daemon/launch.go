@@ -9,8 +9,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"dlgt/harness"
 	"dlgt/pty"
@@ -128,11 +131,16 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	case <-g.exited:
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness exited before it was ready (%s)", g.exit)}
 	case <-timer.C:
+		// What held the harness (a dialog of its own, say) is on its
+		// screen: the log keeps the last rows, the error says where.
+		rt.log.Warn("the harness did not report ready; its screen ended with", "launch", g.launchID,
+			"timeout", lo.timeout, "screen", screenTail(s.liveRows(), launchTailRows, launchTailBytes))
 		// Wait for the pump: it persists the record on exit, which must
 		// not resurrect a Session the caller is about to discard.
 		proc.Kill()
 		<-g.exited
-		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness did not report ready within %s", lo.timeout)}
+		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+			Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)", lo.timeout)}
 	case <-ctx.Done():
 		proc.Kill()
 		<-g.exited
@@ -270,4 +278,31 @@ func writeKeys(ctx context.Context, proc *pty.Process, keys []harness.Keystroke)
 		}
 	}
 	return nil
+}
+
+// The screen rows a launch timeout logs, and their bound in bytes.
+const (
+	launchTailRows  = 8
+	launchTailBytes = 1024
+)
+
+// screenTail joins the last n non-blank rows of rows (right-trimmed) with
+// " | ", keeping at most max bytes, cut at a UTF-8 boundary, from the end.
+func screenTail(rows []string, n, max int) string {
+	var tail []string
+	for i := len(rows) - 1; i >= 0 && len(tail) < n; i-- {
+		if r := strings.TrimRight(rows[i], " "); strings.TrimSpace(r) != "" {
+			tail = append(tail, r)
+		}
+	}
+	slices.Reverse(tail)
+	out := strings.Join(tail, " | ")
+	if len(out) > max {
+		cut := len(out) - max
+		for cut < len(out) && !utf8.RuneStart(out[cut]) {
+			cut++
+		}
+		out = "…" + out[cut:]
+	}
+	return out
 }

@@ -570,6 +570,46 @@ func TestLaunchFailureBeforeBinding(t *testing.T) {
 	}
 }
 
+// A launch that times out says where to look, and the daemon's log has
+// the harness's last screen rows (here the fake's banner).
+func TestLaunchTimeoutLogsTheScreen(t *testing.T) {
+	logs := &logBuffer{}
+	td := newTestDaemon(t, fakeClaudeEnv(t))
+	td.logTo = logs
+	td.start()
+	t.Cleanup(td.stop)
+	p := rpc.SessionCreateParams{
+		Title: "held", Harness: "claude", Cwd: t.TempDir(), Prompt: "hi", RequestID: "held-1",
+		StartupTimeoutMS: 1500, Environment: envWith(td.env, "FAKECLAUDE_SILENT_HOOKS", "1"),
+	}
+	err := td.call(rpc.MethodSessionCreate, p, nil)
+	checkLaunchFailed(t, err)
+	if !strings.Contains(err.Error(), "the daemon's log has its last screen") {
+		t.Fatalf("error %v does not say where to look", err)
+	}
+	line := grepLines(logs.String(), "did not report ready")
+	if !strings.Contains(line, "Welcome to Claude Code") {
+		t.Fatalf("the log line lacks the screen: %q", line)
+	}
+}
+
+func TestScreenTail(t *testing.T) {
+	rows := []string{"a", "  ", "b  ", "", "c", ""}
+	for _, c := range []struct {
+		n, max int
+		want   string
+	}{
+		{8, 100, "a | b | c"}, {2, 100, "b | c"}, {8, 5, "…b | c"}, {8, 1, "…c"},
+	} {
+		if got := screenTail(rows, c.n, c.max); got != c.want {
+			t.Errorf("screenTail(%d, %d) = %q, want %q", c.n, c.max, got, c.want)
+		}
+	}
+	if got := screenTail([]string{"ab€"}, 1, 2); got != "…" {
+		t.Errorf("a cut inside a rune: %q", got)
+	}
+}
+
 func TestBusyDiagnostics(t *testing.T) {
 	td := startTestDaemon(t)
 	r := td.create(t, "bd-1", "[[slow 3000]] spin")
