@@ -593,6 +593,39 @@ func TestLaunchTimeoutLogsTheScreen(t *testing.T) {
 	}
 }
 
+// A Session still starting reads as one: state starting, no public id
+// before the provider bound it, and its timestamps set.
+func TestStartingSessionRead(t *testing.T) {
+	td := startTestDaemon(t)
+	p := rpc.SessionCreateParams{
+		Title: "slow", Alias: "slow", Harness: "claude", Cwd: t.TempDir(), Prompt: "hi", RequestID: "slow-1",
+		Environment: envWith(td.env, "FAKECLAUDE_STARTUP_MS", "1500"),
+	}
+	created := make(chan error, 1)
+	go func() { created <- td.call(rpc.MethodSessionCreate, p, nil) }()
+	var got struct {
+		Session map[string]any `json:"session"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err := td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "slow"}, &got); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the starting Session never became readable by its alias")
+		}
+	}
+	s := got.Session
+	if s["state"] != "starting" || s["id"] != "" {
+		t.Fatalf("starting Session: %v", s)
+	}
+	if c, u := s["created_at_ms"].(float64), s["updated_at_ms"].(float64); c <= 0 || u < c {
+		t.Fatalf("created_at_ms %v, updated_at_ms %v", c, u)
+	}
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestScreenTail(t *testing.T) {
 	rows := []string{"a", "  ", "b  ", "", "c", ""}
 	for _, c := range []struct {
