@@ -169,7 +169,7 @@ func newAgentRig(t *testing.T, counterpart string) *agentRig {
 // by script.
 func newAgentRigScript(t *testing.T, counterpart string, script mockapi.Script) *agentRig {
 	t.Helper()
-	r := &agentRig{dlgt: dlgtBinary(t), cwd: t.TempDir()}
+	r := &agentRig{dlgt: dlgtBinary(t), cwd: gitRepo(t)}
 	r.mark = "DLGT_E2E_AGENTS_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	t.Cleanup(func() { noCodexLeft(t, r.mark, 10*time.Second) })
 	switch counterpart {
