@@ -44,8 +44,8 @@ func (e *env) sessionCandidates(cmd *cobra.Command, prefix string) []string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
-	c, err := e.dialExisting(ctx)
-	if err != nil {
+	c, _, err := e.dialRunning(ctx)
+	if err != nil || c == nil {
 		return nil
 	}
 	defer c.Close()

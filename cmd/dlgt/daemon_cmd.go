@@ -227,12 +227,3 @@ func (e *env) dialRunning(ctx context.Context) (c *rpc.Client, sock string, err 
 	}
 	return rpc.NewClient(nc), p.Socket, nil
 }
-
-// dialExisting dials the daemon without auto-starting one.
-func (e *env) dialExisting(ctx context.Context) (*rpc.Client, error) {
-	p, err := e.paths()
-	if err != nil {
-		return nil, err
-	}
-	return rpc.Dial(ctx, p.Socket)
-}
