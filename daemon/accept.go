@@ -193,7 +193,6 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json
 		Model: p.Model, Effort: p.Effort, HarnessOptions: p.HarnessOptions, AutoApprove: autoApprove,
 		State: rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1, Rows: rows, Cols: cols,
 	}
-	rec.UpdatedAtMS = rec.CreatedAtMS
 	st, err := rt.create(ctx, rec, p.Alias != "", launchOpts{env: p.Environment, rows: rows, cols: cols, timeout: timeout}, p.Prompt)
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
 		return nil, rt.receiptError(st, ferr)

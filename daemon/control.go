@@ -133,7 +133,6 @@ func (rt *runtime) adoptForResume(p *rpc.SessionSendParams) (*session, error) {
 		AutoApprove: p.AutoApprove == nil || *p.AutoApprove,
 		State:       rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1,
 	}
-	rec.UpdatedAtMS = rec.CreatedAtMS
 	s, err := rt.newSessionObject(rec)
 	if err != nil {
 		return nil, err

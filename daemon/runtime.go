@@ -183,6 +183,9 @@ func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.UpdatedAtMS == 0 {
+		rec.UpdatedAtMS = rec.CreatedAtMS // a new record, not saved yet
+	}
 	return &session{uid: rec.UID, h: h, rows: rows, raw: raw, rec: rec, changed: make(chan struct{})}, nil
 }
 
