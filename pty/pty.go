@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -133,6 +134,7 @@ func Start(opts Options) (*Process, error) {
 	// terminal, so the kernel delivers SIGWINCH on resize and SIGHUP on
 	// hangup, and job control behaves as in a real terminal.
 	attrs := &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	unignoreHangup()
 	// StartWithAttrs opens the pair, sizes it, starts the child on the slave
 	// and closes the parent's copy of the slave. Not holding the slave is
 	// essential: while any descriptor of it stays open in the daemon the
@@ -159,6 +161,27 @@ func Start(opts Options) (*Process, error) {
 	}
 	go p.reap()
 	return p, nil
+}
+
+// hangupSink receives the SIGHUPs of a process that was started with
+// SIGHUP ignored (see unignoreHangup); nothing reads it, so they are dropped.
+var hangupSink = make(chan os.Signal, 1)
+
+// unignoreHangup makes sure the child starts with SIGHUP's default action.
+//
+// A signal a process ignores stays ignored across fork and exec, and Go's
+// runtime keeps an inherited SIG_IGN for SIGHUP. So a daemon started under
+// nohup (or by anything that ignores SIGHUP, as some job runners do) would
+// pass the ignore on to every harness, which would then survive the hangup
+// that closing its master is documented to deliver: the child never
+// exited, and TestCloseUnblocksReadAndWrite timed out whenever the tests
+// ran with SIGHUP ignored. Installing a Go handler in this process (the
+// signals go to hangupSink, which nothing reads) keeps SIGHUP harmless here
+// while the fork resets a handled signal to its default in the child.
+func unignoreHangup() {
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(hangupSink, syscall.SIGHUP)
+	}
 }
 
 // makePollable returns a non-blocking, runtime-poller-backed duplicate of f

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -437,6 +438,9 @@ func TestBlockedWriteReturnsOnExit(t *testing.T) {
 }
 
 func TestCloseUnblocksReadAndWrite(t *testing.T) {
+	if os.Getenv(expectHupIgnoredEnv) != "" && !signal.Ignored(syscall.SIGHUP) {
+		t.Fatal("the outer test meant this run to start with SIGHUP ignored")
+	}
 	exe, _ := os.Executable()
 	p, err := Start(Options{Argv: []string{exe}, Env: helperEnviron("silent"), Rows: 24, Cols: 80})
 	if err != nil {
@@ -470,6 +474,29 @@ func TestCloseUnblocksReadAndWrite(t *testing.T) {
 	// Closing the master hangs up the terminal: the child gets SIGHUP.
 	if st := waitDone(t, p); st.Signal != "hangup" {
 		t.Errorf("status after Close %+v, want signal hangup", st)
+	}
+}
+
+const expectHupIgnoredEnv = "DLGT_PTY_TEST_HUP_IGNORED"
+
+// A process that ignores SIGHUP (a daemon started under nohup, a job runner
+// that ignores it) must still start its children with SIGHUP's default
+// action, or closing the master hangs nothing up. This runs
+// TestCloseUnblocksReadAndWrite in a test binary started with SIGHUP
+// ignored, as sh's trap leaves it across exec.
+func TestCloseHangsUpWhenThisProcessIgnoresSIGHUP(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", `trap "" HUP; exec "$0" -test.run='^TestCloseUnblocksReadAndWrite$' -test.count=1 -test.v`, exe)
+	cmd.Env = append(os.Environ(), expectHupIgnoredEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("inner run with SIGHUP ignored: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestCloseUnblocksReadAndWrite")) {
+		t.Fatalf("inner run did not pass the test:\n%s", out)
 	}
 }
 
