@@ -58,7 +58,8 @@ func newMCPCommand(e *env) *cobra.Command {
 		Short: "Serve dlgt to a leader agent as an MCP server on stdio",
 		Long: `Serve dlgt's delegation methods as MCP tools on stdin/stdout.
 
-A leader agent's harness starts this command (see "dlgt mcp config"). Tools:
+A leader agent's harness starts this command (see "dlgt mcp config" and
+"dlgt mcp install"). Tools:
 delegate (session.create), send (session.send), wait (session.fetch until a
 result, bounded by --wait-max), read (session.read), list (session.list),
 cancel (session.cancel), stop (session.stop). wait, read and list are marked
@@ -89,7 +90,7 @@ one at 300 s).`,
 		},
 	}
 	cmd.Flags().DurationVar(&waitMax, "wait-max", mcpWaitDefault, "longest a single wait call blocks before returning the cursor to continue")
-	cmd.AddCommand(newMCPConfigCommand(e))
+	cmd.AddCommand(newMCPConfigCommand(e), newMCPInstallCommand(e))
 	return cmd
 }
 

@@ -47,36 +47,15 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
   mapfile -t args < <(dlgt mcp config --codex) && codex "${args[@]}"`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if claude == codex {
-				return printFailure(cmd, usageError("give exactly one of --claude or --codex"))
-			}
-			exe := e.exe
-			if exe == "" {
-				exe = "dlgt"
-			} else if abs, err := filepath.Abs(exe); err == nil {
-				exe = abs
-			}
-			serverArgs := []string{"mcp"}
-			if e.hostFlag != "" {
-				// The server delegates to that machine's daemon.
-				serverArgs = []string{"--host", e.hostFlag, "mcp"}
-			}
-			if cmd.Flags().Changed("wait-max") {
-				if waitMax < time.Second || waitMax > mcpWaitCeiling {
-					return printFailure(cmd, usageError("--wait-max must be between 1s and %s", mcpWaitCeiling))
-				}
-				serverArgs = append(serverArgs, "--wait-max", waitMax.String())
+			spec, err := e.mcpServerSpec(cmd, claude, codex, approve, waitMax, forward)
+			if err != nil {
+				return printFailure(cmd, err)
 			}
 			var out []string
 			if claude {
-				out = claudeMCPArgs(exe, serverArgs, approve)
+				out = claudeMCPArgs(spec)
 			} else {
-				for _, name := range forward {
-					if name == "" || strings.ContainsAny(name, "=\"\\\n") {
-						return printFailure(cmd, usageError("--forward-env %q is not a variable name", name))
-					}
-				}
-				out = codexMCPArgs(exe, serverArgs, approve, append(append([]string{}, mcpForwardEnv...), forward...))
+				out = codexMCPArgs(spec)
 			}
 			for _, a := range out {
 				fmt.Fprintln(cmd.OutOrStdout(), a)
@@ -93,35 +72,109 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 	return cmd
 }
 
+// mcpSpec is the server entry one harness gets, per launch (mcp config)
+// or in its user config (mcp install): both are rendered from it.
+type mcpSpec struct {
+	exe        string
+	serverArgs []string
+	approve    bool
+	forward    []string // Codex: the variables forwarded by name
+}
+
+// mcpServerSpec checks the flags shared by mcp config and mcp install and
+// builds the entry they describe.
+func (e *env) mcpServerSpec(cmd *cobra.Command, claude, codex, approve bool, waitMax time.Duration, forward []string) (mcpSpec, error) {
+	if claude == codex {
+		return mcpSpec{}, usageError("give exactly one of --claude or --codex")
+	}
+	exe := e.exe
+	if exe == "" {
+		exe = "dlgt"
+	} else if abs, err := filepath.Abs(exe); err == nil {
+		exe = abs
+	}
+	serverArgs := []string{"mcp"}
+	if e.hostFlag != "" {
+		// The server delegates to that machine's daemon.
+		serverArgs = []string{"--host", e.hostFlag, "mcp"}
+	}
+	if cmd.Flags().Changed("wait-max") {
+		if waitMax < time.Second || waitMax > mcpWaitCeiling {
+			return mcpSpec{}, usageError("--wait-max must be between 1s and %s", mcpWaitCeiling)
+		}
+		serverArgs = append(serverArgs, "--wait-max", waitMax.String())
+	}
+	spec := mcpSpec{exe: exe, serverArgs: serverArgs, approve: approve}
+	if codex {
+		for _, name := range forward {
+			if name == "" || strings.ContainsAny(name, "=\"\\\n") {
+				return mcpSpec{}, usageError("--forward-env %q is not a variable name", name)
+			}
+		}
+		spec.forward = append(append([]string{}, mcpForwardEnv...), forward...)
+	} else if len(forward) > 0 {
+		return mcpSpec{}, usageError("--forward-env is for --codex: Claude Code passes its own environment to the server")
+	}
+	return spec, nil
+}
+
+// claudeServer is the server's entry under "mcpServers", in the order
+// Claude Code writes its keys.
+type claudeServer struct {
+	Type    string   `json:"type"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+func claudeMCPServer(s mcpSpec) claudeServer {
+	return claudeServer{Type: "stdio", Command: s.exe, Args: s.serverArgs}
+}
+
 // claudeMCPArgs: --mcp-config with the server, --strict-mcp-config is left
 // to the user (it would drop their other servers).
-func claudeMCPArgs(exe string, serverArgs []string, approve bool) []string {
-	cfg := map[string]any{"mcpServers": map[string]any{
-		mcpServerName: map[string]any{"type": "stdio", "command": exe, "args": serverArgs},
-	}}
+func claudeMCPArgs(s mcpSpec) []string {
+	cfg := map[string]any{"mcpServers": map[string]any{mcpServerName: claudeMCPServer(s)}}
 	b, _ := json.Marshal(cfg)
 	out := []string{"--mcp-config", string(b)}
-	if approve {
+	if s.approve {
 		out = append(out, "--allowedTools", "mcp__"+mcpServerName)
 	}
 	return out
 }
 
-// codexMCPArgs: -c overrides in TOML, one per value.
-func codexMCPArgs(exe string, serverArgs []string, approve bool, forward []string) []string {
-	quoted := make([]string, len(serverArgs))
-	for i, a := range serverArgs {
+// codexMCPFields are the keys of the server's table, as TOML key and
+// value: the first three make the -c inline table, the others a -c each.
+func codexMCPFields(s mcpSpec) [][2]string {
+	quoted := make([]string, len(s.serverArgs))
+	for i, a := range s.serverArgs {
 		quoted[i] = tomlString(a)
 	}
-	names := make([]string, len(forward))
-	for i, n := range forward {
+	names := make([]string, len(s.forward))
+	for i, n := range s.forward {
 		names[i] = tomlString(n)
 	}
-	server := fmt.Sprintf("mcp_servers.%s={command=%s, args=[%s], env_vars=[%s]}",
-		mcpServerName, tomlString(exe), strings.Join(quoted, ", "), strings.Join(names, ", "))
-	out := []string{"-c", server, "-c", "mcp_servers." + mcpServerName + ".required=true"}
-	if approve {
-		out = append(out, "-c", "mcp_servers."+mcpServerName+`.default_tools_approval_mode="approve"`)
+	out := [][2]string{
+		{"command", tomlString(s.exe)},
+		{"args", "[" + strings.Join(quoted, ", ") + "]"},
+		{"env_vars", "[" + strings.Join(names, ", ") + "]"},
+		{"required", "true"},
+	}
+	if s.approve {
+		out = append(out, [2]string{"default_tools_approval_mode", `"approve"`})
+	}
+	return out
+}
+
+// codexMCPArgs: -c overrides in TOML, one per value.
+func codexMCPArgs(s mcpSpec) []string {
+	fields := codexMCPFields(s)
+	inline := make([]string, 3)
+	for i, kv := range fields[:3] {
+		inline[i] = kv[0] + "=" + kv[1]
+	}
+	out := []string{"-c", "mcp_servers." + mcpServerName + "={" + strings.Join(inline, ", ") + "}"}
+	for _, kv := range fields[3:] {
+		out = append(out, "-c", "mcp_servers."+mcpServerName+"."+kv[0]+"="+kv[1])
 	}
 	return out
 }
