@@ -192,7 +192,7 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp("hello"), FinalTextOffset: &off0, FinalTextComplete: boolp(false)}}}}},
 		rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess,
 			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp(" world"), FinalTextOffset: &off1, FinalTextComplete: boolp(true),
-				Usage: json.RawMessage(`{"input_tokens":10,"output_tokens":3}`)}}}}},
+				Usage: json.RawMessage(`{"input_tokens":10,"cache_read_input_tokens":1200,"output_tokens":3,"total_tokens":1213,"requests":1}`)}}}}},
 	}
 	e, _, _ := cliEnv(t, d, nil, nil, "")
 	cs := mcpClient(t, e, 5*time.Second)
@@ -202,7 +202,7 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 	}
 	if !strings.Contains(text, "Execution 2 completed.") || !strings.Contains(text, "Final text:\nhello world\n") ||
 		!strings.Contains(text, `Session claude:01 (claude, "t", alias rev) is idle.`) ||
-		!strings.Contains(text, "input_tokens 10, output_tokens 3") || strings.Count(text, "hello") != 1 {
+		!strings.Contains(text, "\nUsage: 1,213 tokens in 1 model request (input 10, cache read 1,200, cache write 0, output 3)\n") || strings.Count(text, "hello") != 1 {
 		t.Errorf("wait text:\n%s", text)
 	}
 	if st["status"] != "completed" || st["cursor"] != "12" {

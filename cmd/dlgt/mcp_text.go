@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -139,8 +139,9 @@ func resultText(b *strings.Builder, r *rpc.Result) {
 	if r.Error != nil {
 		fmt.Fprintf(b, "Error: %s: %s\n", r.Error.Code, r.Error.Message)
 	}
-	if u := usageLine(r.Usage); u != "" {
-		fmt.Fprintf(b, "Usage: %s\n", u)
+	if u := bytes.TrimSpace(r.Usage); len(u) > 0 && string(u) != "null" {
+		// The CLI's words (session read -o text), not the raw keys.
+		fmt.Fprintf(b, "Usage: %s\n", usageText(r.Usage))
 	}
 	switch {
 	case r.FinalText != nil:
@@ -152,30 +153,6 @@ func resultText(b *strings.Builder, r *rpc.Result) {
 	default:
 		b.WriteString("No final text was recorded.\n")
 	}
-}
-
-// usageLine lists a usage document's counters ("input_tokens 10, ..."),
-// whatever fields it has; empty for null.
-func usageLine(raw json.RawMessage) string {
-	var m map[string]any
-	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil || len(m) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		switch v := m[k].(type) {
-		case float64:
-			parts = append(parts, fmt.Sprintf("%s %d", k, int64(v)))
-		case string:
-			parts = append(parts, fmt.Sprintf("%s %s", k, v))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // sessionResultText renders a cancel or stop result.
