@@ -112,7 +112,7 @@ func newMCPServer(e *env, waitMax time.Duration) *mcp.Server {
 			"Returns the Session id and a cursor for wait.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)}}, t.delegate)
 	mcp.AddTool(s, &mcp.Tool{Name: "send", Title: "Send a follow-up",
-		Description: "Submit a follow-up prompt to an idle Session (same conversation). Same request_id rules as delegate. Returns a cursor for wait.",
+		Description: "Submit a follow-up prompt to an idle Session (same conversation); with resume true, a stopped or failed Session is relaunched first. Same request_id rules as delegate. Returns a cursor for wait.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)}}, t.send)
 	mcp.AddTool(s, &mcp.Tool{Name: "wait", Title: "Wait for the result",
 		Description: fmt.Sprintf("Wait (at most %s per call) for the Session's current execution to end and return its result: status, final text, error and token usage. "+
@@ -165,6 +165,7 @@ type sendIn struct {
 	Prompt    string `json:"prompt" jsonschema:"the follow-up prompt"`
 	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key, as for delegate (give this or key)"`
 	Key       string `json:"key,omitempty" jsonschema:"a stable name for this follow-up; the request_id is derived from it"`
+	Resume    bool   `json:"resume,omitempty" jsonschema:"relaunch a stopped or failed Session in its conversation, then send"`
 }
 
 type waitIn struct {
@@ -195,11 +196,11 @@ type stopIn struct {
 
 func (t *mcpTools) delegate(ctx context.Context, _ *mcp.CallToolRequest, in delegateIn) (*mcp.CallToolResult, any, error) {
 	if in.Prompt == "" {
-		return toolError(rpc.InvalidField("prompt", "is required")), nil, nil
+		return toolError("delegate", rpc.InvalidField("prompt", "is required")), nil, nil
 	}
 	reqID, err := requestID(in.RequestID, in.Key, "delegate")
 	if err != nil {
-		return toolError(err), nil, nil
+		return toolError("delegate", err), nil, nil
 	}
 	env := t.e.clientEnvironment()
 	harness, model, effort := in.Harness, in.Model, in.Effort
@@ -207,11 +208,11 @@ func (t *mcpTools) delegate(ctx context.Context, _ *mcp.CallToolRequest, in dele
 	if in.Profile != "" {
 		profiles, err := t.e.loadProfiles()
 		if err != nil {
-			return toolError(err), nil, nil
+			return toolError("delegate", err), nil, nil
 		}
 		p, ok := profiles[in.Profile]
 		if !ok {
-			return toolError(rpc.Errorf(rpc.CodeNotFound, "profile %q is not defined", in.Profile)), nil, nil
+			return toolError("delegate", rpc.Errorf(rpc.CodeNotFound, "profile %q is not defined", in.Profile)), nil, nil
 		}
 		for k, v := range p.Environment {
 			env[k] = v
@@ -228,11 +229,11 @@ func (t *mcpTools) delegate(ctx context.Context, _ *mcp.CallToolRequest, in dele
 		harnessOptions = p.HarnessOptions
 	}
 	if harness == "" {
-		return toolError(rpc.InvalidField("harness", "is required: claude or codex")), nil, nil
+		return toolError("delegate", rpc.InvalidField("harness", "is required: claude or codex")), nil, nil
 	}
 	cwd, err := toolCwd(in.Cwd, t.e.remote())
 	if err != nil {
-		return toolError(err), nil, nil
+		return toolError("delegate", err), nil, nil
 	}
 	title := in.Title
 	if title == "" {
@@ -244,27 +245,27 @@ func (t *mcpTools) delegate(ctx context.Context, _ *mcp.CallToolRequest, in dele
 		HarnessOptions: harnessOptions, Prompt: in.Prompt, RequestID: reqID, Environment: env,
 	}, &r)
 	if err != nil {
-		return toolError(err), nil, nil
+		return toolError("delegate", err), nil, nil
 	}
 	return receiptResult("Delegated to", reqID, &r), nil, nil
 }
 
 func (t *mcpTools) send(ctx context.Context, _ *mcp.CallToolRequest, in sendIn) (*mcp.CallToolResult, any, error) {
 	if in.Session == "" {
-		return toolError(rpc.InvalidField("session", "is required")), nil, nil
+		return toolError("send", rpc.InvalidField("session", "is required")), nil, nil
 	}
 	if in.Prompt == "" {
-		return toolError(rpc.InvalidField("prompt", "is required")), nil, nil
+		return toolError("send", rpc.InvalidField("prompt", "is required")), nil, nil
 	}
 	reqID, err := requestID(in.RequestID, in.Key, "send\x00"+in.Session)
 	if err != nil {
-		return toolError(err), nil, nil
+		return toolError("send", err), nil, nil
 	}
 	var r rpc.Receipt
 	if err := t.call(ctx, in.Session, rpc.MethodSessionSend, rpc.SessionSendParams{
-		Session: in.Session, Prompt: in.Prompt, RequestID: reqID,
+		Session: in.Session, Prompt: in.Prompt, RequestID: reqID, Resume: in.Resume,
 	}, &r); err != nil {
-		return toolError(err), nil, nil
+		return toolError("send", err), nil, nil
 	}
 	return receiptResult("Sent to", reqID, &r), nil, nil
 }
@@ -280,11 +281,11 @@ type waitOut struct {
 
 func (t *mcpTools) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, any, error) {
 	if in.Session == "" {
-		return toolError(rpc.InvalidField("session", "is required")), nil, nil
+		return toolError("wait", rpc.InvalidField("session", "is required")), nil, nil
 	}
 	bound := t.waitMax
 	if in.TimeoutSeconds < 0 {
-		return toolError(rpc.InvalidField("timeout_seconds", "must not be negative")), nil, nil
+		return toolError("wait", rpc.InvalidField("timeout_seconds", "must not be negative")), nil, nil
 	}
 	if in.TimeoutSeconds > 0 && time.Duration(in.TimeoutSeconds)*time.Second < bound {
 		bound = time.Duration(in.TimeoutSeconds) * time.Second
@@ -308,7 +309,7 @@ func (t *mcpTools) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitIn) 
 			if len(order) > 0 {
 				break // report what was read; the cursor replays the rest
 			}
-			return toolError(err), nil, nil
+			return toolError("wait", err), nil, nil
 		}
 		out.Cursor = doc.Cursor
 		out.Gaps = append(out.Gaps, doc.Gaps...)
@@ -375,11 +376,11 @@ func (t *mcpTools) wait(ctx context.Context, _ *mcp.CallToolRequest, in waitIn) 
 
 func (t *mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in sessionIn) (*mcp.CallToolResult, any, error) {
 	if in.Session == "" {
-		return toolError(rpc.InvalidField("session", "is required")), nil, nil
+		return toolError("read", rpc.InvalidField("session", "is required")), nil, nil
 	}
 	var r rpc.SessionReadResult
 	if err := t.call(ctx, in.Session, rpc.MethodSessionRead, rpc.SessionReadParams{Session: in.Session}, &r); err != nil {
-		return toolError(err), nil, nil
+		return toolError("read", err), nil, nil
 	}
 	var b strings.Builder
 	sessionLine(&b, &r.Session)
@@ -394,7 +395,7 @@ func (t *mcpTools) read(ctx context.Context, _ *mcp.CallToolRequest, in sessionI
 func (t *mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in listIn) (*mcp.CallToolResult, any, error) {
 	var r rpc.SessionListResult
 	if err := t.call(ctx, "", rpc.MethodSessionList, rpc.SessionListParams{All: in.All}, &r); err != nil {
-		return toolError(err), nil, nil
+		return toolError("list", err), nil, nil
 	}
 	var b strings.Builder
 	if len(r.Sessions) == 0 {
@@ -411,30 +412,30 @@ func (t *mcpTools) list(ctx context.Context, _ *mcp.CallToolRequest, in listIn) 
 
 func (t *mcpTools) cancel(ctx context.Context, _ *mcp.CallToolRequest, in cancelIn) (*mcp.CallToolResult, any, error) {
 	if in.Session == "" {
-		return toolError(rpc.InvalidField("session", "is required")), nil, nil
+		return toolError("cancel", rpc.InvalidField("session", "is required")), nil, nil
 	}
 	p := rpc.SessionCancelParams{Session: in.Session}
 	if in.TimeoutSeconds != nil {
 		if *in.TimeoutSeconds < 0 {
-			return toolError(rpc.InvalidField("timeout_seconds", "must not be negative")), nil, nil
+			return toolError("cancel", rpc.InvalidField("timeout_seconds", "must not be negative")), nil, nil
 		}
 		ms := int64(*in.TimeoutSeconds) * 1000
 		p.TimeoutMS = &ms
 	}
 	var r rpc.SessionResult
 	if err := t.call(ctx, in.Session, rpc.MethodSessionCancel, p, &r); err != nil {
-		return toolError(err), nil, nil
+		return toolError("cancel", err), nil, nil
 	}
 	return withJSON(sessionResultText("Canceled", &r), r), nil, nil
 }
 
 func (t *mcpTools) stop(ctx context.Context, _ *mcp.CallToolRequest, in stopIn) (*mcp.CallToolResult, any, error) {
 	if in.Session == "" {
-		return toolError(rpc.InvalidField("session", "is required")), nil, nil
+		return toolError("stop", rpc.InvalidField("session", "is required")), nil, nil
 	}
 	var r rpc.SessionResult
 	if err := t.call(ctx, in.Session, rpc.MethodSessionStop, rpc.SessionStopParams{Session: in.Session, Force: in.Force}, &r); err != nil {
-		return toolError(err), nil, nil
+		return toolError("stop", err), nil, nil
 	}
 	return withJSON(sessionResultText("Stopped", &r), r), nil, nil
 }

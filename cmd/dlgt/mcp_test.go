@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,75 @@ func TestMCPConfigArgs(t *testing.T) {
 	out.Reset()
 	if code := run([]string{"mcp", "config"}, e); code != exitError {
 		t.Errorf("neither harness: exit %d, out %q", code, out)
+	}
+}
+
+// An MCP tool's answer never tells the model to run a dlgt command it has
+// no way to run: the daemon's CLI advice becomes the tool and its
+// arguments, and what only a person can do is labelled so.
+func TestMCPMessagesNameToolsNotCommands(t *testing.T) {
+	d := newFakeDaemon(t)
+	// The daemon's own messages, as it words them.
+	d.set(rpc.MethodSessionStop, &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: "codex:01",
+		Message: "execution 2 is active (the Session is busy); cancel it first, or stop anyway with force (dlgt session stop --force), which interrupts it"})
+	d.set(rpc.MethodSessionSend, &rpc.Error{Code: rpc.CodeNotFound,
+		Message: "no active Session has the alias @rev; it last named codex:01, now stopped: address that Session by its ID, or resume it (dlgt session send codex:01 --resume)"})
+	d.set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: "codex:01", Message: "the Session waits for human input (attach to answer it)"})
+	d.set(rpc.MethodSessionCancel, &rpc.Error{Code: rpc.CodeLaunchFailed, Message: "codex exited at once"})
+	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonBlocked, Cursor: "9",
+		Sessions: []rpc.FetchSession{{Session: rpc.Session{ID: "codex:01", Harness: "codex", State: rpc.StateBlocked}}}})
+	e, _, _ := cliEnv(t, d, nil, nil, "")
+	cs := mcpClient(t, e, 5*time.Second)
+
+	// Every mention of a dlgt command left in a text must be one a person
+	// runs (attach, doctor) and be labelled as such.
+	person := regexp.MustCompile("`dlgt session attach codex:01` \\(a command for a person, not an MCP tool\\)|`dlgt doctor` in a terminal \\(a command for a person, not an MCP tool\\)")
+	check := func(name, text string) {
+		t.Helper()
+		if rest := person.ReplaceAllString(text, ""); strings.Contains(rest, "dlgt session") || strings.Contains(rest, "dlgt doctor") || strings.Contains(rest, "--") {
+			t.Errorf("%s names a CLI command for the model:\n%s", name, text)
+		}
+	}
+	text, _, _ := callTool(t, cs, "stop", map[string]any{"session": "codex:01"})
+	check("stop", text)
+	if !strings.Contains(text, "call stop with force: true") || strings.Contains(text, "send again") {
+		t.Errorf("stop while busy:\n%s", text)
+	}
+	text, _, _ = callTool(t, cs, "send", map[string]any{"session": "rev", "prompt": "more", "request_id": "r"})
+	check("send", text)
+	if !strings.Contains(text, `call send with session "codex:01" and resume: true`) {
+		t.Errorf("send to a stopped alias:\n%s", text)
+	}
+	text, _, _ = callTool(t, cs, "read", map[string]any{"session": "codex:01"})
+	check("read", text)
+	if !strings.Contains(text, "`dlgt session attach codex:01` (a command for a person") {
+		t.Errorf("blocked:\n%s", text)
+	}
+	text, _, _ = callTool(t, cs, "cancel", map[string]any{"session": "codex:01"})
+	check("cancel", text)
+	text, _, _ = callTool(t, cs, "wait", map[string]any{"session": "codex:01", "cursor": "8"})
+	check("wait", text)
+	if !strings.Contains(text, "`dlgt session attach codex:01` (a command for a person") || !strings.Contains(text, `cursor "9"`) {
+		t.Errorf("wait blocked:\n%s", text)
+	}
+
+	// The resume the message points to is a send argument.
+	d.set(rpc.MethodSessionSend, rpc.Receipt{Session: rpc.Session{ID: "codex:01", Harness: "codex"}, ExecutionSeq: 3, Cursor: "12", Submission: "confirmed"})
+	if text, _, isErr := callTool(t, cs, "send", map[string]any{"session": "codex:01", "prompt": "more", "request_id": "r", "resume": true}); isErr {
+		t.Fatalf("send resume: %s", text)
+	}
+	sends := d.params(rpc.MethodSessionSend)
+	var p rpc.SessionSendParams
+	json.Unmarshal(sends[len(sends)-1], &p)
+	if !p.Resume {
+		t.Errorf("send params %s: resume not passed on", sends[len(sends)-1])
+	}
+
+	// A client-side message naming a command with no tool (starting the
+	// daemon) is labelled for a person.
+	res := toolError("list", &rpc.Error{Code: rpc.CodeRPCUnavailable,
+		Message: "no daemon is running; DLGT_NO_AUTOSTART is true, so none was started: run `dlgt daemon` (with the same DLGT_HOME), or unset DLGT_NO_AUTOSTART"})
+	if got := res.Content[0].(*mcp.TextContent).Text; !strings.Contains(got, mcpForAPerson) {
+		t.Errorf("RPC_UNAVAILABLE:\n%s", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,34 +37,74 @@ func withJSON(res *mcp.CallToolResult, doc any) *mcp.CallToolResult {
 }
 
 // toolError is a tool-level error: the code, the message, the field it
-// names and what to do next, for the model; the wire error as structured
-// content, for programs.
-func toolError(err error) *mcp.CallToolResult {
+// names and what to do next, for the model; the wire error as the JSON
+// block, for programs. tool is the tool that failed: what to do next
+// depends on it.
+func toolError(tool string, err error) *mcp.CallToolResult {
 	re := rpc.AsError(err)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s\n", re.Code, re.Message)
+	msg := mcpMessage(re.Message)
+	fmt.Fprintf(&b, "%s: %s\n", re.Code, msg)
 	if re.Field != "" {
 		fmt.Fprintf(&b, "field: %s\n", re.Field)
 	}
 	if re.SessionID != "" {
 		fmt.Fprintf(&b, "session: %s\n", re.SessionID)
 	}
-	if advice := errorAdvice(re); advice != "" {
+	if advice := errorAdvice(tool, re); advice != "" {
 		b.WriteString(advice + "\n")
+	}
+	if cliMention.MatchString(msg) {
+		b.WriteString(mcpForAPerson + "\n")
 	}
 	r := withJSON(textResult(b.String()), map[string]any{"error": re})
 	r.IsError = true
 	return r
 }
 
-func errorAdvice(re *rpc.Error) string {
+// The daemon's and the client's messages are written for the CLI and may
+// name a dlgt command. A model calling the MCP tools cannot run one: the
+// commands with a tool equivalent are rewritten to name the tool and its
+// arguments; any other is labelled as a person's.
+var (
+	cliStopForce  = regexp.MustCompile("`?dlgt session stop (?:<session> |\\S+ )?--force`?")
+	cliSendResume = regexp.MustCompile("`?dlgt session send (\\S+) --resume`?")
+	cliMention    = regexp.MustCompile("`dlgt [^`]*`|\\(dlgt [^)]*\\)|\\bdlgt (?:session|daemon|doctor|rpc|profiles|mcp|skill|events|scrollback|transcript)\\b")
+)
+
+const mcpForAPerson = "(A `dlgt …` command above is for a person at a terminal; the MCP tools cannot run it.)"
+
+func mcpMessage(msg string) string {
+	msg = cliStopForce.ReplaceAllString(msg, "call stop with force: true")
+	return cliSendResume.ReplaceAllString(msg, `call send with session "$1" and resume: true`)
+}
+
+func errorAdvice(tool string, re *rpc.Error) string {
+	session := re.SessionID
+	if session == "" {
+		session = "<session>"
+	}
 	switch re.Code {
 	case rpc.CodeSessionBusy:
+		if tool == "stop" {
+			return "An execution is still running in this Session: call wait for its result or cancel it, then call stop again; or call stop with force: true, which interrupts it."
+		}
 		return "An execution is still running in this Session: call wait for its result, then send again with the same request_id."
 	case rpc.CodeSessionBlocked:
-		return "The Session waits for a human decision (a permission prompt in the harness). Tell the user; they answer it with `dlgt session attach <session>`. Then call wait again."
+		return fmt.Sprintf("The Session waits for a human decision (a permission prompt in the harness); no MCP tool can answer it. "+
+			"Tell the user to answer it in a terminal with `dlgt session attach %s` (a command for a person, not an MCP tool). Then call wait again, or call cancel.", session)
 	case rpc.CodeSessionAttached:
 		return "A person is typing in this Session's terminal; try again after they detach."
+	case rpc.CodeSessionUnavailable:
+		switch tool {
+		case "send":
+			return "The Session is not running: call send again with resume: true (same request_id) to relaunch it, or call delegate for a new Session."
+		case "stop":
+			return "Call stop again with force: true to end it anyway."
+		}
+		return "Call read to see the Session's state."
+	case rpc.CodeCancelTimeout:
+		return "The cancellation is not confirmed yet: call wait for the execution's result (status canceled)."
 	case rpc.CodeRPCUnavailable:
 		return "The dlgt daemon could not be reached. Retrying the same call with the same request_id is safe: a request that was accepted is replayed, never run twice."
 	case rpc.CodeNotFound:
@@ -76,7 +117,7 @@ func errorAdvice(re *rpc.Error) string {
 		}
 		return "Correct the argument and call again."
 	case rpc.CodeLaunchFailed:
-		return "The harness did not start; the message says why. Check the harness with `dlgt doctor`."
+		return "The harness did not start; the message says why. Tell the user; they can check the harness with `dlgt doctor` in a terminal (a command for a person, not an MCP tool)."
 	}
 	return ""
 }
@@ -114,7 +155,9 @@ func waitText(w *waitOut) string {
 	case "running":
 		fmt.Fprintf(&b, "Still running. Call wait again with session %q and cursor %q.\n", w.Session.ID, w.Cursor)
 	case rpc.StateBlocked:
-		fmt.Fprintf(&b, "Blocked: the agent waits for a human decision (a permission prompt). Tell the user; they answer it with `dlgt session attach %s`. Then call wait again with cursor %q.\n", w.Session.ID, w.Cursor)
+		fmt.Fprintf(&b, "Blocked: the agent waits for a human decision (a permission prompt); no MCP tool can answer it. "+
+			"Tell the user to answer it in a terminal with `dlgt session attach %s` (a command for a person, not an MCP tool). "+
+			"Then call wait again with session %q and cursor %q, or call cancel.\n", w.Session.ID, w.Session.ID, w.Cursor)
 	default:
 		fmt.Fprintf(&b, "Cursor for the next wait (after a send): %q.\n", w.Cursor)
 	}
