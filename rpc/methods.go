@@ -34,14 +34,8 @@ const (
 )
 
 // PublicMethods is the fixed allowlist of the v1 contract, in the order the
-// contract documents them.
-var PublicMethods = []string{
-	MethodSessionCreate, MethodSessionRestart, MethodSessionSend,
-	MethodSessionFetch, MethodSessionCancel, MethodSessionList,
-	MethodSessionRead, MethodSessionStop, MethodEventRead,
-	MethodEventSubscribe, MethodScrollbackRead, MethodTranscriptReadRaw,
-	MethodModelList, MethodProfileList, MethodHarnessList,
-}
+// contract documents them: the names of Public (method.go).
+var PublicMethods = descriptorNames(Public)
 
 // IsPublic reports whether method is on the public allowlist.
 func IsPublic(method string) bool {
