@@ -1,0 +1,210 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net"
+	"os"
+	"time"
+
+	"dlgt/daemon"
+	"dlgt/rpc"
+)
+
+// call makes one typed call on a fresh connection to the daemon the
+// policy names for ref. ctx ending closes the connection, so a blocked
+// long poll ends with it.
+func call[P, R any](ctx context.Context, c *Client, m rpc.Method[P, R], ref string, params P) (R, error) {
+	var zero R
+	rc, err := c.Dial(ctx, ref)
+	if err != nil {
+		return zero, err
+	}
+	defer rc.Close()
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	defer stop()
+	return m.Call(ctx, rc, params)
+}
+
+// SessionCreate launches a harness in a new Session and submits its
+// first prompt (session.create). ResolveLaunch fills the launch fields as
+// every dlgt front-end does; Launch creates on the host it resolved.
+func (c *Client) SessionCreate(ctx context.Context, p rpc.SessionCreateParams) (rpc.Receipt, error) {
+	return call(ctx, c, rpc.SessionCreate, "", p)
+}
+
+// SessionSend submits a prompt to an idle Session (session.send), routed
+// to the daemon that holds it.
+func (c *Client) SessionSend(ctx context.Context, p rpc.SessionSendParams) (rpc.Receipt, error) {
+	return call(ctx, c, rpc.SessionSend, p.Session, p)
+}
+
+// SessionRestart relaunches a Session's harness (session.restart).
+func (c *Client) SessionRestart(ctx context.Context, p rpc.SessionRestartParams) (rpc.SessionResult, error) {
+	return call(ctx, c, rpc.SessionRestart, p.Session, p)
+}
+
+// SessionFetch reads what is new since a cursor, long-polling with
+// WaitMS (session.fetch). WaitResult loops it until a result.
+func (c *Client) SessionFetch(ctx context.Context, p rpc.SessionFetchParams) (rpc.FetchDocument, error) {
+	return call(ctx, c, rpc.SessionFetch, p.Session, p)
+}
+
+// SessionCancel interrupts a Session's running execution (session.cancel).
+func (c *Client) SessionCancel(ctx context.Context, p rpc.SessionCancelParams) (rpc.SessionResult, error) {
+	return call(ctx, c, rpc.SessionCancel, p.Session, p)
+}
+
+// SessionList lists the daemon's Sessions (session.list).
+func (c *Client) SessionList(ctx context.Context, p rpc.SessionListParams) (rpc.SessionListResult, error) {
+	return call(ctx, c, rpc.SessionList, "", p)
+}
+
+// SessionRead reads a Session's state and latest result (session.read).
+func (c *Client) SessionRead(ctx context.Context, p rpc.SessionReadParams) (rpc.SessionReadResult, error) {
+	return call(ctx, c, rpc.SessionRead, p.Session, p)
+}
+
+// SessionStop stops a Session's harness (session.stop).
+func (c *Client) SessionStop(ctx context.Context, p rpc.SessionStopParams) (rpc.SessionResult, error) {
+	return call(ctx, c, rpc.SessionStop, p.Session, p)
+}
+
+// EventRead reads lifecycle events after a seq (event.read; at most
+// 1,000 a call).
+func (c *Client) EventRead(ctx context.Context, p rpc.EventReadParams) ([]rpc.Event, error) {
+	return call(ctx, c, rpc.EventRead, p.Session, p)
+}
+
+// EventSubscribe follows lifecycle events (event.subscribe) on a
+// connection of its own: each event is yielded as it is recorded. A
+// failure to subscribe or a broken connection is yielded once as the
+// error, and the sequence ends; ctx ending (or the caller breaking out)
+// ends it cleanly, with no error. It dials when iterated, every time.
+func (c *Client) EventSubscribe(ctx context.Context, p rpc.EventReadParams) iter.Seq2[rpc.Event, error] {
+	return func(yield func(rpc.Event, error) bool) {
+		rc, err := c.Dial(ctx, p.Session)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(rpc.Event{}, err)
+			}
+			return
+		}
+		defer rc.Close()
+		_, next, err := rc.Subscribe(ctx, rpc.EventSubscribe.Name, p)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(rpc.Event{}, err)
+			}
+			return
+		}
+		for {
+			line, err := next()
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+					yield(rpc.Event{}, err)
+				}
+				return
+			}
+			var ev rpc.Event
+			if err := json.Unmarshal(line, &ev); err != nil {
+				yield(rpc.Event{}, rpc.Errorf(rpc.CodeInternal, "unexpected event line from the daemon: %v", err))
+				return
+			}
+			if !yield(ev, nil) {
+				return
+			}
+		}
+	}
+}
+
+// ScrollbackRead reads rendered screen rows (scrollback.read).
+func (c *Client) ScrollbackRead(ctx context.Context, p rpc.ScrollbackReadParams) (rpc.ScrollbackPage, error) {
+	return call(ctx, c, rpc.ScrollbackRead, p.Session, p)
+}
+
+// TranscriptReadRaw reads a page of the raw PTY log (transcript.read_raw).
+func (c *Client) TranscriptReadRaw(ctx context.Context, p rpc.TranscriptReadRawParams) (rpc.RawPage, error) {
+	return call(ctx, c, rpc.TranscriptReadRaw, p.Session, p)
+}
+
+// ModelList lists a harness's models (model.list).
+func (c *Client) ModelList(ctx context.Context, p rpc.ModelListParams) (rpc.ModelListResult, error) {
+	return call(ctx, c, rpc.ModelList, "", p)
+}
+
+// HarnessList reads the harnesses' availability and capabilities
+// (harness.list).
+func (c *Client) HarnessList(ctx context.Context, p rpc.HarnessListParams) (rpc.HarnessListResult, error) {
+	return call(ctx, c, rpc.HarnessList, "", p)
+}
+
+// ProfileList lists the launch profiles (profile.list). Profiles are
+// client-side configuration: it is answered here from the profiles file
+// (LoadProfiles) without dialing, as the stdio proxy answers it; the
+// daemon refuses the method. Environment values are never listed, only
+// their names.
+func (c *Client) ProfileList(ctx context.Context, _ rpc.ProfileListParams) (rpc.ProfileListResult, error) {
+	profiles, err := c.LoadProfiles()
+	if err != nil {
+		return rpc.ProfileListResult{}, err
+	}
+	return profiles.List(), nil
+}
+
+// Internal methods of the daemon socket used by dlgt's own commands.
+var (
+	daemonStatus   = rpc.Method[struct{}, daemon.DaemonStatus]{Name: rpc.MethodDaemonStatus}
+	daemonShutdown = rpc.Method[struct{}, struct {
+		Stopping bool `json:"stopping"`
+	}]{Name: rpc.MethodDaemonShutdown}
+)
+
+// DaemonStatus reports this machine's daemon of the Client's version
+// without starting one. With none running (no socket, or nobody listening
+// on it) st is nil and err is nil; socket is the socket tried either way.
+func (c *Client) DaemonStatus(ctx context.Context) (st *daemon.DaemonStatus, socket string, err error) {
+	rc, sock, err := c.dialRunning(ctx)
+	if err != nil || rc == nil {
+		return nil, sock, err
+	}
+	defer rc.Close()
+	s, err := daemonStatus.Call(ctx, rc, struct{}{})
+	if err != nil {
+		return nil, sock, err
+	}
+	return &s, sock, nil
+}
+
+// DaemonStop asks this machine's daemon to shut down, then waits (at most
+// wait) for its socket to go, so a stop followed by a start never races.
+// stopped is false when the socket was still there. With no daemon
+// running it is RPC_UNAVAILABLE.
+func (c *Client) DaemonStop(ctx context.Context, wait time.Duration) (stopped bool, err error) {
+	rc, sock, err := c.dialRunning(ctx)
+	if err != nil {
+		return false, err
+	}
+	if rc == nil {
+		return false, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("no daemon is running (socket %s); nothing to stop", sock)}
+	}
+	defer rc.Close()
+	if _, err := daemonShutdown.Call(ctx, rc, struct{}{}); err != nil {
+		return false, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for wctx.Err() == nil {
+		if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
+			return true, nil
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return false, nil
+}
