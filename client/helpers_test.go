@@ -90,6 +90,7 @@ func runDaemon(ctx context.Context, p daemon.Paths, ready func()) error {
 // (this binary in its claude role), fast to start and to go idle.
 func fakeClaudeEnviron(dir string) []string {
 	exe, _ := os.Executable()
+	os.MkdirAll(dir, 0o700)
 	bin := filepath.Join(dir, "claude")
 	script := fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)
 	os.WriteFile(bin, []byte(script), 0o755)

@@ -1,7 +1,9 @@
 // Package rpc is dlgt's wire contract, RPC v1 (docs/rpc.md): the request
 // and response envelopes and their strict parsing (wire.go), the typed
 // errors and their codes (errors.go), the method names and the public
-// allowlist (methods.go), every public parameter and result shape
+// allowlist (methods.go), a typed descriptor per public method that ties
+// client and server to the same parameter and result types (method.go),
+// every public parameter and result shape
 // (types.go), the socket server's transport discipline (server.go:
 // connection cap, line cap, rate limits, write timeouts, slow-client
 // disconnect), a client (client.go) and the `dlgt rpc --stdio` proxy
