@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"dlgt/internal/harnesstest/mockapi"
 	"dlgt/pty"
 )
 
@@ -152,6 +155,123 @@ func TestREADMEFirstExample(t *testing.T) {
 		s = s[i+len(want):]
 	}
 	_ = at
+}
+
+// readmeHeadline is the README's first command line that delegates: the
+// build and `session create --wait` in one line.
+func readmeHeadline(t *testing.T, root string) string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no sh block")
+	}
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, "go build") && strings.Contains(line, "session create") {
+			return line
+		}
+	}
+	t.Fatalf("README.md's first block has no `go build … session create` line:\n%s", block)
+	return ""
+}
+
+// runHeadline runs the README's headline command line as written, in bash
+// from the repository root, with vars added to a minimal environment, and
+// stops the daemon it started.
+func runHeadline(t *testing.T, root, line string, vars ...string) (int, string, string) {
+	t.Helper()
+	home, err := os.MkdirTemp("", "dlgt") // short: the socket path is bounded
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	goEnv := func(k string) string {
+		out, _ := exec.Command("go", "env", k).Output()
+		return strings.TrimSpace(string(out))
+	}
+	// PATH without any claude on it: the pinned one comes only through
+	// DLGT_CLAUDE_BIN when a case passes it.
+	var path []string
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(dir, "claude")); err != nil {
+			path = append(path, dir)
+		}
+	}
+	env := append([]string{"PATH=" + strings.Join(path, ":"), "HOME=" + t.TempDir(), "DLGT_HOME=" + home, "LANG=C.UTF-8",
+		"GOCACHE=" + goEnv("GOCACHE"), "GOMODCACHE=" + goEnv("GOMODCACHE"), "GOPATH=" + goEnv("GOPATH"),
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local"}, vars...)
+	t.Cleanup(func() {
+		stop := exec.Command(filepath.Join(root, "bin", "dlgt"), "daemon", "stop")
+		stop.Env = env
+		stop.Run()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "--norc", "--noprofile", "-c", line)
+	cmd.Env, cmd.Dir = env, root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("bash: %v", err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// TestREADMEHeadline runs the README's headline command (build, create,
+// wait for the answer) as written. Without a claude to launch it must end
+// with the real error: LAUNCH_FAILED naming claude, exit 1, and nothing
+// about a cursor (as when the create was piped through jq into a fetch).
+// With the pinned Claude Code against the mock model server it prints the
+// answer.
+func TestREADMEHeadline(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"bash", "go"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	line := readmeHeadline(t, root)
+	if strings.Contains(line, "jq") {
+		t.Fatalf("the headline still needs jq: %s", line)
+	}
+
+	t.Run("no claude", func(t *testing.T) {
+		code, stdout, stderr := runHeadline(t, root, line)
+		if code != exitError || !strings.Contains(stdout, `"code":"LAUNCH_FAILED"`) || !strings.Contains(stdout, "claude not found") ||
+			strings.Contains(stdout+stderr, "CURSOR") {
+			t.Fatalf("exit %d, want 1 with LAUNCH_FAILED \"claude not found\"\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+	})
+
+	t.Run("pinned claude on the mock", func(t *testing.T) {
+		bin := pinnedCLI(t, "DLGT_CLAUDE_BIN", "@anthropic-ai", "claude-code-linux-x64", "claude")
+		srv := mockapi.NewAnthropic(t, nil)
+		home := t.TempDir()
+		const key = "sk-ant-mock-headline-0123456789abcdef"
+		state, _ := json.Marshal(map[string]any{
+			"hasCompletedOnboarding": true, "hasSeenAutoDefaultNotice": true,
+			"customApiKeyResponses": map[string]any{"approved": []string{key[len(key)-20:]}, "rejected": []string{}},
+		})
+		if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr := runHeadline(t, root, line, "DLGT_CLAUDE_BIN="+bin, "HOME="+home,
+			"ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY="+key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+		if code != 0 || !strings.Contains(stdout, "MOCK-REPLY: Review the last commit") || !strings.Contains(stdout, "reason result") {
+			t.Fatalf("exit %d, want 0 and the answer\nstdout: %s\nstderr: %s", code, stdout, stderr)
+		}
+	})
 }
 
 // squash drops terminal escape sequences and all whitespace from s.

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"encoding/json"
+	"strings"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"dlgt/rpc"
@@ -12,15 +16,27 @@ func newSessionCreateCommand(e *env) *cobra.Command {
 		harness   string
 		requestID string
 		fromStdin bool
+		wait      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --harness claude|codex --cwd DIR --title T --request-id ID [flags] (-- PROMPT | --stdin)",
+		Use:   "create --harness claude|codex --cwd DIR --title T --request-id ID [--wait D] [flags] (-- PROMPT | --stdin)",
 		Short: "Launch a harness in a new Session and submit the first prompt",
 		Long: `Launch a harness in a new Session and submit the first prompt.
 
 Required: --harness (unless --profile sets it), --title, --request-id, and
 the prompt, either after -- or on stdin with --stdin. Missing any of them is
-INVALID_ARGUMENT (exit 1) before the daemon is contacted.
+INVALID_ARGUMENT (exit 1) naming every one that is missing, before the
+daemon is contacted.
+
+With --wait D the command also waits up to D for this execution's result,
+as "session fetch SESSION --cursor <receipt cursor> --until result --wait D"
+does, and prints what that fetch prints instead of the receipt (with -o
+text, the fetch's text form: the result and its final_text). A create that
+fails prints its own error and exits non-zero, so
+
+  dlgt session create --harness claude --title t --request-id r1 --wait 10m -- "..."
+
+is the whole round trip in one command.
 
 Permissions: by default the harness runs without asking (Claude Code in
 permission mode auto, Codex with approval_policy never). With
@@ -35,25 +51,43 @@ harness_options apply unless the flag is given explicitly (client environment
 With --stdin the prompt is read from stdin byte for byte (a trailing newline
 is kept). The receipt's cursor is where to start fetching.`,
 		Example: `  dlgt session create --harness claude --cwd . --title "review" --request-id r1 -- "Review the diff on this branch"
+  dlgt session create --harness claude --title review --request-id r3 --wait 10m -o text -- "Review the last commit"
   git diff | dlgt session create --profile review --cwd ~/src/app --title diff --request-id r2 --stdin`,
 		Args: jsonArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			prompt, err := readPrompt(cmd, fromStdin, args)
-			if err != nil {
-				return printFailure(cmd, err)
+			noPrompt := !fromStdin && len(args) == 0
+			var prompt string
+			if !noPrompt {
+				p, err := readPrompt(cmd, fromStdin, args)
+				if err != nil {
+					return usageFailure(cmd, err)
+				}
+				prompt = p
 			}
 			plan, err := opts.resolve(cmd, e, harness)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
+			// Every missing required input in one error.
+			var missing []string
 			if plan.harness == "" {
-				return printFailure(cmd, usageError("--harness is required (claude or codex) unless the profile sets it"))
+				missing = append(missing, "--harness (claude or codex, unless the profile sets it)")
 			}
 			if opts.title == "" {
-				return printFailure(cmd, usageError("--title is required"))
+				missing = append(missing, "--title")
 			}
 			if requestID == "" {
-				return printFailure(cmd, usageError("--request-id is required"))
+				missing = append(missing, "--request-id")
+			}
+			if noPrompt {
+				missing = append(missing, "the prompt (after -- or with --stdin)")
+			}
+			if len(missing) > 0 {
+				return usageFailure(cmd, usageError("missing required %s", strings.Join(missing, ", ")))
+			}
+			waitMS, err := durationMS("wait", wait)
+			if err != nil {
+				return usageFailure(cmd, err)
 			}
 			if plan.cwd == "" && !e.remote() {
 				wd, err := workingDir()
@@ -62,19 +96,50 @@ is kept). The receipt's cursor is where to start fetching.`,
 				}
 				plan.cwd = wd
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			params := rpc.SessionCreateParams{
 				Title: opts.title, Alias: opts.alias, Harness: plan.harness, Cwd: plan.cwd,
 				Model: plan.model, Effort: plan.effort, HarnessOptions: plan.harnessOptions,
 				AutoApprove: plan.autoApprove, Prompt: prompt, RequestID: requestID,
 				StartupTimeoutMS: plan.startupTimeoutMS, Environment: plan.environment,
-			}, writeReceiptText)
+			}
+			if !cmd.Flags().Changed("wait") {
+				return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, writeReceiptText)
+			}
+			return e.createAndWait(cmd, params, wait, waitMS)
 		},
 	}
 	opts.register(cmd)
 	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: claude or codex (required unless --profile sets it)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key, required: retrying with the same id and parameters replays the receipt")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "then wait up to this long (e.g. 10m) for the execution's result and print it as session fetch --until result does")
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
+}
+
+// createAndWait is session create --wait: the create, then the fetch that
+// waits for this execution's result from the receipt's cursor, printed as
+// session fetch prints it. A failed create prints its own error.
+func (e *env) createAndWait(cmd *cobra.Command, params rpc.SessionCreateParams, wait time.Duration, waitMS int64) error {
+	text, err := textOutput(cmd)
+	if err != nil {
+		return printFailure(cmd, err)
+	}
+	raw, err := e.call(cmd.Context(), rpc.MethodSessionCreate, params)
+	if err != nil {
+		return printFailure(cmd, err)
+	}
+	var r rpc.Receipt
+	if err := json.Unmarshal(raw, &r); err != nil || r.Session.ID == "" || r.Cursor == "" {
+		return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result (no session id or cursor): %.200s", rpc.MethodSessionCreate, raw))
+	}
+	cursor, _ := json.Marshal(r.Cursor)
+	// The create's connection already chose this daemon; the indicator
+	// follows the new Session.
+	e.sessionRef = r.Session.ID
+	if wait > 0 {
+		e.startFetchProgress(cmd, wait)
+	}
+	return e.printFetch(cmd, rpc.SessionFetchParams{Session: r.Session.ID, Cursor: cursor, WaitMS: waitMS, Until: "result"}, text)
 }

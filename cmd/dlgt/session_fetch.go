@@ -73,15 +73,7 @@ continue with, for a person.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			if !text {
-				return e.callAndPrint(cmd, rpc.MethodSessionFetch, p)
-			}
-			raw, err := e.call(cmd.Context(), rpc.MethodSessionFetch, p)
-			if err != nil {
-				return printFailure(cmd, err)
-			}
-			e.progress.stop()
-			return writeFetchText(cmd.OutOrStdout(), raw, time.Now())
+			return e.printFetch(cmd, p, text)
 		},
 	}
 	f := cmd.Flags()
@@ -94,6 +86,20 @@ continue with, for a person.`,
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
+}
+
+// printFetch makes one session.fetch and prints its answer: the JSON line,
+// or with text the -o text form. session create --wait ends with it too.
+func (e *env) printFetch(cmd *cobra.Command, p rpc.SessionFetchParams, text bool) error {
+	if !text {
+		return e.callAndPrint(cmd, rpc.MethodSessionFetch, p)
+	}
+	raw, err := e.call(cmd.Context(), rpc.MethodSessionFetch, p)
+	if err != nil {
+		return printFailure(cmd, err)
+	}
+	e.progress.stop()
+	return writeFetchText(cmd.OutOrStdout(), raw, time.Now())
 }
 
 // screenParam spells --screen on the wire: a boolean or a line count.

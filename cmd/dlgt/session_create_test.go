@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"dlgt/rpc"
+)
+
+// session create names every missing required input in one usage error
+// (INVALID_ARGUMENT, exit 1, the usage on stderr) and contacts nobody.
+func TestCreateNamesEveryMissingInput(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		want, not []string
+	}{
+		{[]string{"session", "create"},
+			[]string{"--harness", "--title", "--request-id", "the prompt"}, nil},
+		{[]string{"session", "create", "--harness", "codex", "--", "go"},
+			[]string{"--title", "--request-id"}, []string{"--harness", "the prompt"}},
+		{[]string{"session", "create", "--title", "t", "--request-id", "r"},
+			[]string{"--harness", "the prompt"}, []string{"--title", "--request-id"}},
+		{[]string{"session", "create", "--harness", "claude", "--title", "t", "--wait", "1m", "--request-id", "r"},
+			[]string{"the prompt"}, []string{"--harness", "--title", "--request-id"}},
+	} {
+		d := newFakeDaemon(t)
+		e, out, errb := cliEnv(t, d, nil, nil, "")
+		code, stdout := runCLI(t, e, out, c.args...)
+		if code != exitError {
+			t.Fatalf("%v: exit %d, stdout %q", c.args, code, stdout)
+		}
+		var doc struct {
+			Error rpc.Error `json:"error"`
+		}
+		oneJSONLine(t, stdout)
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || doc.Error.Code != rpc.CodeInvalidArgument {
+			t.Fatalf("%v: %q", c.args, stdout)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(doc.Error.Message, w) {
+				t.Fatalf("%v: the error does not name %s: %q", c.args, w, doc.Error.Message)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(doc.Error.Message, n) {
+				t.Fatalf("%v: the error names %s, which was given: %q", c.args, n, doc.Error.Message)
+			}
+		}
+		if !strings.Contains(errb.String(), "Usage:") {
+			t.Fatalf("%v: no usage on stderr: %q", c.args, errb)
+		}
+		if d.count() != 0 {
+			t.Fatalf("%v: %d requests reached the daemon", c.args, d.count())
+		}
+	}
+}
+
+// session create --wait creates, then waits for that execution's result
+// from the receipt's cursor and prints what session fetch prints; a create
+// that fails prints its own error (exit 1) and fetches nothing.
+func TestCreateWait(t *testing.T) {
+	receipt := rpc.Receipt{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateBusy},
+		ExecutionSeq: 1, Cursor: "17", Submission: rpc.SubmissionConfirmed}
+	final := "All good.\nNothing to fix."
+	doc := rpc.FetchDocument{SchemaVersion: 1, Reason: "result", Cursor: "23", Gaps: []rpc.Gap{},
+		Sessions: []rpc.FetchSession{{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle, Title: "review"},
+			Events: []rpc.Event{}, Gaps: []rpc.Gap{},
+			Results: []rpc.Result{{ExecutionSeq: 1, Status: rpc.StatusCompleted, FinalText: &final}}}}}
+	args := []string{"session", "create", "--harness", "claude", "--title", "review", "--alias", "review", "--request-id", "r1", "--wait", "10m", "--", "Review it"}
+
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionCreate, receipt)
+	d.set(rpc.MethodSessionFetch, doc)
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	code, stdout := runCLI(t, e, out, args...)
+	m := oneJSONLine(t, stdout)
+	if code != exitOK || m["ok"] != true || m["reason"] != "result" || m["cursor"] != "23" || m["session"] != nil {
+		t.Fatalf("exit %d, stdout %q: want the fetch's document", code, stdout)
+	}
+	fetches := d.params(rpc.MethodSessionFetch)
+	if len(d.params(rpc.MethodSessionCreate)) != 1 || len(fetches) != 1 {
+		t.Fatalf("%d creates, %d fetches", len(d.params(rpc.MethodSessionCreate)), len(fetches))
+	}
+	var p rpc.SessionFetchParams
+	if err := json.Unmarshal(fetches[0], &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Session != "claude:1111" || string(p.Cursor) != `"17"` || p.Until != "result" || p.WaitMS != 600000 || p.All {
+		t.Fatalf("fetch params %s", fetches[0])
+	}
+
+	// -o text: the fetch's text form, with the result's final_text.
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	code, stdout = runCLI(t, e, out, append(args[:len(args)-2:len(args)-2], "-o", "text", "--", "Review it")...)
+	if code != exitOK || !strings.Contains(stdout, final+"\n") || !strings.Contains(stdout, "reason result, cursor 23") || strings.Contains(stdout, `"ok"`) {
+		t.Fatalf("-o text: exit %d:\n%s", code, stdout)
+	}
+
+	// The create fails: its own error, exit 1, no fetch.
+	d = newFakeDaemon(t)
+	d.set(rpc.MethodSessionCreate, rpc.Errorf(rpc.CodeLaunchFailed, "claude not found: set DLGT_CLAUDE_BIN or put claude on PATH"))
+	d.set(rpc.MethodSessionFetch, doc)
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	code, stdout = runCLI(t, e, out, args...)
+	m = oneJSONLine(t, stdout)
+	if code != exitError || m["ok"] != false || m["error"].(map[string]any)["code"] != string(rpc.CodeLaunchFailed) ||
+		!strings.Contains(stdout, "claude not found") {
+		t.Fatalf("failed create: exit %d, stdout %q", code, stdout)
+	}
+	if n := len(d.params(rpc.MethodSessionFetch)); n != 0 {
+		t.Fatalf("a failed create was followed by %d fetches", n)
+	}
+
+	// A negative --wait is a usage error before anything is sent.
+	d = newFakeDaemon(t)
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if code, stdout = runCLI(t, e, out, append(args[:len(args)-4:len(args)-4], "--wait", "-1s", "--", "x")...); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") || d.count() != 0 {
+		t.Fatalf("--wait -1s: exit %d, %q, %d requests", code, stdout, d.count())
+	}
+}
