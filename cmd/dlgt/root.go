@@ -213,8 +213,14 @@ const rootLong = `dlgt lets one coding agent delegate to another.
 A local daemon hosts Claude Code and Codex sessions under PTYs, learns their
 lifecycle from structured hooks, and serves newline-delimited JSON over a
 private Unix socket. Client commands start the daemon when none is running.
-Every command prints one JSON line ({"ok":true,...} or {"ok":false,...});
-the exit statuses are listed below.`
+
+Control commands print one JSON line ({"ok":true,...} or {"ok":false,...}),
+or with -o text a form for people. The others print what they are for:
+events one JSON line per event, transcript --raw the terminal's raw bytes,
+skill the agent guide, completion a shell script, session list --watch a
+live table; rpc --stdio and mcp speak their protocols on stdin and stdout,
+and session attach hands over the terminal before its JSON line. A failure is the {"ok":false,...} line (on stderr where stdout
+carries raw bytes or a protocol); the exit statuses are listed below.`
 
 func newRootCommand(e *env) *cobra.Command {
 	root := &cobra.Command{
