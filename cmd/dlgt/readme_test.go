@@ -22,12 +22,48 @@ import (
 // person would: Enter on the permission prompt, Ctrl-] once the turn is done.
 // So the example cannot rot.
 func TestREADMEFirstExample(t *testing.T) {
+	root, block := readmeFirstExample(t, "@anthropic-ai/claude-code-linux-x64/claude")
+	runREADMEExample(t, root, block, "Do you want to proceed?")
+}
+
+// TestREADMECodexExample runs the README's Codex variant of the first
+// example: the first block with its lines from `mockserver` to the end of
+// the `session create` replaced by the Codex block, against the real pinned
+// Codex. With --no-auto-approve alone Codex writes now.txt without asking
+// and the example never reaches its prompt; the rule in the block makes it
+// ask.
+func TestREADMECodexExample(t *testing.T) {
+	root, block := readmeFirstExample(t, "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "To try Codex the same way")
+	_, rest, ok2 := strings.Cut(rest, "```sh\n")
+	codex, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 || !strings.Contains(codex, "--harness codex") {
+		t.Fatal("README.md has no Codex block after \"To try Codex the same way\"")
+	}
+	start := strings.Index(block, "\nmockserver ")
+	end := strings.Index(block, "| jq -r .cursor)\n")
+	if start < 0 || end < start {
+		t.Fatalf("the first example has no mockserver … session create lines:\n%s", block)
+	}
+	block = block[:start+1] + codex + block[end+len("| jq -r .cursor)\n"):]
+	runREADMEExample(t, root, block, "Would you like to run the following command?")
+}
+
+// readmeFirstExample returns the repository root and the README's first
+// example block, skipping the test when the pinned harness binary (under
+// .cache/harnesses/node_modules) or a tool the example uses is missing.
+func readmeFirstExample(t *testing.T, harness string) (root, block string) {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, ".cache/harnesses/node_modules/@anthropic-ai/claude-code-linux-x64/claude")); err != nil {
-		t.Skip("the pinned claude CLI is not installed (.ci/install-harnesses)")
+	if _, err := os.Stat(filepath.Join(root, ".cache/harnesses/node_modules", harness)); err != nil {
+		t.Skipf("the pinned %s is not installed (.ci/install-harnesses)", filepath.Base(harness))
 	}
 	for _, tool := range []string{"bash", "jq", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -44,6 +80,14 @@ func TestREADMEFirstExample(t *testing.T) {
 	if !ok || !ok2 || !ok3 || !strings.Contains(block, "dlgt session attach demo") {
 		t.Fatal("README.md has no first example with an attach step")
 	}
+	return root, block
+}
+
+// runREADMEExample runs block in bash under a PTY from root, answers the
+// harness's permission question (dialog) with Enter at the attach, detaches
+// with Ctrl-] once the turn is done, and checks what the README's comments
+// promise.
+func runREADMEExample(t *testing.T, root, block, dialog string) {
 	// On any way out, stop what the example started (it stops them itself
 	// when it runs to its end).
 	script := "trap 'exit 1' TERM HUP\n" +
@@ -120,9 +164,9 @@ func TestREADMEFirstExample(t *testing.T) {
 	}
 	// Up to the attach: the turn stopped at Claude Code's permission prompt.
 	at := waitFor("SESSION_BLOCKED", 0, 5*time.Minute)
-	at = waitFor("Do you want to proceed?", at, 2*time.Minute)
+	at = waitFor(dialog, at, 2*time.Minute)
 	time.Sleep(300 * time.Millisecond)
-	p.Write([]byte("\r")) // Enter picks "Yes"
+	p.Write([]byte("\r")) // Enter picks "Yes" ("Yes, proceed")
 	// The repainted screen shows the reply once the turn has finished.
 	at = waitFor("Wrote the date to now.txt.", at, 2*time.Minute)
 	time.Sleep(500 * time.Millisecond)
