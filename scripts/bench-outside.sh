@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Outside-in benchmark (docs/design.md, "Measured from outside"): builds
+# Outside-in benchmark (docs/measurements/2026-12-04-outside-in-benchmark.md): builds
 # dlgt, dlgt-hook and the bench programs, then measures a real daemon as
 # a client process sees it, contenders interleaved in each round, every
 # row of issue 16's table against its peer (tmux, a raw PTY read,
