@@ -31,7 +31,7 @@ import (
 // harness processes. The short forms here always run (go test -run Soak,
 // about a minute under -race on two cores); soak_long_test.go (build tag
 // soak) holds the several-minute forms and the scale figures of
-// docs/design.md, and scripts/soak.sh runs them.
+// docs/measurements/2026-12-03-scale-and-soak.md, and scripts/soak.sh runs them.
 
 // ---- the child daemon ----
 

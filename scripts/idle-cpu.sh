@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Idle cost of a real daemon, as seen from outside (docs/design.md, "Idle
-# daemon, measured from outside"): a `dlgt daemon` holding N Sessions of the
+# Idle cost of a real daemon, as seen from outside
+# (docs/measurements/2026-12-04-idle-daemon.md): a `dlgt daemon` holding N Sessions of the
 # fake Claude Code, each idle after one finished turn, next to a tmux server
 # holding N idle panes (each running cat), all measured over the same
 # windows after a settle:

@@ -1,6 +1,6 @@
 #!/bin/sh
-# Long soak, kill -9 loop and scale figures of docs/design.md
-# ("Scale and soak figures"). Run from the repository root:
+# Long soak, kill -9 loop and scale figures of
+# docs/measurements/2026-12-03-scale-and-soak.md. Run from the repository root:
 #
 #   scripts/soak.sh                 # all three, 3-minute load soak, 40 kills
 #   DLGT_SOAK_DURATION=10m DLGT_SOAK_KILLS=100 scripts/soak.sh
