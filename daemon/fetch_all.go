@@ -124,7 +124,11 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 		if nextPos != nil {
 			upto = nextPos.all
 		}
-		if pos == nil || pos.all.enumerating {
+		// Enumerating Sessions: pages of baselines. An enumeration with no
+		// Sessions left to list finishes through deltas below, which
+		// continue what its pages delivered in part, still as baseline
+		// pages.
+		if pos == nil || (pos.all.enumerating && len(pos.all.enum) > 0) {
 			in, err := rt.takeEnum(list, pos, upto)
 			if err != nil {
 				return nil, err
@@ -180,6 +184,8 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
 		switch {
 		case a.gap:
 			reason = rpc.ReasonGap
+		case pos.all.enumerating:
+			reason = rpc.ReasonSnapshot
 		case a.hasMore:
 			reason = rpc.ReasonPageFull
 		case len(a.buckets) > 0 && anyResults(a.buckets):

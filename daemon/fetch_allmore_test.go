@@ -76,3 +76,68 @@ func TestFetchAllEnumerationHasMoreUntilTextDelivered(t *testing.T) {
 		})
 	}
 }
+
+// TestFetchAllEnumerationStaysBaseline: every page of a cursorless all:true
+// enumeration, including those that continue a long final_text after the
+// last Session was enumerated, is a baseline page (reason "snapshot") with
+// has_more:true until the last, which has has_more:false; the text is
+// delivered whole, and the next call returns nothing. A change made while
+// the text is being continued is delivered by then too.
+func TestFetchAllEnumerationStaysBaseline(t *testing.T) {
+	for _, mb := range []int{0, 4000} {
+		t.Run(fmt.Sprint("max_bytes ", mb), func(t *testing.T) {
+			rt := newFetchRuntime(t)
+			short := addSession(t, rt, fmt.Sprintf("stay-short-%d", mb))
+			runExec(rt, short, "short")
+			long := addSession(t, rt, fmt.Sprintf("stay-long-%d", mb))
+			text := strings.Repeat("a long final text. ", 6000) // ~110 KB: several pages at any budget
+			seq := runExec(rt, long, text)
+			ra := newReassembler(t)
+			cursor := any(nil)
+			pages := 0
+			for ; ; pages++ {
+				if pages > 1000 {
+					t.Fatal("no end")
+				}
+				params := map[string]any{"all": true, "wait_ms": 60000}
+				if mb > 0 {
+					params["max_bytes"] = mb
+				}
+				if cursor != nil {
+					params["cursor"] = cursor
+				}
+				raw, err := fetchRaw(t, rt, params)
+				if err != nil {
+					t.Fatalf("page %d: %v", pages, err)
+				}
+				doc := ra.apply(raw)
+				if doc.Reason != "snapshot" {
+					t.Fatalf("page %d of the enumeration has reason %q (has_more %v), want snapshot: %.300s", pages, doc.Reason, doc.HasMore, raw)
+				}
+				if doc.HasMore && doc.Cursor == cursor {
+					t.Fatalf("page %d: has_more without advancing", pages)
+				}
+				cursor = doc.Cursor
+				if pages == 1 {
+					runExec(rt, short, "changed meanwhile") // a change during the enumeration
+				}
+				if !doc.HasMore {
+					break
+				}
+			}
+			if pages < 2 {
+				t.Fatalf("the text took %d pages; the test needs several", pages+1)
+			}
+			if got := ra.f.results[resKey(long.rec.ID, seq)]; got != text {
+				t.Fatalf("has_more:false with %d of %d bytes of the long text", len(got), len(text))
+			}
+			if got := ra.f.results[resKey(short.rec.ID, 2)]; got != "changed meanwhile" {
+				t.Fatalf("the change made during the enumeration was not delivered by its end: %q", got)
+			}
+			doc, raw := fetchDoc(t, rt, map[string]any{"all": true, "cursor": cursor})
+			if len(doc.Sessions) != 0 || doc.HasMore || doc.Cursor != cursor || doc.Reason != "timeout" {
+				t.Fatalf("after the enumeration the next call returned %s", raw)
+			}
+		})
+	}
+}

@@ -40,11 +40,15 @@ func sameAllMark(a, b *allMark) bool {
 	if a == b {
 		return true
 	}
-	if a.enumerating != b.enumerating || !slices.Equal(a.enum, b.enum) || len(a.marks) != len(b.marks) {
+	return a.enumerating == b.enumerating && slices.Equal(a.enum, b.enum) && sameMarks(a.marks, b.marks)
+}
+
+func sameMarks(a, b map[string]sessionMark) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	for k, v := range a.marks {
-		if w, ok := b.marks[k]; !ok || w != v {
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
 			return false
 		}
 	}
@@ -123,10 +127,14 @@ func enumPage(env rpc.Runtime, in *enumInput, upto *allMark, fr *fetchReq) (*all
 	if len(next.enum) > 0 {
 		a.hasMore = true
 	} else {
-		next.enum, next.enumerating = nil, false
-		// The enumeration is over, but a result an earlier page delivered
-		// only in part (or deferred) is data beyond the cursor too.
+		// Every Session is enumerated, but a result an earlier page
+		// delivered only in part (or deferred) is data beyond the cursor
+		// too. The enumeration finishes with the first page that leaves
+		// none: until then its position stays enumerating (with no
+		// Sessions left to list), and its pages are baseline pages.
+		next.enum = nil
 		a.hasMore = a.hasMore || resultsOwed(next.marks, in.newest)
+		next.enumerating = a.hasMore
 	}
 	if worstSize(env, a.gaps, a.buckets) > fr.budget {
 		return nil, errTooSmall
@@ -359,6 +367,16 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 	}
 	if full {
 		a.hasMore = true
+	}
+	if prev.enumerating {
+		// The enumeration finishing (prev has no Sessions left to list,
+		// so next is a new mark): it stays one while anything is left
+		// beyond the cursor. A replay ends where the original did.
+		next.enumerating = a.hasMore
+		if upto != nil && sameMarks(next.marks, upto.marks) {
+			next.enumerating = upto.enumerating
+			a.hasMore = a.hasMore || upto.enumerating
+		}
 	}
 	if a.hasMore && sameAllMark(next, prev) {
 		return nil, errTooSmall

@@ -194,10 +194,11 @@ func TestEnumPage(t *testing.T) {
 	if err != nil || len(a.buckets) != fetchMaxResults || !a.hasMore || !a.next.enumerating || len(a.next.enum) != 6-fetchMaxResults {
 		t.Fatalf("six results: %+v %v", a, err)
 	}
-	// A result delivered in part on the last page is owed.
+	// A result delivered in part on the last page is owed: the enumeration
+	// goes on, with no Sessions left to list, until it is delivered.
 	i := in(1, false)
 	i.marks["z"] = sessionMark{Result: 1, TextOff: 5}
-	if a, err := enumPage(pureEnv, i, nil, pureReq(32<<10, false)); err != nil || !a.hasMore || a.next.enumerating {
+	if a, err := enumPage(pureEnv, i, nil, pureReq(32<<10, false)); err != nil || !a.hasMore || !a.next.enumerating || len(a.next.enum) != 0 {
 		t.Fatalf("a partial result on an earlier page: %+v %v", a, err)
 	}
 	// A replay ends where the page it replays ended.
