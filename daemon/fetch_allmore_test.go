@@ -94,6 +94,12 @@ func TestFetchAllEnumerationStaysBaseline(t *testing.T) {
 			seq := runExec(rt, long, text)
 			ra := newReassembler(t)
 			cursor := any(nil)
+			type page struct {
+				from    any
+				cursor  string
+				hasMore bool
+			}
+			var seen []page
 			pages := 0
 			for ; ; pages++ {
 				if pages > 1000 {
@@ -117,6 +123,7 @@ func TestFetchAllEnumerationStaysBaseline(t *testing.T) {
 				if doc.HasMore && doc.Cursor == cursor {
 					t.Fatalf("page %d: has_more without advancing", pages)
 				}
+				seen = append(seen, page{cursor, doc.Cursor, doc.HasMore})
 				cursor = doc.Cursor
 				if pages == 1 {
 					runExec(rt, short, "changed meanwhile") // a change during the enumeration
@@ -137,6 +144,18 @@ func TestFetchAllEnumerationStaysBaseline(t *testing.T) {
 			doc, raw := fetchDoc(t, rt, map[string]any{"all": true, "cursor": cursor})
 			if len(doc.Sessions) != 0 || doc.HasMore || doc.Cursor != cursor || doc.Reason != "timeout" {
 				t.Fatalf("after the enumeration the next call returned %s", raw)
+			}
+			// Replaying a page's cursor returns that page again: a baseline
+			// page leading to the same position.
+			for i, p := range seen[1:] {
+				params := map[string]any{"all": true, "cursor": p.from}
+				if mb > 0 {
+					params["max_bytes"] = mb
+				}
+				doc, raw := fetchDoc(t, rt, params)
+				if doc.Reason != "snapshot" || doc.Cursor != p.cursor || doc.HasMore != p.hasMore {
+					t.Fatalf("replaying page %d (cursor %v, then %s has_more %v) returned %.300s", i+1, p.from, p.cursor, p.hasMore, raw)
+				}
 			}
 		})
 	}

@@ -185,6 +185,7 @@ func allDelta(env rpc.Runtime, entries []allEntry, prev, upto *allMark, fr *fetc
 // the same document for entries that would all be known and unmoved.
 func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
 	var pend []*allPending
+	beyond := false // a replay leaves a result beyond its window
 	same := quiet || prev.settledOver(len(entries))
 	for i := range entries {
 		e := &entries[i]
@@ -215,6 +216,16 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 			p.events = append(p.events, ev)
 		}
 		p.results = e.st.results
+		if p.upto != nil {
+			// A replay: a result beyond the window it reproduces is not
+			// pending in it (nor takes room on the page), only data
+			// beyond its cursor.
+			n := len(p.results)
+			p.results = slices.DeleteFunc(slices.Clone(p.results), func(r store.Result) bool {
+				return r.Seq > p.upto.Result+1 || (r.Seq == p.upto.Result+1 && p.upto.TextOff == 0)
+			})
+			beyond = beyond || len(p.results) < n
+		}
 		if len(p.events) > 0 {
 			p.first = p.events[0].Seq
 		}
@@ -365,7 +376,7 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 			a.hasMore = true
 		}
 	}
-	if full {
+	if full || beyond {
 		a.hasMore = true
 	}
 	if prev.enumerating {
