@@ -36,7 +36,11 @@ func (e *env) completeSessionArg(cmd *cobra.Command, args []string, toComplete s
 }
 
 // sessionCandidates asks an already running daemon for its Sessions: each
-// alias and id that starts with prefix, described by title and state.
+// alias and id that starts with prefix, described by title and state. Only
+// an active alias addresses a Session (the contract's "active human
+// alias"; a terminal Session's alias is free, may name another Session by
+// now, and is NOT_FOUND while it does not), so a stopped or failed Session
+// is offered by its id alone.
 func (e *env) sessionCandidates(cmd *cobra.Command, prefix string) []string {
 	ctx := cmd.Context()
 	if ctx == nil {
@@ -56,7 +60,11 @@ func (e *env) sessionCandidates(cmd *cobra.Command, prefix string) []string {
 	var out []string
 	for _, s := range list.Sessions {
 		desc := "\t" + oneLine(s.Title, 40) + " (" + s.State + ")"
-		for _, name := range []string{s.Alias, s.ID} {
+		alias := s.Alias
+		if s.State == rpc.StateStopped || s.State == rpc.StateFailed {
+			alias = ""
+		}
+		for _, name := range []string{alias, s.ID} {
 			if name != "" && strings.HasPrefix(name, prefix) {
 				out = append(out, name+desc)
 			}

@@ -80,3 +80,31 @@ func TestCompletionNeverStartsADaemon(t *testing.T) {
 		t.Fatalf("completion created the run directory (started a daemon?): %v", err)
 	}
 }
+
+// Only an active alias addresses a Session (a stopped or failed Session's
+// alias is NOT_FOUND, and may name another Session by now): completion
+// offers the aliases of Sessions that are not terminal, and every Session's
+// id.
+func TestCompletionOffersOnlyActiveAliases(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
+		{ID: "claude:1111", Alias: "review", Title: "Review", Harness: "claude", State: rpc.StateStopped},
+		{ID: "codex:2222", Alias: "tests", Title: "Tests", Harness: "codex", State: rpc.StateFailed},
+		{ID: "claude:3333", Alias: "review", Title: "Review again", Harness: "claude", State: rpc.StateIdle},
+		{ID: "claude:4444", Alias: "docs", Title: "Docs", Harness: "claude", State: rpc.StateStarting},
+	}})
+	e, _, _ := cliEnv(t, d, nil, nil, "")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"session", "read", ""}, []string{"claude:1111", "codex:2222", "review", "claude:3333", "docs", "claude:4444"}},
+		{[]string{"session", "read", "t"}, nil},
+		{[]string{"events", "--session", "rev"}, []string{"review"}},
+	} {
+		got, directive := complete(t, e, tc.args...)
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") || directive != ":4" {
+			t.Errorf("%v: %v %s, want %v :4", tc.args, got, directive, tc.want)
+		}
+	}
+}
