@@ -113,6 +113,16 @@ func parseHost(s string) (sshTarget, error) {
 	return t, nil
 }
 
+// sshLine is the ssh command line a person runs to reach t: ssh takes a
+// port as -p, never in the destination (`ssh host:2222` looks up a host
+// named "host:2222"), and an IPv6 address bare.
+func (t sshTarget) sshLine() string {
+	if t.port != "" {
+		return "ssh -p " + t.port + " " + t.dest
+	}
+	return "ssh " + t.dest
+}
+
 // remoteHost is the host a command addresses: --host, else the profile's
 // host (create and send --resume), else DLGT_HOST; "" is this machine.
 func (e *env) remoteHost() string {
@@ -529,15 +539,20 @@ func (e *env) forHost(host string) *env {
 func (e *env) remoteDoctor(ctx context.Context) []doctorCheck {
 	host := e.remoteHost()
 	conn := doctorCheck{Name: "remote", Host: host}
+	t, err := parseHost(host)
+	if err != nil {
+		conn.Detail = rpc.AsError(err).Message
+		conn.Fix = "give --host (or DLGT_HOST, or the profile's host) as [user@]host[:port], an IPv6 address with a port as [address]:port"
+		return []doctorCheck{conn}
+	}
 	c, err := e.dialRemote(ctx, host)
 	if err != nil {
 		conn.Detail = rpc.AsError(err).Message
-		conn.Fix = "check `ssh " + host + "` works without a prompt (BatchMode), and that the same dlgt version is on the remote PATH or in DLGT_REMOTE_BIN"
+		conn.Fix = "check `" + t.sshLine() + " true` works without a prompt (BatchMode), and that the same dlgt version is on the remote PATH or in DLGT_REMOTE_BIN"
 		return []doctorCheck{conn}
 	}
 	c.Close()
 	conn.OK, conn.Detail = true, "ssh reaches a dlgt that speaks RPC schema "+strconv.Itoa(rpc.SchemaVersion)
-	t, _ := parseHost(host)
 	cmd, err := e.sshCommand(ctx, t, false, "doctor")
 	if err != nil {
 		return []doctorCheck{conn}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sshLine spells every --host form as a command ssh parses: the port as
+// -p, never inside the destination, and an IPv6 address bare.
+func TestSSHLine(t *testing.T) {
+	for host, want := range map[string]string{
+		"devbox":               "ssh devbox",
+		"me@devbox":            "ssh me@devbox",
+		"devbox:2222":          "ssh -p 2222 devbox",
+		"me@devbox:2222":       "ssh -p 2222 me@devbox",
+		"[fe80::1]:2222":       "ssh -p 2222 fe80::1",
+		"me@[fe80::1]:2222":    "ssh -p 2222 me@fe80::1",
+		"[fe80::1]":            "ssh fe80::1",
+		"fe80::1":              "ssh fe80::1",
+		"me@devbox.example:22": "ssh -p 22 me@devbox.example",
+	} {
+		tg, err := parseHost(host)
+		if err != nil {
+			t.Errorf("%s: %v", host, err)
+			continue
+		}
+		if got := tg.sshLine(); got != want {
+			t.Errorf("%s: %q, want %q", host, got, want)
+		}
+	}
+}
+
+// fakeSSH is a DLGT_SSH_COMMAND: run as ssh would be (options, the
+// destination, the remote command), it records its arguments and runs
+// script.
+func fakeSSH(t *testing.T, script string) (cmd, argsFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	argsFile = filepath.Join(dir, "args")
+	return fakeBinary(t, dir, "ssh", `for a in "$@"; do printf '%s\n' "$a"; done >`+argsFile+"\n"+script), argsFile
+}
+
+func remoteDoctorEnv(t *testing.T, host, script string) (*env, *strings.Builder, string) {
+	t.Helper()
+	ssh, args := fakeSSH(t, script)
+	home := filepath.Join(t.TempDir(), "home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e, _, _ := testEnv(t, map[string]string{"DLGT_HOME": home, "DLGT_HOST": host, "DLGT_SSH_COMMAND": ssh, "PATH": filepath.Join(t.TempDir(), "empty")}, "")
+	var out strings.Builder
+	e.stdout = &out
+	return e, &out, args
+}
+
+// The fix hint of a remote that ssh cannot reach is a command ssh parses:
+// with --host user@host:port, `ssh -p PORT user@host`, which is also how
+// dlgt ran ssh; a --host that does not parse says how to write one.
+func TestRemoteDoctorFixHintSSHLine(t *testing.T) {
+	e, out, argsFile := remoteDoctorEnv(t, "me@devbox.invalid:2222", "echo 'ssh: connect to host devbox.invalid port 2222: Connection refused' >&2; exit 255")
+	if code := run([]string{"doctor"}, e); code != exitError {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	var doc doctorDoc
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	var remote *doctorCheck
+	for i, c := range doc.Checks {
+		if c.Name == "remote" {
+			remote = &doc.Checks[i]
+		}
+	}
+	if remote == nil || remote.OK || remote.Host != "me@devbox.invalid:2222" || !strings.Contains(remote.Detail, "Connection refused") {
+		t.Fatalf("remote check %+v in %s", remote, out)
+	}
+	if !strings.Contains(remote.Fix, "`ssh -p 2222 me@devbox.invalid true`") || strings.Contains(remote.Fix, "devbox.invalid:2222") {
+		t.Errorf("fix %q: want `ssh -p 2222 me@devbox.invalid true`", remote.Fix)
+	}
+	// The hint is the invocation dlgt made: -p 2222, then the destination.
+	b, _ := os.ReadFile(argsFile)
+	if args := "\n" + string(b); !strings.Contains(args, "\n-p\n2222\nme@devbox.invalid\n") {
+		t.Errorf("ssh was run with:%s", args)
+	}
+
+	e, out, _ = remoteDoctorEnv(t, "devbox:99999", "exit 255")
+	if code := run([]string{"doctor"}, e); code != exitError {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	doc = doctorDoc{}
+	json.Unmarshal([]byte(out.String()), &doc)
+	for _, c := range doc.Checks {
+		if c.Name == "remote" && (c.OK || !strings.Contains(c.Detail, "port") || !strings.Contains(c.Fix, "[user@]host[:port]") || strings.Contains(c.Fix, "ssh devbox")) {
+			t.Errorf("a --host that does not parse: %+v", c)
+		}
+	}
+}
