@@ -59,8 +59,11 @@ DLGT_SOCKET) and which version it is; and that the state directory is owned
 by you with mode 0700. A failed check carries a "fix" hint. A harness that is simply not
 installed is not a failure (it is only needed for --harness NAME); a
 version other than the tested one is reported in "detail" but is not a
-failure either. Exit status 1 when any check failed. -o text prints the checks as a
-checklist for people.`
+failure either. With --host, "remote" (ssh reaches a dlgt of this schema)
+and the host's own checks follow, each with "host"; the local daemon is
+not checked. Exit status 1 when any check failed. -o text prints the
+checks as a checklist for people (with --host, each name followed by its
+machine: "(this machine)" or "(on HOST)").`
 
 func newDoctorCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{

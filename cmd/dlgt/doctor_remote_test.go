@@ -98,3 +98,60 @@ func TestRemoteDoctorFixHintSSHLine(t *testing.T) {
 		}
 	}
 }
+
+// With --host, doctor -o text says which machine each check is about:
+// both ends have checks named state_dir (and harness.*, daemon...).
+func TestRemoteDoctorTextNamesTheMachine(t *testing.T) {
+	hello := string(helloLine())
+	report, _ := json.Marshal(doctorDoc{OK: false, Checks: []doctorCheck{
+		{Name: "harness.claude", OK: true, Detail: "claude 1.0 at /remote/bin/claude"},
+		{Name: "daemon", OK: true, Detail: "dlgt daemon answers"},
+		{Name: "state_dir", OK: false, Detail: "/remote/home has mode 0755", Fix: "chmod 700 /remote/home"},
+	}})
+	script := `case "$*" in
+*"'doctor'"*) printf '%s\n' '` + string(report) + `'; exit 1;;
+*) printf '%s' '` + hello + `'; while read -r line; do :; done;;
+esac`
+	e, out, _ := remoteDoctorEnv(t, "me@devbox.invalid:2222", script)
+	if code := run([]string{"doctor", "-o", "text"}, e); code != exitError {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"[ok]   harness.claude (this machine): ",
+		"[ok]   state_dir (this machine): ",
+		"[ok]   remote (on me@devbox.invalid:2222): ssh reaches a dlgt",
+		"[ok]   harness.claude (on me@devbox.invalid:2222): claude 1.0 at /remote/bin/claude\n",
+		"[ok]   daemon (on me@devbox.invalid:2222): dlgt daemon answers\n",
+		"[FAIL] state_dir (on me@devbox.invalid:2222): /remote/home has mode 0755\n       fix: chmod 700 /remote/home\n",
+		"1 of ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("lacks %q:\n%s", want, text)
+		}
+	}
+	// Every check line names its machine.
+	for _, l := range strings.Split(strings.TrimSpace(text), "\n") {
+		if strings.HasPrefix(l, "[") && !strings.Contains(l, " (this machine): ") && !strings.Contains(l, " (on me@devbox.invalid:2222): ") {
+			t.Errorf("line without its machine: %q", l)
+		}
+	}
+	// The JSON report is unchanged: a check of the other end names its
+	// host in "host".
+	e, out, _ = remoteDoctorEnv(t, "me@devbox.invalid:2222", script)
+	run([]string{"doctor"}, e)
+	var doc doctorDoc
+	if err := json.Unmarshal([]byte(out.String()), &doc); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	hosts := map[string]int{}
+	for _, c := range doc.Checks {
+		hosts[c.Host]++
+		if strings.Contains(c.Name, "(") {
+			t.Errorf("JSON name %q", c.Name)
+		}
+	}
+	if hosts["me@devbox.invalid:2222"] != 4 || hosts[""] == 0 {
+		t.Errorf("hosts %v in %s", hosts, out)
+	}
+}

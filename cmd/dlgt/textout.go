@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -189,10 +190,21 @@ func writeFetchText(w io.Writer, raw json.RawMessage, now time.Time) error {
 }
 
 // writeDoctorText prints doctor's checks as a checklist: a mark, the name
-// and the detail, and under a failed check or a warning the fix.
+// and the detail, and under a failed check or a warning the fix. When some
+// checks were made on another machine (--host), both ends have checks of
+// the same names, so each name says its machine: "(this machine)" or
+// "(on HOST)".
 func writeDoctorText(w io.Writer, checks []doctorCheck) {
+	remote := slices.ContainsFunc(checks, func(c doctorCheck) bool { return c.Host != "" })
 	failed := 0
 	for _, c := range checks {
+		if remote {
+			if c.Host != "" {
+				c.Name += " (on " + c.Host + ")"
+			} else {
+				c.Name += " (this machine)"
+			}
+		}
 		mark := "[ok]  "
 		switch {
 		case !c.OK:
