@@ -434,7 +434,7 @@ func TestRemoteFailuresAreTyped(t *testing.T) {
 func TestRemoteDroppedMidWait(t *testing.T) {
 	r := newSSHRig(t, fakeClaudeEnv(t))
 	var rc cliReceipt
-	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "slow", "--request-id", "d1", "--", "[[slow 4000]] slow one")
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "slow", "--request-id", "d1", "--", "[[slow 15000]] slow one")
 	type result struct {
 		out  string
 		code int
@@ -447,9 +447,11 @@ func TestRemoteDroppedMidWait(t *testing.T) {
 		}()
 		return ch
 	}
-	// sshd and its connections go away while the fetch waits.
+	// sshd and its connections go away while the fetch waits. The turn
+	// lasts 15 s so that on a loaded machine the fetch is still waiting
+	// when sshd ends (with a 4 s turn the result sometimes came first).
 	ch := fetch()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3 * time.Second)
 	r.stopSSHD()
 	res := <-ch
 	if res.code != 1 || !strings.Contains(res.out, "RPC_UNAVAILABLE") || !strings.Contains(res.out, "127.0.0.1") {
@@ -475,7 +477,7 @@ func TestRemoteDroppedMidWait(t *testing.T) {
 		out, code := r.run(t, nil, "session", "fetch", rc.Session.ID, "--cursor", rc2.Cursor, "--until", "result", "--wait", "60s")
 		ch <- result{out, code}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(3 * time.Second)
 	if st.PID <= 0 || syscall.Kill(st.PID, syscall.SIGKILL) != nil {
 		t.Fatalf("cannot kill the remote daemon (pid %d)", st.PID)
 	}
