@@ -129,18 +129,21 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	case <-g.ready:
 		return g, nil
 	case <-g.exited:
-		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: fmt.Sprintf("the harness exited before it was ready (%s)", g.exit)}
+		// The pump has rendered all the harness wrote before it exited (a
+		// sign-in it cannot do here, say): logged as for a timeout.
+		hint := rt.logLaunchScreen(s, g, "the harness exited before it was ready", "exit", g.exit.String())
+		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+			Message: fmt.Sprintf("the harness exited before it was ready (%s; the daemon's log has its last screen)%s", g.exit, hint)}
 	case <-timer.C:
 		// What held the harness (a dialog of its own, say) is on its
 		// screen: the log keeps the last rows, the error says where.
-		rt.log.Warn("the harness did not report ready; its screen ended with", "launch", g.launchID,
-			"timeout", lo.timeout, "screen", screenTail(s.liveRows(), launchTailRows, launchTailBytes))
+		hint := rt.logLaunchScreen(s, g, "the harness did not report ready", "timeout", lo.timeout)
 		// Wait for the pump: it persists the record on exit, which must
 		// not resurrect a Session the caller is about to discard.
 		proc.Kill()
 		<-g.exited
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
-			Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)", lo.timeout)}
+			Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)%s", lo.timeout, hint)}
 	case <-ctx.Done():
 		proc.Kill()
 		<-g.exited
@@ -280,7 +283,25 @@ func writeKeys(ctx context.Context, proc *pty.Process, keys []harness.Keystroke)
 	return nil
 }
 
-// The screen rows a launch timeout logs, and their bound in bytes.
+// logLaunchScreen logs, as a warning headed by what happened, the last
+// screen rows of a launch that failed, and returns the harness's hint for
+// that screen (a sign-in or first-run setup of its own: see
+// harness.LaunchDiagnoser) as "; <hint>" for the error message, or "".
+// The hint is a fixed sentence of the harness package: the error carries
+// no terminal output.
+func (rt *runtime) logLaunchScreen(s *session, g *generation, what string, attrs ...any) string {
+	rows := s.liveRows()
+	attrs = append([]any{"launch", g.launchID}, attrs...)
+	rt.log.Warn(what+"; its screen ended with", append(attrs, "screen", screenTail(rows, launchTailRows, launchTailBytes))...)
+	if d, ok := s.h.(harness.LaunchDiagnoser); ok {
+		if hint := d.LaunchHint(rows); hint != "" {
+			return "; " + hint
+		}
+	}
+	return ""
+}
+
+// The screen rows a failed launch logs, and their bound in bytes.
 const (
 	launchTailRows  = 8
 	launchTailBytes = 1024

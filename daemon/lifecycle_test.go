@@ -626,6 +626,55 @@ func TestStartingSessionRead(t *testing.T) {
 	}
 }
 
+// A harness that exits on a screen of its own before it is ready (Claude
+// Code's first run, offline, prints the screen below and exits 1) gets
+// the same log line as a timeout, and an error that names what held it
+// without carrying the screen.
+func TestLaunchExitLogsTheScreen(t *testing.T) {
+	cases := []struct {
+		name, screen, hint string
+	}{
+		{"first run offline", "Welcome to Claude Code v2.1.332\n Unable to connect to Anthropic services\n Failed to connect: EAI_AGAIN\n Check your internet connection and network settings.",
+			"Claude Code's first-run setup could not reach Anthropic: run `claude` once in a terminal with network access"},
+		{"login", "Welcome to Claude Code v2.1.332\n Select login method:\n ❯ 1. Claude account with subscription · Individual, Team, or Enterprise",
+			"Claude Code is not logged in: run `claude` once in a terminal and sign in"},
+		{"unknown", "Welcome to Claude Code v2.1.332\n something else went wrong", ""},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			logs := &logBuffer{}
+			td := newTestDaemon(t, fakeClaudeEnv(t))
+			td.logTo = logs
+			td.start()
+			t.Cleanup(td.stop)
+			p := rpc.SessionCreateParams{
+				Title: "early", Harness: "claude", Cwd: t.TempDir(), Prompt: "hi", RequestID: "early-" + strconv.Itoa(i),
+				Environment: envWith(td.env, "FAKECLAUDE_EXIT_SCREEN", c.screen),
+			}
+			err := td.call(rpc.MethodSessionCreate, p, nil)
+			checkLaunchFailed(t, err)
+			msg := err.(*rpc.Error).Message
+			if !strings.Contains(msg, "the harness exited before it was ready (exit 1; the daemon's log has its last screen)") {
+				t.Fatalf("error %q does not say where to look", msg)
+			}
+			if c.hint != "" && !strings.Contains(msg, "; "+c.hint) {
+				t.Fatalf("error %q lacks the hint %q", msg, c.hint)
+			}
+			if c.hint == "" && strings.Count(msg, ";") != 1 {
+				t.Fatalf("error %q hints at an unknown screen", msg)
+			}
+			if strings.Contains(msg, "Welcome") || strings.Contains(msg, "EAI_AGAIN") || strings.Contains(msg, "something else") {
+				t.Fatalf("error %q carries terminal output", msg)
+			}
+			line := grepLines(logs.String(), "exited before it was ready")
+			last := c.screen[strings.LastIndex(c.screen, "\n")+1:]
+			if !strings.Contains(line, "exit 1") || !strings.Contains(line, strings.TrimSpace(last)) {
+				t.Fatalf("the log line lacks the exit or the screen: %q", line)
+			}
+		})
+	}
+}
+
 func TestScreenTail(t *testing.T) {
 	rows := []string{"a", "  ", "b  ", "", "c", ""}
 	for _, c := range []struct {

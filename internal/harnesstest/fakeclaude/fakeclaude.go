@@ -92,6 +92,11 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	cfg := loadConfig()
+	if cfg.exitScreen != "" {
+		fmt.Println(cfg.exitScreen) // the terminal is not raw yet: \n is a new row
+		return 1
+	}
 	settings, err := loadSettings(opts.settings)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -109,7 +114,7 @@ func Main(args []string) int {
 	}
 	f := &fake{
 		opts:   opts,
-		cfg:    loadConfig(),
+		cfg:    cfg,
 		cwd:    cwd,
 		model:  opts.model,
 		effort: opts.effort,

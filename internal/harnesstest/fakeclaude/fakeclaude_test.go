@@ -388,6 +388,20 @@ func TestSilentHooks(t *testing.T) {
 	}
 }
 
+// FAKECLAUDE_EXIT_SCREEN: the screen is printed, no hook fires, exit 1.
+func TestExitScreen(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	p := w.start(w.baseEnv("FAKECLAUDE_EXIT_SCREEN=Welcome\nUnable to connect"), "--settings", w.settings())
+	p.waitOutput("Welcome\r\nUnable to connect") // read on its own goroutine
+	if code := p.wait(); code != 1 {
+		t.Errorf("exit code %d", code)
+	}
+	if evs := w.events(); len(evs) != 0 {
+		t.Errorf("hooks fired: %v", names(evs))
+	}
+}
+
 func TestStartupErrors(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)

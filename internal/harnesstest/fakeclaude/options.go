@@ -28,6 +28,11 @@ type config struct {
 	silentHooks  bool          // FAKECLAUDE_SILENT_HOOKS=1: fire no hooks at all
 	submitDelay  time.Duration // FAKECLAUDE_SUBMIT_DELAY_MS: prompt taken -> UserPromptSubmit (a loaded machine)
 	sessionEndTO time.Duration // bound on waiting for SessionEnd hooks before exiting
+	// FAKECLAUDE_EXIT_SCREEN: print this text (rows separated by "\n")
+	// and exit 1 before any hook, as the real CLI does when its first-run
+	// setup cannot go on (offline: "Unable to connect to Anthropic
+	// services").
+	exitScreen string
 }
 
 // defaultModel is what the real TUI reported in SessionStart.model when no
@@ -140,6 +145,7 @@ func loadConfig() config {
 		silentHooks:  os.Getenv("FAKECLAUDE_SILENT_HOOKS") == "1",
 		submitDelay:  envMS("FAKECLAUDE_SUBMIT_DELAY_MS", 0),
 		sessionEndTO: 5 * time.Second,
+		exitScreen:   os.Getenv("FAKECLAUDE_EXIT_SCREEN"),
 	}
 }
 
