@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -54,7 +55,7 @@ func Run(ctx context.Context, cfg Config) error {
 	db, err := store.Open(p.DB, store.Options{LockTimeout: dbLockTimeout})
 	if err != nil {
 		if errors.Is(err, store.ErrLocked) {
-			return fmt.Errorf("state directory %s is in use by another dlgt daemon (%w)", p.DataDir, err)
+			return alreadyRunning(ctx, p)
 		}
 		return fmt.Errorf("opening %s: %w", p.DB, err)
 	}
@@ -113,6 +114,42 @@ func Run(ctx context.Context, cfg Config) error {
 	srv.Close()
 	rt.close()
 	return nil
+}
+
+// runningStatusTimeout bounds how long a refused daemon asks the running
+// one who it is.
+const runningStatusTimeout = 2 * time.Second
+
+// alreadyRunning is the error of a daemon started on a home whose state
+// another daemon holds: INVALID_ARGUMENT (retrying it unchanged fails the
+// same way while that daemon runs), naming the running daemon's pid and
+// socket when one of the sockets it may listen on (p.Socket, else the
+// home's default) answers daemon.status for this home, and what to do.
+func alreadyRunning(ctx context.Context, p Paths) error {
+	ctx, cancel := context.WithTimeout(ctx, runningStatusTimeout)
+	defer cancel()
+	who := "another dlgt daemon"
+	for _, sock := range []string{p.Socket, filepath.Join(p.RunDir, "dlgt.sock")} {
+		if st, ok := statusAt(ctx, sock); ok && st.Home == p.Home && st.PID > 0 {
+			who = fmt.Sprintf("a dlgt daemon (pid %d, socket %s)", st.PID, st.Socket)
+			break
+		}
+	}
+	return &rpc.Error{Code: rpc.CodeInvalidArgument, Message: fmt.Sprintf(
+		"%s is already running with this state directory (%s): `dlgt daemon status` shows it, `dlgt daemon stop` stops it; or set DLGT_HOME to another directory",
+		who, p.DataDir)}
+}
+
+// statusAt asks the daemon on sock for its status.
+func statusAt(ctx context.Context, sock string) (st DaemonStatus, ok bool) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return st, false
+	}
+	c := rpc.NewClient(nc)
+	defer c.Close()
+	return st, c.Call(ctx, rpc.MethodDaemonStatus, struct{}{}, &st) == nil
 }
 
 // hookConnections caps concurrent hook deliveries. Each is one short-lived

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"dlgt/rpc"
-	"dlgt/store"
 )
 
 // hangGuard bounds every wait of these tests; it is never a timing
@@ -347,12 +347,8 @@ func TestRunSecondDaemonFailsOnLock(t *testing.T) {
 	}
 	mustStartDaemon(t, p1)
 	_, err := startDaemon(t, p2)
-	if !errors.Is(err, store.ErrLocked) {
-		t.Fatalf("second Run = %v, want store.ErrLocked", err)
-	}
-	if !strings.Contains(err.Error(), "another dlgt daemon") {
-		t.Fatalf("error %q does not say why", err)
-	}
+	// The running daemon is found on its own socket (the home's default).
+	checkAlreadyRunning(t, err, p1)
 	if _, err := os.Lstat(p2.Socket); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the failed daemon bound its socket: %v", err)
 	}
@@ -360,6 +356,38 @@ func TestRunSecondDaemonFailsOnLock(t *testing.T) {
 	var st DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p1.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("first daemon: %v", err)
+	}
+}
+
+// A second daemon on the same home and socket (a second `dlgt daemon`)
+// is refused with a typed error naming the running daemon, once.
+func TestRunSecondDaemonSameSocket(t *testing.T) {
+	p := daemonPaths(t, nil)
+	mustStartDaemon(t, p)
+	_, err := startDaemon(t, p)
+	checkAlreadyRunning(t, err, p)
+	var st DaemonStatus
+	if err := callDaemon(t, dialDaemon(t, p.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
+		t.Fatalf("first daemon: %v", err)
+	}
+}
+
+// checkAlreadyRunning: err is INVALID_ARGUMENT naming the running daemon
+// (this process, its socket first.Socket), the state directory and the
+// way forward, each once.
+func checkAlreadyRunning(t *testing.T, err error, first Paths) {
+	t.Helper()
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Code != rpc.CodeInvalidArgument {
+		t.Fatalf("second Run = %v, want INVALID_ARGUMENT", err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("a dlgt daemon (pid %d, socket %s) is already running", os.Getpid(), first.Socket),
+		first.DataDir, "`dlgt daemon status`", "`dlgt daemon stop`",
+	} {
+		if n := strings.Count(re.Message, want); n != 1 {
+			t.Errorf("message %q has %q %d times, want once", re.Message, want, n)
+		}
 	}
 }
 

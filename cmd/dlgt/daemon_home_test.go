@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlgt/daemon"
+	"dlgt/rpc"
+)
+
+// A second `dlgt daemon` on a home whose daemon runs is refused with one
+// INVALID_ARGUMENT line naming the running daemon's pid and the commands
+// to see or stop it, the message said once.
+func TestSecondDaemonRefused(t *testing.T) {
+	vars := map[string]string{"DLGT_HOME": filepath.Join(shortDir(t), "state")}
+	p, err := daemon.ResolvePaths(func(k string) string { return vars[k] }, daemon.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) }})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("daemon did not stop")
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("daemon: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon never became ready")
+	}
+	e, out, _ := testEnv(t, vars, "")
+	if code := run([]string{"daemon"}, e); code != exitError {
+		t.Fatalf("second daemon: exit %d, stdout %q", code, out)
+	}
+	var got struct {
+		OK    bool       `json:"ok"`
+		Error *rpc.Error `json:"error"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || strings.Count(out.String(), "\n") != 1 {
+		t.Fatalf("stdout %q is not one failure line: %v", out, err)
+	}
+	if got.OK || got.Error == nil || got.Error.Code != rpc.CodeInvalidArgument {
+		t.Fatalf("stdout %q, want INVALID_ARGUMENT", out)
+	}
+	for _, want := range []string{fmt.Sprintf("(pid %d, socket %s) is already running", os.Getpid(), p.Socket), "`dlgt daemon status`", "`dlgt daemon stop`", p.DataDir} {
+		if n := strings.Count(got.Error.Message, want); n != 1 {
+			t.Errorf("message %q has %q %d times, want once", got.Error.Message, want, n)
+		}
+	}
+}
