@@ -425,13 +425,24 @@ func TestResolvePaths(t *testing.T) {
 			}
 		})
 	}
-	t.Run("relative paths are made absolute", func(t *testing.T) {
-		p, err := ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": "rel", "DLGT_SOCKET": "s.sock"}[k] }, "v")
-		if err != nil {
-			t.Fatal(err)
+	// A relative DLGT_HOME or DLGT_SOCKET would name another directory in
+	// every working directory: refused, naming the variable.
+	for _, env := range []map[string]string{
+		{"DLGT_HOME": "rel"}, {"DLGT_HOME": "./rel"}, {"DLGT_HOME": "/h", "DLGT_SOCKET": "s.sock"},
+	} {
+		_, err := ResolvePaths(func(k string) string { return env[k] }, "v")
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.Code != rpc.CodeInvalidArgument || !strings.Contains(re.Message, "relative") {
+			t.Errorf("%v: err %v, want INVALID_ARGUMENT", env, err)
+		} else if _, bad := env[re.Field]; !bad || filepath.IsAbs(env[re.Field]) {
+			t.Errorf("%v: field %q", env, re.Field)
 		}
-		if !filepath.IsAbs(p.Home) || !filepath.IsAbs(p.Socket) {
-			t.Fatalf("paths %+v", p)
+	}
+	// A relative XDG_STATE_HOME is ignored (the XDG base directory spec).
+	t.Run("relative XDG_STATE_HOME", func(t *testing.T) {
+		p, err := ResolvePaths(func(k string) string { return map[string]string{"XDG_STATE_HOME": "x", "HOME": "/u"}[k] }, "v")
+		if err != nil || p.Home != "/u/.local/state/dlgt" {
+			t.Fatalf("home %q, err %v", p.Home, err)
 		}
 	})
 	t.Run("no home at all", func(t *testing.T) {

@@ -1,7 +1,10 @@
 package daemon
 
 import (
+	"fmt"
 	"path/filepath"
+
+	"dlgt/rpc"
 )
 
 // Version is dlgt's release version; Commit is set at link time
@@ -28,10 +31,22 @@ type Paths struct {
 // ResolvePaths computes the paths for version from the environment:
 // DLGT_HOME, else $XDG_STATE_HOME/dlgt, else ~/.local/state/dlgt; and
 // DLGT_SOCKET to pin the socket. It creates nothing.
+//
+// DLGT_HOME and DLGT_SOCKET must be absolute: a relative one would name
+// another directory in every working directory (each with a daemon of
+// its own), so it is INVALID_ARGUMENT. A relative XDG_STATE_HOME is
+// ignored, as the XDG base directory specification says.
 func ResolvePaths(getenv func(string) string, version string) (Paths, error) {
+	for _, k := range []string{"DLGT_HOME", "DLGT_SOCKET"} {
+		if v := getenv(k); v != "" && !filepath.IsAbs(v) {
+			return Paths{}, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: k, Message: fmt.Sprintf(
+				"%s=%q is a relative path, which would name another directory (and another daemon) in every working directory: set it to an absolute path, e.g. %s=$PWD/%s",
+				k, v, k, v)}
+		}
+	}
 	home := getenv("DLGT_HOME")
 	if home == "" {
-		if x := getenv("XDG_STATE_HOME"); x != "" {
+		if x := getenv("XDG_STATE_HOME"); filepath.IsAbs(x) {
 			home = filepath.Join(x, "dlgt")
 		} else {
 			h := getenv("HOME")

@@ -25,12 +25,13 @@ func newDaemonCommand(e *env) *cobra.Command {
 		Short: "Run the dlgt daemon in the foreground",
 		Long: `Run the dlgt daemon in the foreground, logging to stderr.
 
-The daemon keeps its state in $DLGT_HOME (default $XDG_STATE_HOME/dlgt, else
-~/.local/state/dlgt) and listens on $DLGT_HOME/run/<version>/dlgt.sock
-(DLGT_SOCKET overrides). SIGINT or SIGTERM stop it gracefully: harness
-processes are stopped and the socket is removed. Client commands start a
-daemon in the background when none is running; a second daemon on the same
-home is refused (INVALID_ARGUMENT, naming the running one's pid).
+The daemon keeps its state in $DLGT_HOME (an absolute path; default
+$XDG_STATE_HOME/dlgt, else ~/.local/state/dlgt) and listens on
+$DLGT_HOME/run/<version>/dlgt.sock (DLGT_SOCKET overrides). SIGINT or SIGTERM
+stop it gracefully: harness processes are stopped and the socket is removed.
+Client commands start a daemon in the background when none is running; a
+second daemon on the same home is refused (INVALID_ARGUMENT, naming the
+running one's pid).
 
 Harness hooks reach the daemon through its hook socket, by a short
 forwarder process. With DLGT_HOOKS=http, Claude Code posts its hooks (all

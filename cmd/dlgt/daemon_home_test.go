@@ -65,3 +65,34 @@ func TestSecondDaemonRefused(t *testing.T) {
 		}
 	}
 }
+
+// A relative DLGT_HOME would be a different state directory (and daemon)
+// in every working directory: from two directories, the client, the
+// daemon and a command that would start a daemon all refuse it with the
+// same INVALID_ARGUMENT, and nothing is created.
+func TestRelativeHomeRefused(t *testing.T) {
+	for _, dir := range []string{t.TempDir(), t.TempDir()} {
+		t.Chdir(dir)
+		for _, args := range [][]string{{"daemon", "status"}, {"daemon"}, {"session", "list"}} {
+			vars := map[string]string{"DLGT_HOME": "state"}
+			e, out, _ := testEnv(t, vars, "")
+			delete(vars, "DLGT_NO_AUTOSTART") // session list would start one
+			if code := run(args, e); code != exitError {
+				t.Fatalf("%s in %s: exit %d, stdout %q", args, dir, code, out)
+			}
+			var got struct {
+				Error *rpc.Error `json:"error"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.Error == nil {
+				t.Fatalf("%s: stdout %q: %v", args, out, err)
+			}
+			if got.Error.Code != rpc.CodeInvalidArgument || got.Error.Field != "DLGT_HOME" ||
+				!strings.Contains(got.Error.Message, `DLGT_HOME="state" is a relative path`) {
+				t.Fatalf("%s: error %+v", args, got.Error)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+				t.Fatalf("%s created %s/state: %v", args, dir, err)
+			}
+		}
+	}
+}
