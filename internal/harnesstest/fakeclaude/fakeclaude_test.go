@@ -297,6 +297,25 @@ func TestDirectives(t *testing.T) {
 		t.Errorf("transcript's last reply %q", got)
 	}
 
+	// [[notranscript]]: the turn leaves the transcript as it was.
+	evs = turn("[[notranscript]] unrecorded", "Stop")
+	if got := len(transcriptLines(t, last(evs, "Stop").str("transcript_path"))); got != len(tr) {
+		t.Errorf("notranscript turn: transcript has %d entries, want %d", got, len(tr))
+	}
+	// [[lateend N]]: the prompt is written before Stop, the reply after.
+	evs = turn("[[lateend 200]] late", "Stop")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		tr = transcriptLines(t, last(evs, "Stop").str("transcript_path"))
+		if got := assistantText(tr[len(tr)-1]); got == mockapi.DefaultText("[[lateend 200]] late") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lateend: the reply never reached the transcript: %v", tr[len(tr)-1])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	evs = turn("[[fail]] boom", "StopFailure")
 	expectNames(t, evs, "UserPromptSubmit", "StopFailure")
 	if e := evs[1].payload["error"].(map[string]any); e["type"] != "server_error" || e["message"] == "" {

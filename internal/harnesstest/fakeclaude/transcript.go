@@ -35,6 +35,14 @@ type transcript struct {
 	cwd       string
 	model     string
 	lastUUID  string // parentUuid chain
+	muted     bool   // entries are dropped ([[notranscript]])
+}
+
+// mute has the entries that follow dropped (on) or written (off).
+func (t *transcript) mute(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.muted = on
 }
 
 // historyEntry is one exchange read back on --resume.
@@ -214,6 +222,9 @@ func (t *transcript) append(e obj) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.muted {
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return err
 	}

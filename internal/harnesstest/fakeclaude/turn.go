@@ -17,7 +17,8 @@ import (
 
 // script is what a prompt's [[directives]] ask of the turn. The steps run
 // in this order: tool, flood, raw, bigline, slow, crash/hang, then the reply (echo or
-// long or reply replace the text; fail and noreply change how the turn ends).
+// long or reply replace the text; fail and noreply change how the turn ends;
+// notranscript and lateend change what the transcript holds when Stop fires).
 type script struct {
 	tool     string // [[tool CMD]]: one Bash tool call running CMD
 	hasTool  bool
@@ -34,6 +35,12 @@ type script struct {
 	hasReply bool          // a [[reply]] with text was given
 	fail     bool          // [[fail]]: StopFailure instead of Stop
 	noreply  bool          // [[noreply]]: Stop without last_assistant_message
+	// [[notranscript]]: the turn writes nothing to the transcript (as
+	// when Claude Code keeps none, or records in a form dlgt does not read).
+	notranscript bool
+	// [[lateend N]]: the reply's transcript line is written N ms after
+	// Stop fires, not before (Claude Code's queued transcript writes).
+	lateEnd time.Duration
 }
 
 // directiveRE matches [[name]] and [[name ARG]]; ARG ends at the first "]]".
@@ -78,6 +85,10 @@ func parseScript(prompt string) script {
 			s.fail = true
 		case "noreply":
 			s.noreply = true
+		case "notranscript":
+			s.notranscript = true
+		case "lateend":
+			s.lateEnd = time.Duration(n) * time.Millisecond
 		}
 	}
 	return s
@@ -123,6 +134,8 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 		case <-ctx.Done():
 		}
 	}
+	sc := parseScript(prompt)
+	f.tr.mute(sc.notranscript)
 	<-f.hooks.fire("UserPromptSubmit", "", base.with("hook_event_name", "UserPromptSubmit").with("prompt", prompt))
 	f.record(f.tr.user(prompt, promptID))
 
@@ -132,7 +145,6 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 		return turnResult{interrupted: true}
 	}
 	withEffort := base.with("effort", obj{{"level", f.effort}})
-	sc := parseScript(prompt)
 	reply := defaultReply(prompt)
 
 	if sc.hasTool {
@@ -203,8 +215,20 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	}
 
 	// The transcript is written before Stop fires, so that a Stop without
-	// last_assistant_message ([[noreply]]) can be recovered from it.
-	f.record(f.tr.assistant(reply, false))
+	// last_assistant_message ([[noreply]]) can be recovered from it;
+	// [[lateend N]] writes it N ms after Stop fires instead, while the
+	// hook runs.
+	written := make(chan struct{})
+	if sc.lateEnd > 0 {
+		go func() {
+			defer close(written)
+			time.Sleep(sc.lateEnd)
+			f.record(f.tr.assistant(reply, false))
+		}()
+	} else {
+		f.record(f.tr.assistant(reply, false))
+		close(written)
+	}
 	f.scr.println(replyLines(reply)...)
 	p := withEffort.with("hook_event_name", "Stop").with("stop_hook_active", false)
 	if !sc.noreply {
@@ -212,6 +236,7 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	}
 	p = p.with("background_tasks", []any{}).with("session_crons", []any{})
 	<-f.hooks.fire("Stop", "", p)
+	<-written
 	return turnResult{}
 }
 
