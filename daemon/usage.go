@@ -19,14 +19,23 @@ import (
 
 // Claude Code may run its Stop hook before it has written the turn's last
 // message to the transcript (its writes are queued). Before a Stop is
-// applied the daemon waits, polling every usageSettlePoll and at most
-// usageSettleMax, for the transcript to record the turn's end; past that
-// the result takes what the transcript holds. The wait is normally a few
-// milliseconds; 2 s was once too short on a loaded 2-core machine (a
-// real-CLI follow-up's usage came back null), hence 5 s.
+// applied the daemon reads the transcript once: only when it shows this
+// very turn being written and not ended (harness.TurnOpen: its prompt line
+// is there, its end is not) does it wait, polling every usageSettlePoll
+// and at most usageSettleMax, for the end. A transcript holding nothing of
+// the turn (none kept, a format the adapter does not read, a turn that
+// wrote nothing) or its end does not hold the result: it goes out at once
+// with the usage the transcript holds, null when none. The result is what
+// the caller waits for and usage is secondary, so the bound is short: the
+// queued write normally lands within 200 ms (35–190 ms on a 2-core machine
+// at a load average of 30), it once took over 2 s there, and a turn whose
+// end never comes (the prompt written, the end in a form the adapter does
+// not read) costs its result at most usageSettleMax. It used to be 5 s for
+// any turn not recorded as ended, which held every result of a turn the
+// transcript did not record for the full 5 s.
 const (
 	usageSettlePoll = 10 * time.Millisecond
-	usageSettleMax  = 5 * time.Second
+	usageSettleMax  = 3 * time.Second
 )
 
 // markUsageStartLocked notes the transcript's size as e starts, when the
@@ -60,20 +69,29 @@ func usageRangeLocked(e *execution, path, turn string) (from int64, ok bool) {
 	}
 }
 
-// readTurnUsage reads the turn's usage from path at offset from.
-func readTurnUsage(src harness.UsageSource, path string, from int64, turn string) (*rpc.Usage, bool) {
+// readTurnUsage reads the turn's usage from path at offset from, and how
+// far the transcript has recorded the turn.
+func readTurnUsage(src harness.UsageSource, path string, from int64, turn string) (*rpc.Usage, harness.TurnState) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, false
+		return nil, harness.TurnUnseen
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || fi.Size() < from {
-		return nil, false // replaced since: the turn's lines are not there
+		return nil, harness.TurnUnseen // replaced since: the turn's lines are not there
 	}
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return nil, false
+		return nil, harness.TurnUnseen
 	}
 	return src.TurnUsage(io.LimitReader(f, maxTranscriptScan), turn)
+}
+
+// turnBeingWritten reports whether a Stop waits for the transcript: only
+// while it shows the turn open (its prompt written, its end not); st is
+// the turn's state in it.
+func turnBeingWritten(src harness.UsageSource, path string, from int64, turn string) (wait bool, st harness.TurnState) {
+	_, st = readTurnUsage(src, path, from, turn)
+	return st == harness.TurnOpen, st
 }
 
 // execUsageLocked is e's usage as a result's usage value; nil (JSON null)
@@ -94,8 +112,8 @@ func (rt *runtime) execUsageLocked(s *session, e *execution) json.RawMessage {
 	return u.JSON()
 }
 
-// awaitTurnRecorded holds a Stop hook of generation launchID until the
-// transcript records the end of the active execution's turn (see
+// awaitTurnRecorded holds a Stop hook of generation launchID while the
+// transcript shows the active execution's turn written but not ended (see
 // usageSettleMax). Called without s.mu.
 func (rt *runtime) awaitTurnRecorded(ctx context.Context, s *session, launchID string, ev harness.Evidence) {
 	src, ok := s.h.(harness.UsageSource)
@@ -120,14 +138,14 @@ func (rt *runtime) awaitTurnRecorded(ctx context.Context, s *session, launchID s
 	if !ok {
 		return
 	}
-	if _, err := os.Stat(path); err != nil {
-		return // no transcript to wait for
-	}
 	start := time.Now()
 	t := time.NewTimer(0)
 	defer t.Stop()
-	for {
-		if _, done := readTurnUsage(src, path, from, turn); done {
+	for first := true; ; first = false {
+		if wait, st := turnBeingWritten(src, path, from, turn); !wait {
+			if first && st == harness.TurnUnseen {
+				rt.log.Debug("the transcript holds nothing of the turn; its result is not held for usage", "session", id)
+			}
 			if waited := time.Since(start); waited >= usageSettlePoll {
 				rt.log.Debug("Stop hook held until the transcript recorded the turn", "session", id, "waited", waited.Round(time.Millisecond))
 			}

@@ -1,9 +1,15 @@
 package daemon
 
 import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"dlgt/harness"
 	"dlgt/internal/harnesstest/mockapi"
 	"dlgt/rpc"
 )
@@ -72,4 +78,101 @@ func TestResultUsageFromTranscript(t *testing.T) {
 		t.Fatalf("read after restart: %+v", read)
 	}
 	wantUsage(t, "after a daemon restart", read.Result, mockUsage(long))
+}
+
+// A turn the transcript records nothing of (Claude Code keeping no
+// transcript, a format the adapter does not read) does not hold its
+// result: it goes out as soon as the Stop hook arrives, usage null. The
+// daemon used to hold every such result 5 s waiting for the turn's end.
+func TestResultNotHeldForAnUnrecordedTurn(t *testing.T) {
+	td := startTestDaemon(t)
+	r := td.create(t, "unrec-1", "hello there") // the transcript exists
+	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
+	wantUsage(t, "first turn", &res, mockUsage("MOCK-REPLY: hello there"))
+
+	const prompt = "[[notranscript]] keep no record"
+	var r2 rpc.Receipt
+	sent := time.Now()
+	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: r.Session.ID, Prompt: prompt, RequestID: "unrec-2"}, &r2)
+	// The fake prints the reply just before it runs the Stop hook.
+	td.waitScreen(t, r.Session.ID, mockapi.DefaultText(prompt))
+	shown := time.Now()
+	_, res2 := td.waitResult(t, r.Session.ID, r2.Cursor)
+	held := time.Since(shown)
+	t.Logf("send -> result %v, reply on screen -> result %v", time.Since(sent).Round(time.Millisecond), held.Round(time.Millisecond))
+	if res2.Status != rpc.StatusCompleted || res2.FinalText == nil || *res2.FinalText != mockapi.DefaultText(prompt) {
+		t.Fatalf("result %+v", res2)
+	}
+	if string(res2.Usage) != "null" {
+		t.Fatalf("usage %s, want null: the transcript holds nothing of the turn", res2.Usage)
+	}
+	// Generous against a loaded machine; the old wait was 5 s.
+	if held > 2500*time.Millisecond {
+		t.Fatalf("the result came %v after the reply was on screen: held for the transcript", held)
+	}
+}
+
+// A turn whose prompt is in the transcript but whose reply lands only
+// after the Stop hook ran (Claude Code's queued writes) is still waited
+// for, and its usage counted.
+func TestResultWaitsForALateTurnEnd(t *testing.T) {
+	td := startTestDaemon(t)
+	const prompt = "[[lateend 300]] written late"
+	r := td.create(t, "late-1", prompt)
+	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
+	wantUsage(t, "late end", &res, mockUsage(mockapi.DefaultText(prompt)))
+}
+
+// The decision a Stop hook waits on: only a turn the transcript shows
+// started and not ended is waited for.
+func TestTurnBeingWritten(t *testing.T) {
+	const turn = "6c6e35e5-eaed-4c79-b0d5-ef1f322f7bc5"
+	line := func(m map[string]any) string {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b) + "\n"
+	}
+	prompt := func(id string) string {
+		return line(map[string]any{"type": "user", "promptId": id, "uuid": "u-" + id, "message": map[string]any{"role": "user", "content": "hi"}})
+	}
+	reply := func(id, stop string) string {
+		return line(map[string]any{"type": "assistant", "uuid": "a-" + id, "message": map[string]any{
+			"id": "msg_" + id, "model": "claude-opus-5-5", "stop_reason": stop,
+			"usage": map[string]any{"input_tokens": 10, "output_tokens": 2},
+		}})
+	}
+	earlier := prompt("earlier") + reply("earlier", "end_turn")
+	dir := t.TempDir()
+	cases := []struct {
+		name   string
+		text   string
+		from   int64
+		turnID string
+		src    harness.UsageSource
+		want   bool
+	}{
+		{"prompt written, end not", earlier + prompt(turn), int64(len(earlier)), turn, harness.Claude{}, true},
+		{"prompt written, no turn id", earlier + prompt(turn), int64(len(earlier)), "", harness.Claude{}, true},
+		{"after a tool call", prompt(turn) + reply(turn, "tool_use"), 0, turn, harness.Claude{}, true},
+		{"nothing of the turn", earlier, int64(len(earlier)), turn, harness.Claude{}, false},
+		{"only another turn", earlier, 0, turn, harness.Claude{}, false},
+		{"empty transcript", "", 0, turn, harness.Claude{}, false},
+		{"end written", prompt(turn) + reply(turn, "end_turn"), 0, turn, harness.Claude{}, false},
+		{"shorter than the start (replaced)", prompt(turn), 1 << 20, turn, harness.Claude{}, false},
+		{"codex, turn started", `{"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}` + "\n", 0, "t1", harness.Codex{}, false},
+	}
+	for i, c := range cases {
+		path := filepath.Join(dir, fmt.Sprintf("t%d.jsonl", i))
+		if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, st := turnBeingWritten(c.src, path, c.from, c.turnID); got != c.want {
+			t.Errorf("%s: waits %v (turn %v), want %v", c.name, got, st, c.want)
+		}
+	}
+	if wait, _ := turnBeingWritten(harness.Claude{}, filepath.Join(dir, "missing.jsonl"), 0, turn); wait {
+		t.Error("no transcript file: waits, want not")
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"strconv"
 
 	"dlgt/rpc"
 )
@@ -19,11 +20,37 @@ type UsageSource interface {
 	// TurnUsage sums the token usage r records for the turn turnID (the
 	// provider's id for it, from its hooks; empty when none was seen, and
 	// then the first turn r holds is taken). The usage is nil when r
-	// records none for that turn. recorded reports whether r already
-	// holds the turn's last model response: Claude Code may run its Stop
-	// hook before it has written the final message, and the daemon waits
-	// (bounded) for it.
-	TurnUsage(r io.Reader, turnID string) (u *rpc.Usage, recorded bool)
+	// records none for that turn. state is how far r has recorded the
+	// turn: Claude Code may run its Stop hook before it has written the
+	// final message, and the daemon waits (briefly) only for a turn that
+	// is TurnOpen.
+	TurnUsage(r io.Reader, turnID string) (u *rpc.Usage, state TurnState)
+}
+
+// TurnState is how far a transcript has recorded one turn.
+type TurnState int
+
+const (
+	// TurnUnseen: nothing of the turn is there (no transcript kept, a
+	// format this adapter does not read, a turn that wrote nothing).
+	TurnUnseen TurnState = iota
+	// TurnOpen: the turn is being written and has not ended: its prompt
+	// is there, its last model response is not.
+	TurnOpen
+	// TurnEnded: the turn's last model response is there.
+	TurnEnded
+)
+
+func (s TurnState) String() string {
+	switch s {
+	case TurnUnseen:
+		return "unseen"
+	case TurnOpen:
+		return "open"
+	case TurnEnded:
+		return "ended"
+	}
+	return "TurnState(" + strconv.Itoa(int(s)) + ")"
 }
 
 // maxUsageLine bounds one transcript line read for usage; a longer line
@@ -133,12 +160,15 @@ type claudeUsageData struct {
 // "<synthetic>") cost nothing and are not counted. The turn's last
 // response is recorded once a message of the turn has a stop_reason other
 // than tool_use (a tool call is followed by another request), or Claude
-// Code wrote an error message for it.
-func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
+// Code wrote an error message for it. The turn is open from the first
+// user line carrying its promptId (the prompt, or a tool result) until
+// then.
+func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
 	var (
 		current  string // promptId of the turn the next assistant line belongs to
 		order    []string
 		byID     = map[string]*claudeUsageData{}
+		seen     bool // a user line of the turn
 		recorded bool
 	)
 	eachLine(r, maxUsageLine, func(line []byte) {
@@ -156,6 +186,7 @@ func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
 				if turnID == "" {
 					turnID = current
 				}
+				seen = seen || current == turnID
 			}
 		case "assistant":
 			if current == "" || current != turnID {
@@ -197,7 +228,14 @@ func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
 		u := byID[k]
 		sum.add(u.InputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokens, u.OutputTokensDetails.ThinkingTokens)
 	}
-	return sum.result(), recorded
+	state := TurnUnseen
+	switch {
+	case recorded:
+		state = TurnEnded
+	case seen:
+		state = TurnOpen
+	}
+	return sum.result(), state
 }
 
 // ---- Codex ----------------------------------------------------------------
@@ -247,13 +285,16 @@ type codexUsageLine struct {
 // total (Codex re-emits one on some state changes) adds nothing.
 //
 // Codex writes a response's record before it runs the Stop hook (its
-// hooks hold the turn open), so the rollout is taken as recorded.
-func (Codex) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
+// hooks hold the turn open, and its task_complete comes after them), so a
+// rollout holding anything of the turn is taken as TurnEnded, never
+// TurnOpen, and one holding nothing of it as TurnUnseen.
+func (Codex) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
 	var (
 		records   usageSum
 		responses = map[string]bool{}
 		events    usageSum
 		inTurn    bool
+		seen      bool // a record, task_started or task_complete of the turn
 		lastTotal *codexTokens
 	)
 	eachLine(r, maxUsageLine, func(line []byte) {
@@ -273,6 +314,7 @@ func (Codex) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
 			if p.Usage == nil || turnID == "" || (p.TurnID != turnID && p.RootTurnID != turnID) {
 				return
 			}
+			seen = true
 			if p.ResponseID != "" {
 				if responses[p.ResponseID] {
 					return
@@ -285,9 +327,11 @@ func (Codex) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
 				turnID = p.TurnID
 			}
 			inTurn = p.TurnID != "" && p.TurnID == turnID
+			seen = seen || inTurn
 		case l.Type == "event_msg" && p.Type == "task_complete":
 			if p.TurnID == turnID {
 				inTurn = false
+				seen = seen || p.TurnID != ""
 			}
 		case l.Type == "event_msg" && p.Type == "token_count":
 			if p.Info == nil || p.Info.Total == nil {
@@ -301,8 +345,12 @@ func (Codex) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, bool) {
 			}
 		}
 	})
-	if u := records.result(); u != nil {
-		return u, true
+	state := TurnUnseen
+	if seen {
+		state = TurnEnded
 	}
-	return events.result(), true
+	if u := records.result(); u != nil {
+		return u, state
+	}
+	return events.result(), state
 }

@@ -23,7 +23,7 @@ const (
 	codexTurn2  = "01a23e48-2da8-7290-b4b7-f6fa4e9b73dd"
 )
 
-func usageOnly(u *rpc.Usage, _ bool) *rpc.Usage { return u }
+func usageOnly(u *rpc.Usage, _ TurnState) *rpc.Usage { return u }
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
@@ -95,8 +95,9 @@ func jsonLine(t *testing.T, m map[string]any) string {
 // cache and thinking tokens are carried; Claude's own API-error messages
 // and lines of other turns are not counted.
 // Claude Code may run its Stop hook before the turn's last message is in
-// the transcript: a turn is recorded only once a message of it ended for
-// another reason than a tool call.
+// the transcript: a turn is open from its prompt line, and ended only once
+// a message of it ended for another reason than a tool call; a transcript
+// holding nothing of the turn leaves it unseen.
 func TestClaudeTurnRecorded(t *testing.T) {
 	data := readFixture(t, "claude-usage.jsonl")
 	at := func(sub string) int {
@@ -110,22 +111,36 @@ func TestClaudeTurnRecorded(t *testing.T) {
 		name string
 		upTo int
 		turn string
-		want bool
+		want TurnState
 		u    *rpc.Usage
 	}{
-		{"prompt only", at(`"promptId":"` + claudeTurn1), claudeTurn1, false, nil},
-		{"after the tool call", at(`"stop_reason":"tool_use"`), claudeTurn1, false, usageOf(10, 6, 0, 0, 0, 1)},
-		{"after the tool result", at(`"tool_use_id"`), claudeTurn1, false, usageOf(10, 6, 0, 0, 0, 1)},
-		{"whole turn 1", at(`"text":"Wrote the date to now.txt."`), claudeTurn1, true, usageOf(20, 9, 0, 0, 0, 2)},
-		{"turn 2 before its reply", at(`"promptId":"` + claudeTurn2), claudeTurn2, false, nil},
-		{"whole file", len(data), claudeTurn2, true, usageOf(10, 3, 0, 0, 0, 1)},
+		{"empty", 0, claudeTurn1, TurnUnseen, nil},
+		{"empty, no turn id", 0, "", TurnUnseen, nil},
+		{"prompt only", at(`"promptId":"` + claudeTurn1), claudeTurn1, TurnOpen, nil},
+		{"prompt only, no turn id", at(`"promptId":"` + claudeTurn1), "", TurnOpen, nil},
+		{"after the tool call", at(`"stop_reason":"tool_use"`), claudeTurn1, TurnOpen, usageOf(10, 6, 0, 0, 0, 1)},
+		{"after the tool result", at(`"tool_use_id"`), claudeTurn1, TurnOpen, usageOf(10, 6, 0, 0, 0, 1)},
+		{"whole turn 1", at(`"text":"Wrote the date to now.txt."`), claudeTurn1, TurnEnded, usageOf(20, 9, 0, 0, 0, 2)},
+		{"turn 2 before its prompt", at(`"text":"Wrote the date to now.txt."`), claudeTurn2, TurnUnseen, nil},
+		{"turn 2 before its reply", at(`"promptId":"` + claudeTurn2), claudeTurn2, TurnOpen, nil},
+		{"whole file", len(data), claudeTurn2, TurnEnded, usageOf(10, 3, 0, 0, 0, 1)},
+		{"whole file, another turn", len(data), "no-such-prompt", TurnUnseen, nil},
 	}
 	for _, c := range cases {
-		u, rec := Claude{}.TurnUsage(bytes.NewReader(data[:c.upTo]), c.turn)
-		if rec != c.want {
-			t.Errorf("%s: recorded %v, want %v", c.name, rec, c.want)
+		u, st := Claude{}.TurnUsage(bytes.NewReader(data[:c.upTo]), c.turn)
+		if st != c.want {
+			t.Errorf("%s: state %v, want %v", c.name, st, c.want)
 		}
 		checkUsage(t, c.name, u, c.u)
+	}
+	// A failed request: Claude Code's own error message ends the turn.
+	prompt := fixtureLine(t, data, `"promptId":"`+claudeTurn2)
+	reply := fixtureLine(t, data, `"text":"MOCK-REPLY: hello there"`)
+	reply["isApiErrorMessage"] = true
+	reply["message"].(map[string]any)["model"] = "<synthetic>"
+	reply["message"].(map[string]any)["stop_reason"] = "stop_sequence"
+	if u, st := (Claude{}).TurnUsage(strings.NewReader(jsonLine(t, prompt)+jsonLine(t, reply)), claudeTurn2); st != TurnEnded || u != nil {
+		t.Errorf("API error: state %v usage %s, want ended and none", st, u.JSON())
 	}
 }
 
@@ -167,10 +182,10 @@ func TestClaudeTurnUsageOneMessageSeveralLines(t *testing.T) {
 	b.WriteString(jsonLine(t, asst))
 	b.WriteString("not json\n{\"type\":\"assistant\",\"message\":7}\n")
 
-	got, recorded := Claude{}.TurnUsage(strings.NewReader(b.String()), claudeTurn2)
+	got, state := Claude{}.TurnUsage(strings.NewReader(b.String()), claudeTurn2)
 	checkUsage(t, "two messages", got, usageOf(10, 54, 4100, 100, 30, 2))
-	if !recorded {
-		t.Error("a turn whose last message ended (end_turn) is not recorded")
+	if state != TurnEnded {
+		t.Errorf("a turn whose last message ended (end_turn) is %v, not ended", state)
 	}
 }
 
@@ -198,6 +213,35 @@ func TestCodexTurnUsageFixture(t *testing.T) {
 	checkUsage(t, "events turn 1", usageOnly(c.TurnUsage(bytes.NewReader(ev), codexTurn1)), usageOf(20, 6, 0, 0, 0, 2))
 	checkUsage(t, "events turn 2", usageOnly(c.TurnUsage(bytes.NewReader(ev), codexTurn2)), usageOf(10, 3, 0, 0, 0, 1))
 	checkUsage(t, "events, another turn", usageOnly(c.TurnUsage(bytes.NewReader(ev), "no-such-turn")), nil)
+}
+
+// Codex records a response before running its Stop hook: a rollout with
+// anything of the turn is ended (never open, which would hold every Codex
+// result), one with nothing of it unseen.
+func TestCodexTurnState(t *testing.T) {
+	data := readFixture(t, "codex-usage.jsonl")
+	started := bytes.Index(data, []byte(`"task_started"`))
+	if started < 0 {
+		t.Fatal("the fixture has no task_started")
+	}
+	upToStart := data[:bytes.IndexByte(data[started:], '\n')+started+1] // turn 1's first line
+	for _, c := range []struct {
+		name string
+		in   []byte
+		turn string
+		want TurnState
+	}{
+		{"turn 1", data, codexTurn1, TurnEnded},
+		{"turn 2", data, codexTurn2, TurnEnded},
+		{"no turn id", data, "", TurnEnded},
+		{"turn 1 just started", upToStart, codexTurn1, TurnEnded},
+		{"another turn", data, "no-such-turn", TurnUnseen},
+		{"empty", nil, codexTurn1, TurnUnseen},
+	} {
+		if _, st := (Codex{}).TurnUsage(bytes.NewReader(c.in), c.turn); st != c.want {
+			t.Errorf("%s: state %v, want %v", c.name, st, c.want)
+		}
+	}
 }
 
 // Codex's input_tokens counts cached input too: it is split into the
