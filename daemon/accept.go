@@ -265,8 +265,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 // its creation fails after the launch.
 func (rt *runtime) abandon(s *session, g *generation) {
 	s.mu.Lock()
-	// generationExited leaves a stopping Session alone.
-	s.rec.State = rpc.StateStopping
+	rt.abandonStateLocked(s)
 	s.mu.Unlock()
 	g.proc.Kill()
 	<-g.exited
@@ -306,27 +305,27 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	// The execution is accepted only once its record is stored: when the
 	// state directory is full or read-only it is undone before the
 	// prompt is delivered, and no event says otherwise.
-	prev := s.rec.State
-	s.rec.State = rpc.StateBusy
-	// The provisional receipt goes first: a crash after it but before the
-	// record leaves a receipt for an execution that never started, which
-	// a retry recognizes (receipts.recorded) and runs; the other order
-	// would leave an execution no retry can replay.
-	rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
-		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
-		Submission: rpc.SubmissionPending,
-	}})
-	if err := rt.persistLocked(s); err != nil {
-		s.exec, s.rec.ActiveExec, s.rec.State = nil, nil, prev
-		s.rec.LastExecSeq--
-		rt.persistLocked(s) // best effort, in case the record was written after all
+	err := rt.acceptExecLocked(s, e, func() {
+		// The provisional receipt goes first: a crash after it but before
+		// the record leaves a receipt for an execution that never started,
+		// which a retry recognizes (receipts.recorded) and runs; the other
+		// order would leave an execution no retry can replay.
+		rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+			Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
+			Submission: rpc.SubmissionPending,
+		}})
+	})
+	if err != nil {
 		id := s.rec.ID
 		s.mu.Unlock()
+		var re *rpc.Error
+		if errors.As(err, &re) {
+			return nil, re // refused: a dlgt bug, logged
+		}
 		rerr := rt.storageError("the Session record", "the prompt was not delivered; retry once the state directory is writable", err)
 		rerr.SessionID = id
 		return nil, rerr
 	}
-	rt.emitLocked(s, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
 	g := s.gen
 	s.mu.Unlock()
 
@@ -390,7 +389,7 @@ func sendableLocked(s *session) error {
 	case rpc.StateBlocked:
 		return &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: s.rec.ID, Message: "the Session waits for human input (attach to answer it)"}
 	default:
-		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + s.rec.State + " and cannot accept work"}
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(s.rec.State) + " and cannot accept work"}
 	}
 }
 

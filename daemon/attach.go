@@ -149,7 +149,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params jso
 	if g == nil || terminal(s.rec.State) {
 		state := s.rec.State
 		s.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + state + " and has no live terminal (resume it first)"}
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(state) + " and has no live terminal (resume it first)"}
 	}
 	st := &attachStream{rt: rt, s: s, g: g, mode: p.Mode}
 	if p.Mode == AttachWrite {
@@ -171,7 +171,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params jso
 		context.AfterFunc(ctx, func() { rt.releaseLease(s, token) })
 		rt.log.Info("attach lease taken", "session", s.rec.ID, "peer_pid", peer.PID)
 	}
-	ack := TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: s.rec.State}
+	ack := TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: string(s.rec.State)}
 	if st.lease != nil {
 		ack.Token = st.lease.token
 	}

@@ -22,7 +22,7 @@ func cancelingExec(t *testing.T, rt *runtime, s *session, turn string) (*executi
 	e.turnID = turn
 	e.confirm()
 	e.canceling = true
-	rt.setStateLocked(s, rpc.StateCanceling, &rpc.Event{Type: rpc.EventSessionCanceling, ExecutionSeq: e.seq})
+	rt.transitionLocked(s, stCanceling, rpc.Event{Type: rpc.EventSessionCanceling, ExecutionSeq: e.seq})
 	return e, g
 }
 

@@ -57,7 +57,7 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 		}
 		rt.launchExecFailedLocked(s, e, err)
 		rt.releaseAliasLocked(s)
-		rt.setStateLocked(s, rpc.StateFailed, &failed)
+		rt.transitionLocked(s, stFailed, failed)
 		s.mu.Unlock()
 		if re, ok := err.(*rpc.Error); ok && s.rec.ID != "" {
 			re.SessionID, re.LaunchID = s.rec.ID, ""
@@ -76,7 +76,7 @@ func (rt *runtime) revive(s *session, alias string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !terminal(s.rec.State) {
-		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + s.rec.State}
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(s.rec.State)}
 	}
 	rt.mu.Lock()
 	if a := normalizeAlias(alias); a != "" {
@@ -91,7 +91,7 @@ func (rt *runtime) revive(s *session, alias string) error {
 	}
 	rt.mu.Unlock()
 	rt.newEpochLocked(s, "restart")
-	rt.setStateLocked(s, rpc.StateRestarting, &rpc.Event{Type: rpc.EventSessionRestarting})
+	rt.transitionLocked(s, stRestarting, rpc.Event{Type: rpc.EventSessionRestarting})
 	return nil
 }
 
@@ -184,12 +184,11 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 	// The result, the record and the event are stored in one transaction.
 	rt.oneTxLocked(s, func() {
 		if s.exec != nil {
-			s.rec.State = rpc.StateStopping
 			res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: reason, Message: "the Session was stopped during this execution"})
 			ended = rpc.Event{ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status}
 			stopping.ExecutionSeq, stopping.ResultStatus = ended.ExecutionSeq, ended.ResultStatus
 		}
-		rt.setStateLocked(s, rpc.StateStopping, &stopping)
+		rt.transitionLocked(s, stStopping, stopping)
 	})
 	s.mu.Unlock()
 	if g != nil {
@@ -205,7 +204,7 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 		s.gen = nil
 	}
 	rt.releaseAliasLocked(s)
-	rt.setStateLocked(s, rpc.StateStopped, &rpc.Event{Type: rpc.EventSessionStopped, Reason: reason,
+	rt.transitionLocked(s, stStopped, rpc.Event{Type: rpc.EventSessionStopped, Reason: reason,
 		ExecutionSeq: ended.ExecutionSeq, ResultStatus: ended.ResultStatus})
 	s.mu.Unlock()
 	return nil
@@ -230,11 +229,11 @@ func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, params json.R
 		}
 		switch state := s.rec.State; state {
 		case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping:
-			return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + state + "; use force to kill it (dlgt session stop --force)"}
+			return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(state) + "; use force to kill it (dlgt session stop --force)"}
 		}
 		if s.exec != nil {
 			return &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: s.rec.ID,
-				Message: "execution " + itoa(s.exec.seq) + " is active (the Session is " + s.rec.State + "); cancel it first, or stop anyway with force (dlgt session stop --force), which interrupts it"}
+				Message: "execution " + itoa(s.exec.seq) + " is active (the Session is " + string(s.rec.State) + "); cancel it first, or stop anyway with force (dlgt session stop --force), which interrupts it"}
 		}
 		return nil
 	}
@@ -278,7 +277,7 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 	case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping, rpc.StateCanceling:
 		st := s.rec.State
 		s.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + st}
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
 	}
 	g := s.gen
 	restarting := rpc.Event{Type: rpc.EventSessionRestarting}
@@ -287,7 +286,7 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 			res := rt.finishExecLocked(s, rpc.StatusInterrupted, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "restarted", Message: "the Session was restarted during this execution"})
 			restarting.ExecutionSeq, restarting.ResultStatus = res.ExecutionSeq, res.Status
 		}
-		rt.setStateLocked(s, rpc.StateRestarting, &restarting)
+		rt.transitionLocked(s, stRestarting, restarting)
 	})
 	s.mu.Unlock()
 	if g != nil {
@@ -308,7 +307,7 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 	if _, err := rt.startGeneration(ctx, s, launchOpts{resume: true, env: p.Environment, rows: rows, cols: cols, timeout: timeout}); err != nil {
 		s.mu.Lock()
 		rt.releaseAliasLocked(s)
-		rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"})
+		rt.transitionLocked(s, stFailed, rpc.Event{Type: rpc.EventSessionFailed, Reason: "launch_failed"})
 		s.mu.Unlock()
 		if re, ok := err.(*rpc.Error); ok {
 			re.SessionID, re.LaunchID = s.rec.ID, ""
@@ -352,12 +351,12 @@ func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json
 	case s.rec.State != rpc.StateBusy && s.rec.State != rpc.StateBlocked && s.rec.State != rpc.StateCanceling:
 		st := s.rec.State
 		s.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + st}
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
 	}
 	wasBlocked := s.rec.State == rpc.StateBlocked
 	if !e.canceling {
 		e.canceling = true
-		rt.setStateLocked(s, rpc.StateCanceling, &rpc.Event{Type: rpc.EventSessionCanceling, ExecutionSeq: e.seq})
+		rt.transitionLocked(s, stCanceling, rpc.Event{Type: rpc.EventSessionCanceling, ExecutionSeq: e.seq})
 	}
 	s.mu.Unlock()
 	if g != nil {

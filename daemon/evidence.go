@@ -110,11 +110,11 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 		rt.bindLocked(s)
-		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionReady})
+		rt.transitionLocked(s, stIdle, rpc.Event{Type: rpc.EventSessionReady})
 		close(g.ready)
 		if e != nil {
 			// The first prompt went with the launch (harness.LaunchPrompter).
-			rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+			rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
 		}
 		return true
 	case harness.KindPromptSubmitted:
@@ -138,11 +138,11 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		if s.rec.State == rpc.StateBlocked {
 			return false // the same dialog reported twice (PermissionRequest, then Notification)
 		}
-		rt.setStateLocked(s, rpc.StateBlocked, &rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: e.seq, Reason: ev.Reason, Tool: ev.Tool, Command: ev.Command})
+		rt.transitionLocked(s, stBlocked, rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: e.seq, Reason: ev.Reason, Tool: ev.Tool, Command: ev.Command})
 		return true
 	case harness.KindActivity:
 		if e != nil && s.rec.State == rpc.StateBlocked {
-			rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
+			rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
 			return true
 		}
 		return false
@@ -209,7 +209,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 func (rt *runtime) endTurnLocked(s *session, status, text, source string, rerr *rpc.ResultError) {
 	rt.oneTxLocked(s, func() {
 		res := rt.finishExecLocked(s, status, text, source, rerr)
-		rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+		rt.transitionLocked(s, stIdle, rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
 	})
 }
 
@@ -224,7 +224,7 @@ func (rt *runtime) humanTurnLocked(s *session, ev harness.Evidence) bool {
 	e := s.startExecLocked(*ev.Prompt)
 	e.turnID = ev.TurnID
 	e.confirm()
-	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
+	rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
 	return true
 }
 

@@ -74,7 +74,7 @@ func startExec(rt *runtime, s *session) uint64 {
 	defer s.mu.Unlock()
 	s.rec.LastExecSeq++
 	s.exec = &execution{seq: s.rec.LastExecSeq, startedAt: time.Now(), submitted: make(chan struct{}), done: make(chan struct{})}
-	rt.setStateLocked(s, rpc.StateBusy, &rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: s.exec.seq})
+	rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: s.exec.seq})
 	return s.exec.seq
 }
 
@@ -84,7 +84,7 @@ func finishExec(rt *runtime, s *session, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := rt.finishExecLocked(s, rpc.StatusCompleted, text, rpc.TextSourceHook, nil)
-	rt.setStateLocked(s, rpc.StateIdle, &rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
+	rt.transitionLocked(s, stIdle, rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
 }
 
 func runExec(rt *runtime, s *session, text string, rows ...string) uint64 {
@@ -360,7 +360,7 @@ func TestFetchVerifiedMinimum(t *testing.T) {
 	// value depends on it.
 	startExec(rt, s)
 	s.mu.Lock()
-	rt.setStateLocked(s, rpc.StateBlocked, &rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: 1, Reason: "permission", Tool: "Bash", Command: strings.Repeat("echo long; ", 300)})
+	rt.transitionLocked(s, stBlocked, rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: 1, Reason: "permission", Tool: "Bash", Command: strings.Repeat("echo long; ", 300)})
 	s.mu.Unlock()
 	for _, mb := range []int{1, 11, 100, 500, 1500, 3000} {
 		for _, cursor := range []any{nil, doc.Cursor} {
@@ -980,7 +980,7 @@ func TestFetchLongPoll(t *testing.T) {
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		s.mu.Lock()
-		rt.setStateLocked(s, rpc.StateBlocked, &rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: 3, Reason: "permission"})
+		rt.transitionLocked(s, stBlocked, rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: 3, Reason: "permission"})
 		s.mu.Unlock()
 	}()
 	cur := d.Cursor

@@ -258,7 +258,7 @@ func (rt *runtime) generationExited(s *session, g *generation) {
 			seq := s.exec.seq
 			rt.finishExecLocked(s, rpc.StatusCanceled, "", rpc.TextSourceMissing, &rpc.ResultError{Code: "harness_exited", Message: "the harness exited while canceling (" + g.exit.String() + ")"})
 			rt.releaseAliasLocked(s)
-			rt.setStateLocked(s, rpc.StateFailed, &rpc.Event{Type: rpc.EventSessionFailed, ExecutionSeq: seq, ResultStatus: rpc.StatusCanceled, Reason: "harness_exited"})
+			rt.transitionLocked(s, stFailed, rpc.Event{Type: rpc.EventSessionFailed, ExecutionSeq: seq, ResultStatus: rpc.StatusCanceled, Reason: "harness_exited"})
 			return
 		}
 	}

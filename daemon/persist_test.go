@@ -256,7 +256,14 @@ func TestPositionsReloaded(t *testing.T) {
 	}
 	_, err = fetchRaw(t, rt2, map[string]any{"session": "claude:a", "cursor": lost.Cursor})
 	wantCode(t, err, rpc.CodeCursorExpired)
-	runExec(rt2, rt2.sessions[s.uid], "four")
+	// The reload failed the Session (daemon_restarted), which a send would
+	// resume; this test only needs one more execution on it, so it goes
+	// back to idle without a relaunch (tests may write the state).
+	s2 := rt2.sessions[s.uid]
+	s2.mu.Lock()
+	s2.rec.State = stIdle
+	s2.mu.Unlock()
+	runExec(rt2, s2, "four")
 	next, _ := fetchDoc(t, rt2, map[string]any{"session": "claude:a", "screen": false})
 	if cursorNum(t, next.Cursor) <= cursorNum(t, lost.Cursor) {
 		t.Fatalf("position %s minted again after %s", next.Cursor, lost.Cursor)

@@ -31,7 +31,7 @@ func (rt *runtime) sessionList(ctx context.Context, peer rpc.Peer, params json.R
 		s.mu.Lock()
 		snap := s.snapshotLocked(now)
 		s.mu.Unlock()
-		if snap.ID == "" || (!p.All && terminal(snap.State)) {
+		if snap.ID == "" || (!p.All && terminal(lifecycleState(snap.State))) {
 			continue
 		}
 		out.Sessions = append(out.Sessions, snap)

@@ -163,7 +163,7 @@ func (rt *runtime) recover() error {
 		rt.mu.Unlock()
 		if !terminal(rec.State) {
 			s.mu.Lock()
-			rt.failLocked(s, "daemon_restarted", "the daemon exited while this Session was "+rec.State)
+			rt.failLocked(s, "daemon_restarted", "the daemon exited while this Session was "+string(rec.State))
 			s.mu.Unlock()
 		}
 	}
@@ -304,7 +304,7 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 	for _, s := range all {
 		s.mu.Lock()
 		if s.rec.Alias == alias && s.rec.ID != "" && (lastID == "" || s.rec.UpdatedAtMS > lastAt) {
-			lastID, lastState, lastAt = s.rec.ID, s.rec.State, s.rec.UpdatedAtMS
+			lastID, lastState, lastAt = s.rec.ID, string(s.rec.State), s.rec.UpdatedAtMS
 		}
 		s.mu.Unlock()
 	}
@@ -381,17 +381,6 @@ func (rt *runtime) goTracked(fn func()) bool {
 	return true
 }
 
-// setStateLocked changes state, persists, and emits the event if any.
-func (rt *runtime) setStateLocked(s *session, state string, ev *rpc.Event) {
-	s.rec.State = state
-	rt.persistLocked(s)
-	if ev != nil {
-		rt.emitLocked(s, *ev)
-	} else {
-		rt.changedLocked(s)
-	}
-}
-
 // finishExecLocked retains the terminal result of the active execution
 // (exactly once) and clears it. s.mu held.
 func (rt *runtime) finishExecLocked(s *session, status, text, source string, rerr *rpc.ResultError) *rpc.Result {
@@ -433,7 +422,7 @@ func (rt *runtime) failLocked(s *session, code, msg string) {
 		ev.ExecutionSeq, ev.ResultStatus = res.ExecutionSeq, res.Status
 	}
 	rt.releaseAliasLocked(s)
-	rt.setStateLocked(s, rpc.StateFailed, &ev)
+	rt.transitionLocked(s, stFailed, ev)
 }
 
 // releaseAliasLocked frees the alias of a Session that became terminal.

@@ -16,23 +16,23 @@ import (
 // sessionRecord is a Session's persisted metadata. The launch environment
 // is deliberately absent: it travels in RPC memory only.
 type sessionRecord struct {
-	UID            string   `json:"uid"`
-	ID             string   `json:"id,omitempty"`
-	ProviderID     string   `json:"provider_id,omitempty"`
-	Alias          string   `json:"alias,omitempty"`
-	Title          string   `json:"title"`
-	Harness        string   `json:"harness"`
-	Cwd            string   `json:"cwd"`
-	Model          string   `json:"model,omitempty"`
-	Effort         string   `json:"effort,omitempty"`
-	HarnessOptions []string `json:"harness_options,omitempty"`
-	AutoApprove    bool     `json:"auto_approve"`
-	State          string   `json:"state"`
-	CreatedAtMS    int64    `json:"created_at_ms"`
-	UpdatedAtMS    int64    `json:"updated_at_ms"`
-	Epoch          uint64   `json:"epoch"`
-	ResetReason    string   `json:"reset_reason,omitempty"`
-	LastExecSeq    uint64   `json:"last_exec_seq"`
+	UID            string         `json:"uid"`
+	ID             string         `json:"id,omitempty"`
+	ProviderID     string         `json:"provider_id,omitempty"`
+	Alias          string         `json:"alias,omitempty"`
+	Title          string         `json:"title"`
+	Harness        string         `json:"harness"`
+	Cwd            string         `json:"cwd"`
+	Model          string         `json:"model,omitempty"`
+	Effort         string         `json:"effort,omitempty"`
+	HarnessOptions []string       `json:"harness_options,omitempty"`
+	AutoApprove    bool           `json:"auto_approve"`
+	State          lifecycleState `json:"state"`
+	CreatedAtMS    int64          `json:"created_at_ms"`
+	UpdatedAtMS    int64          `json:"updated_at_ms"`
+	Epoch          uint64         `json:"epoch"`
+	ResetReason    string         `json:"reset_reason,omitempty"`
+	LastExecSeq    uint64         `json:"last_exec_seq"`
 	// ActiveExec is the execution without a terminal result, if any, so a
 	// daemon that crashed can give it an interrupted result on restart.
 	ActiveExec *execRecord `json:"active_exec,omitempty"`
@@ -99,7 +99,7 @@ type generation struct {
 }
 
 // session is one Session. mu guards every mutable field; one update
-// function at a time changes its state (see runtime.transition).
+// function at a time changes its state (see transitionLocked, lifecycle.go).
 type session struct {
 	uid  string
 	h    harness.Harness
@@ -148,19 +148,13 @@ func (s *session) notifyLocked() {
 	s.changed = make(chan struct{})
 }
 
-// terminal reports whether a state can never change again without a
-// resume.
-func terminal(state string) bool {
-	return state == rpc.StateStopped || state == rpc.StateFailed
-}
-
 // snapshotLocked renders the public Session. busy diagnostics appear only
 // in state busy.
 func (s *session) snapshotLocked(now time.Time) rpc.Session {
 	r := s.rec
 	out := rpc.Session{
 		ID: r.ID, Alias: r.Alias, Title: r.Title, Harness: r.Harness, Cwd: r.Cwd,
-		Model: r.Model, Effort: r.Effort, State: r.State,
+		Model: r.Model, Effort: r.Effort, State: string(r.State),
 		CreatedAtMS: r.CreatedAtMS, UpdatedAtMS: r.UpdatedAtMS,
 	}
 	if r.State == rpc.StateBusy && s.exec != nil {

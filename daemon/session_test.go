@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 	case "daemon": // a daemon in a child process (crash_test.go)
 		os.Exit(childDaemonMain())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 && unexpectedRefusals() {
+		code = 1 // a call site made a move the lifecycle does not allow
+	}
+	os.Exit(code)
 }
 
 // hookMain is `dlgt hook --socket S --launch L EVENT` for tests.
