@@ -41,11 +41,35 @@ var claudeManaged = map[string]bool{
 
 var optionKey = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
 
-func (Claude) Name() string { return "claude" }
+// Claude Code's name, and the variable and executable Binary looks for.
+const (
+	claudeName    = "claude"
+	claudeBinEnv  = "DLGT_CLAUDE_BIN"
+	claudeBinName = "claude"
+)
+
+// claudeDescriptor is Claude Code's entry in the registry (registry.go).
+func claudeDescriptor() Descriptor {
+	return Descriptor{
+		Name: claudeName, DisplayName: "Claude Code", Harness: Claude{},
+		BinEnv: claudeBinEnv, BinName: claudeBinName,
+		Install: "npm install -g @anthropic-ai/claude-code@" + ClaudeTestedVersion,
+		// Claude Code reads user skills from $CLAUDE_CONFIG_DIR/skills
+		// when that is set (measured with the pinned CLI), else
+		// ~/.claude/skills.
+		Config:      ConfigDir{Env: "CLAUDE_CONFIG_DIR", Home: ".claude"},
+		SkillsDir:   "skills",
+		MCP:         MCPClaudeJSON,
+		ProviderEnv: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"},
+		LegacyFlag:  true,
+	}
+}
+
+func (Claude) Name() string { return claudeName }
 
 func (Claude) Info() rpc.HarnessInfo {
 	return rpc.HarnessInfo{
-		Name:            "claude",
+		Name:            claudeName,
 		TestedVersion:   ClaudeTestedVersion,
 		LifecycleSource: "hooks",
 		Capabilities: rpc.HarnessCapabilities{
@@ -65,7 +89,7 @@ const claudeInlineEnv = "CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"
 // Binary is DLGT_CLAUDE_BIN from the client environment, else claude on
 // the client's PATH.
 func (Claude) Binary(env map[string]string) (string, error) {
-	return findBinary(env, "DLGT_CLAUDE_BIN", "claude")
+	return findBinary(env, claudeBinEnv, claudeBinName)
 }
 
 func findBinary(env map[string]string, override, name string) (string, error) {
@@ -123,7 +147,7 @@ var claudeModels = []rpc.Model{
 // Models lists the names Claude Code's --model accepts (see claudeModels);
 // hidden entries only with includeHidden.
 func (Claude) Models(includeHidden bool) rpc.ModelListResult {
-	out := rpc.ModelListResult{Harness: "claude", Source: "built-in list for Claude Code " + ClaudeTestedVersion, Models: []rpc.Model{}}
+	out := rpc.ModelListResult{Harness: claudeName, Source: "built-in list for Claude Code " + ClaudeTestedVersion, Models: []rpc.Model{}}
 	for _, m := range claudeModels {
 		if m.Hidden && !includeHidden {
 			continue

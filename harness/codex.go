@@ -39,11 +39,32 @@ var codexManaged = []string{
 
 var codexOptionKey = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}(\.[a-z0-9_-]{1,64}){0,7}$`)
 
-func (Codex) Name() string { return "codex" }
+// Codex's name, and the variable and executable Binary looks for.
+const (
+	codexName    = "codex"
+	codexBinEnv  = "DLGT_CODEX_BIN"
+	codexBinName = "codex"
+)
+
+// codexDescriptor is Codex's entry in the registry (registry.go).
+func codexDescriptor() Descriptor {
+	return Descriptor{
+		Name: codexName, DisplayName: "Codex", Harness: Codex{},
+		BinEnv: codexBinEnv, BinName: codexBinName,
+		Install:     "npm install -g @openai/codex@" + CodexTestedVersion,
+		Config:      ConfigDir{Env: "CODEX_HOME", Home: ".codex"},
+		SkillsDir:   "skills",
+		MCP:         MCPCodexTOML,
+		ProviderEnv: []string{"OPENAI_API_KEY"},
+		LegacyFlag:  true,
+	}
+}
+
+func (Codex) Name() string { return codexName }
 
 func (Codex) Info() rpc.HarnessInfo {
 	return rpc.HarnessInfo{
-		Name:            "codex",
+		Name:            codexName,
 		TestedVersion:   CodexTestedVersion,
 		LifecycleSource: "hooks",
 		Capabilities: rpc.HarnessCapabilities{
@@ -73,7 +94,7 @@ func codexScreenChosen(opts []string) bool {
 // Binary is DLGT_CODEX_BIN from the client environment, else codex on the
 // client's PATH.
 func (Codex) Binary(env map[string]string) (string, error) {
-	return findBinary(env, "DLGT_CODEX_BIN", "codex")
+	return findBinary(env, codexBinEnv, codexBinName)
 }
 
 // Models lists the model catalog built into codex-cli 0.171.0 (as printed
@@ -97,7 +118,7 @@ func (Codex) Models(includeHidden bool) rpc.ModelListResult {
 		{ID: "gpt-daybreak-red-latest", DisplayName: "Daybreak Red", Hidden: true},
 		{ID: "codex-auto-review", DisplayName: "Codex Auto Review", Hidden: true},
 	}
-	out := rpc.ModelListResult{Harness: "codex", Source: "built-in catalog of codex-cli " + CodexTestedVersion, Models: []rpc.Model{}}
+	out := rpc.ModelListResult{Harness: codexName, Source: "built-in catalog of codex-cli " + CodexTestedVersion, Models: []rpc.Model{}}
 	for _, m := range models {
 		if m.Hidden && !includeHidden {
 			continue
