@@ -34,6 +34,9 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 		if !terminal(state) {
 			return rt.accept(ctx, s, p.Prompt, false)
 		}
+		if err := unknownHarnessError(s); err != nil {
+			return nil, err
+		}
 		if err := rt.revive(s, p.Alias); err != nil {
 			return nil, err
 		}
@@ -253,6 +256,9 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
+		return nil, err
+	}
+	if err := unknownHarnessError(s); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()

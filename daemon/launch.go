@@ -81,11 +81,10 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	if rt.hookWeb != nil {
 		spec.HookHTTP = rt.hookWeb.forLaunch(g.launchID)
 	}
-	if _, ok := spec.Env["DLGT_CLAUDE_BIN"]; !ok && rt.opts.ClaudeBin != "" {
-		spec.Env["DLGT_CLAUDE_BIN"] = rt.opts.ClaudeBin
-	}
-	if _, ok := spec.Env["DLGT_CODEX_BIN"]; !ok && rt.opts.CodexBin != "" {
-		spec.Env["DLGT_CODEX_BIN"] = rt.opts.CodexBin
+	for k, v := range rt.opts.BinEnv {
+		if _, ok := spec.Env[k]; !ok && v != "" {
+			spec.Env[k] = v
+		}
 	}
 	prepareMu.Lock()
 	l, err := s.h.Prepare(spec)

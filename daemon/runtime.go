@@ -22,10 +22,10 @@ import (
 
 // Options tune the runtime. Zero values take defaults.
 type Options struct {
-	// ClaudeBin and CodexBin are defaults for harness binary lookup when
-	// the client environment names none (DLGT_CLAUDE_BIN / DLGT_CODEX_BIN).
-	ClaudeBin string
-	CodexBin  string
+	// BinEnv are defaults for the harnesses' binary variables
+	// (harness.Descriptor.BinEnv, e.g. DLGT_CODEX_BIN=/opt/codex) when the
+	// client environment names none.
+	BinEnv map[string]string
 	// HookCommand is the argv prefix injected harness hooks run to reach
 	// the daemon; default: this executable's hidden "hook" command.
 	HookCommand []string
@@ -52,7 +52,10 @@ func (o Options) withDefaults() Options {
 		o.StopGrace = 5 * time.Second
 	}
 	if o.Harnesses == nil {
-		o.Harnesses = map[string]harness.Harness{"claude": harness.Claude{}, "codex": harness.Codex{}}
+		o.Harnesses = map[string]harness.Harness{}
+		for _, d := range harness.All() {
+			o.Harnesses[d.Name] = d.Harness
+		}
 	}
 	if len(o.HookCommand) == 0 {
 		if exe, err := os.Executable(); err == nil {
@@ -161,7 +164,15 @@ func (rt *runtime) recover() error {
 			rt.byID[rec.ID] = s
 		}
 		rt.mu.Unlock()
-		if !terminal(rec.State) {
+		if u, ok := s.h.(unknownHarness); ok {
+			// Never run it as some other harness: fail it, saying why.
+			rt.log.Error("a stored Session's harness is unknown; the Session is failed", "session", rec.ID, "err", u.err)
+			if rec.State != rpc.StateFailed {
+				s.mu.Lock()
+				rt.failLocked(s, "unknown_harness", u.err.Error()+": this daemon cannot run the Session")
+				s.mu.Unlock()
+			}
+		} else if !terminal(rec.State) {
 			s.mu.Lock()
 			rt.failLocked(s, "daemon_restarted", "the daemon exited while this Session was "+string(rec.State))
 			s.mu.Unlock()
@@ -171,10 +182,7 @@ func (rt *runtime) recover() error {
 }
 
 func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
-	h, ok := rt.opts.Harnesses[rec.Harness]
-	if !ok {
-		h = harness.Claude{}
-	}
+	h := rt.adapterFor(rec.Harness)
 	rows, err := rt.db.Rows(rec.UID)
 	if err != nil {
 		return nil, err
@@ -545,11 +553,8 @@ func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, params json.R
 // environment is at hand (harness.list).
 func (rt *runtime) defaultEnv() map[string]string {
 	env := map[string]string{"PATH": os.Getenv("PATH")}
-	if rt.opts.ClaudeBin != "" {
-		env["DLGT_CLAUDE_BIN"] = rt.opts.ClaudeBin
-	}
-	if rt.opts.CodexBin != "" {
-		env["DLGT_CODEX_BIN"] = rt.opts.CodexBin
+	for k, v := range rt.opts.BinEnv {
+		env[k] = v
 	}
 	return env
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlgt/daemon"
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -51,7 +52,7 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			opts := daemon.Options{ClaudeBin: e.getenv("DLGT_CLAUDE_BIN"), CodexBin: e.getenv("DLGT_CODEX_BIN")}
+			opts := daemon.Options{BinEnv: harness.BinEnv(harness.All(), e.getenv)}
 			if e.exe != "" {
 				opts.HookCommand = hookCommand(e.exe)
 			}
