@@ -66,7 +66,7 @@ func (c ConfigDir) Resolve(getenv func(string) string) (string, error) {
 	}
 	home := getenv("HOME")
 	if !filepath.IsAbs(home) {
-		return "", fmt.Errorf("HOME is %q, not an absolute path, and %s is not set: cannot find ~/%s", home, c.Env, c.Home)
+		return "", fmt.Errorf("HOME is %q, not an absolute path, and %s is not set", home, c.Env)
 	}
 	return filepath.Join(home, c.Home), nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -19,9 +18,6 @@ import (
 
 // completeTimeout bounds the daemon query of one completion.
 const completeTimeout = time.Second
-
-// harnessNames are the harnesses dlgt launches, with a description.
-var harnessNames = []string{"claude\tClaude Code", "codex\tCodex"}
 
 func noFiles(matches []string) ([]string, cobra.ShellCompDirective) {
 	return matches, cobra.ShellCompDirectiveNoFileComp
@@ -73,8 +69,14 @@ func (e *env) sessionCandidates(cmd *cobra.Command, prefix string) []string {
 	return out
 }
 
-func completeHarness(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	return noFiles(harnessNames)
+// completeHarness completes --harness with the registry's harnesses,
+// described by their display names.
+func (e *env) completeHarness(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	var out []string
+	for _, d := range e.registry() {
+		out = append(out, d.Name+"\t"+d.DisplayName)
+	}
+	return noFiles(out)
 }
 
 func (e *env) completeProfile(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
@@ -93,7 +95,7 @@ func (e *env) completeProfile(cmd *cobra.Command, args []string, toComplete stri
 }
 
 // completeModel completes --model from the chosen harness's model list
-// (--harness, else the profile's harness, else both harnesses).
+// (--harness, else the profile's harness, else every harness).
 func (e *env) completeModel(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	which, _ := cmd.Flags().GetString("harness")
 	if which == "" {
@@ -104,11 +106,10 @@ func (e *env) completeModel(cmd *cobra.Command, args []string, toComplete string
 		}
 	}
 	var lists []rpc.ModelListResult
-	if which == "" || which == "claude" {
-		lists = append(lists, harness.Claude{}.Models(false))
-	}
-	if which == "" || which == "codex" {
-		lists = append(lists, harness.Codex{}.Models(false))
+	for _, d := range e.registry() {
+		if which == "" || which == d.Name {
+			lists = append(lists, d.Harness.Models(false))
+		}
 	}
 	seen := map[string]bool{}
 	var out []string
@@ -136,7 +137,7 @@ func (e *env) registerCompletions(c *cobra.Command) {
 		"session": func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 			return noFiles(e.sessionCandidates(cmd, toComplete))
 		},
-		"harness": completeHarness,
+		"harness": e.completeHarness,
 		"profile": e.completeProfile,
 		"model":   e.completeModel,
 	}

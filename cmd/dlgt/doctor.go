@@ -31,24 +31,13 @@ type doctorCheck struct {
 	Host string `json:"host,omitempty"`
 }
 
-// doctorHarnesses are the adapters doctor checks, with the variable that
-// overrides each binary and how to install it.
-var doctorHarnesses = []struct {
-	h        harness.Harness
-	override string
-	install  string
-}{
-	{harness.Claude{}, "DLGT_CLAUDE_BIN", "npm install -g @anthropic-ai/claude-code@%s"},
-	{harness.Codex{}, "DLGT_CODEX_BIN", "npm install -g @openai/codex@%s"},
-}
-
 // versionTimeout bounds one `--version` run.
 var versionTimeout = 15 * time.Second
 
 const doctorLong = `Check that dlgt can work here and print one JSON document:
 {"ok":true|false,"checks":[{"name","ok","detail","fix","warning"}]}.
 
-Checks: each harness binary (DLGT_CLAUDE_BIN / DLGT_CODEX_BIN, else PATH)
+Checks: each harness binary (its DLGT_<HARNESS>_BIN, else PATH)
 and its --version against the version dlgt is tested with; whether this
 binary's agent guide is installed for each harness (dlgt skill install: a
 stale or missing copy is a warning, "warning":true with a "fix", never a
@@ -113,14 +102,9 @@ func newDoctorCommand(e *env) *cobra.Command {
 
 func (e *env) doctor(ctx context.Context) []doctorCheck {
 	var checks []doctorCheck
-	env := map[string]string{"PATH": e.getenv("PATH")}
-	for _, dh := range doctorHarnesses {
-		if v := e.getenv(dh.override); v != "" {
-			env[dh.override] = v
-		}
-	}
-	for _, dh := range doctorHarnesses {
-		checks = append(checks, checkHarness(ctx, dh.h, env, dh.override, dh.install))
+	env := e.harnessBinEnv()
+	for _, d := range e.registry() {
+		checks = append(checks, checkHarness(ctx, d, env))
 	}
 	checks = append(checks, e.skillDoctorChecks()...)
 	checks = append(checks, e.hookDoctorCheck())
@@ -138,10 +122,10 @@ func (e *env) doctor(ctx context.Context) []doctorCheck {
 	return checks
 }
 
-func checkHarness(ctx context.Context, h harness.Harness, env map[string]string, override, install string) doctorCheck {
+func checkHarness(ctx context.Context, d harness.Descriptor, env map[string]string) doctorCheck {
+	h, override, installHint := d.Harness, d.BinEnv, d.Install
 	info := h.Info()
 	c := doctorCheck{Name: "harness." + info.Name}
-	installHint := fmt.Sprintf(install, info.TestedVersion)
 	bin, err := h.Binary(env)
 	if err != nil {
 		c.OK = true

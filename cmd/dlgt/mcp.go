@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlgt/daemon"
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -46,8 +47,17 @@ const mcpFetchBytes = 256 << 10
 // at most what the daemon retains; this keeps a malformed stream bounded).
 const mcpTextMax = 8 << 20
 
-const mcpInstructions = `dlgt delegates work to another coding agent (Claude Code or Codex) running in its own Session.
-Call delegate with the task and a request_id you choose once and reuse on every retry of the same task; keep the session id and cursor it returns.
+// mcpInstructions is the server's instructions, naming the registry's
+// harnesses.
+func mcpInstructions(reg []harness.Descriptor) string {
+	names := make([]string, len(reg))
+	for i, d := range reg {
+		names[i] = d.DisplayName
+	}
+	return "dlgt delegates work to another coding agent (" + orList(names) + ") running in its own Session.\n" + mcpInstructionsRest
+}
+
+const mcpInstructionsRest = `Call delegate with the task and a request_id you choose once and reuse on every retry of the same task; keep the session id and cursor it returns.
 Call wait with that session and cursor until it reports a result (completed, failed, canceled or interrupted); when it returns "still running", call wait again with the new cursor.
 Follow up in the same Session with send, and stop the Session when the work is done.`
 
@@ -68,7 +78,7 @@ read-only. The daemon is started when none runs, as for every client command.
 --wait-max bounds one wait call; keep it under the leader harness's own tool
 limits (Claude Code backgrounds a call still running after 120 s; Codex cuts
 one at 300 s).`,
-		Example: `  mapfile -t args < <(dlgt mcp config --claude --approve) && claude "${args[@]}"
+		Example: `  mapfile -t args < <(dlgt mcp config --harness claude --approve) && claude "${args[@]}"
   dlgt mcp --wait-max 60s   # what the leader's harness runs`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -103,11 +113,11 @@ type mcpTools struct {
 // newMCPServer builds the MCP server and registers the tools.
 func newMCPServer(e *env, waitMax time.Duration) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: mcpServerName, Title: "dlgt", Version: daemon.Version},
-		&mcp.ServerOptions{Instructions: mcpInstructions})
+		&mcp.ServerOptions{Instructions: mcpInstructions(e.registry())})
 	t := &mcpTools{e: e, waitMax: waitMax}
 	readOnly := &mcp.ToolAnnotations{ReadOnlyHint: true}
 	mcp.AddTool(s, &mcp.Tool{Name: "delegate", Title: "Delegate a task",
-		Description: "Start a new Session of another coding agent (harness claude or codex) and submit the task as its first prompt. " +
+		Description: "Start a new Session of another coding agent (harness " + harnessList(e.registry()) + ") and submit the task as its first prompt. " +
 			"Give a request_id (or a key to derive one) chosen before the first attempt: repeating the call with the same id and prompt returns the same receipt and never runs the task twice. " +
 			"Returns the Session id and a cursor for wait.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(false)}}, t.delegate)
@@ -148,7 +158,7 @@ func (nopWriteCloser) Close() error { return nil }
 // ---- inputs ----------------------------------------------------------------
 
 type delegateIn struct {
-	Harness   string `json:"harness,omitempty" jsonschema:"the agent to delegate to: claude or codex (required unless the profile names one)"`
+	Harness   string `json:"harness,omitempty" jsonschema:"the agent to delegate to: a harness the tool description names (required unless the profile names one)"`
 	Prompt    string `json:"prompt" jsonschema:"the task, complete and self-contained: the other agent sees nothing else"`
 	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key chosen before the first attempt and reused on every retry of this task (give this or key)"`
 	Key       string `json:"key,omitempty" jsonschema:"a stable name for this task; the request_id is derived from it (give this or request_id)"`
@@ -161,7 +171,7 @@ type delegateIn struct {
 }
 
 type sendIn struct {
-	Session   string `json:"session" jsonschema:"Session id (claude:... or codex:...) or alias"`
+	Session   string `json:"session" jsonschema:"Session id (HARNESS:provider-id, as delegate returned it) or alias"`
 	Prompt    string `json:"prompt" jsonschema:"the follow-up prompt"`
 	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key, as for delegate (give this or key)"`
 	Key       string `json:"key,omitempty" jsonschema:"a stable name for this follow-up; the request_id is derived from it"`
@@ -229,7 +239,7 @@ func (t *mcpTools) delegate(ctx context.Context, _ *mcp.CallToolRequest, in dele
 		harnessOptions = p.HarnessOptions
 	}
 	if harness == "" {
-		return toolError("delegate", rpc.InvalidField("harness", "is required: claude or codex")), nil, nil
+		return toolError("delegate", rpc.InvalidField("harness", "is required: %s", harnessList(t.e.registry()))), nil, nil
 	}
 	cwd, err := toolCwd(in.Cwd, t.e.remote())
 	if err != nil {

@@ -4,38 +4,50 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"dlgt/harness"
 )
 
 // mcpForwardEnv names the variables a Codex leader forwards to the MCP
 // server (Codex gives MCP servers a filtered environment; Claude Code passes
-// its own). Names only: values are read from the leader's environment when
-// it starts the server, never written into a snippet.
-var mcpForwardEnv = []string{
-	"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES", "DLGT_CLAUDE_BIN", "DLGT_CODEX_BIN",
-	"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENAI_API_KEY",
-	// A server pointed at another machine (--host, DLGT_HOST) needs ssh's.
-	"DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK",
+// its own): dlgt's, every harness's binary, config and provider variables
+// (registry), and ssh's for a server pointed at another machine (--host,
+// DLGT_HOST). Names only: values are read from the leader's environment
+// when it starts the server, never written into a snippet.
+func (e *env) mcpForwardEnv() []string {
+	out := []string{"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES"}
+	var rest []string
+	for _, d := range e.registry() {
+		out = append(out, d.BinEnv)
+		rest = append(append(rest, d.Config.Env), d.ProviderEnv...)
+	}
+	sort.Strings(rest)
+	out = append(out, slices.Compact(rest)...)
+	return append(out, "DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK")
 }
 
 func newMCPConfigCommand(e *env) *cobra.Command {
 	var (
-		claude, codex, approve bool
-		waitMax                time.Duration
-		forward                []string
+		approve bool
+		waitMax time.Duration
+		forward []string
+		hf      *harnessFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "config (--claude | --codex) [--approve]",
+		Use:   "config --harness NAME [--approve]",
 		Short: "Print the per-launch arguments that add dlgt's MCP server to a harness",
 		Long: `Print the command-line arguments that register "dlgt mcp" with one launch of
-Claude Code (--claude) or Codex (--codex), one argument per line, so a shell
-can pass them on unchanged:
+the harness named with --harness (` + mcpHarnessList(e.registry()) + `), one
+argument per line, so a shell can pass them on unchanged:
 
-  mapfile -t args < <(dlgt mcp config --claude) && claude "${args[@]}"
-  mapfile -t args < <(dlgt mcp config --codex) && codex "${args[@]}"
+  mapfile -t args < <(dlgt mcp config --harness claude) && claude "${args[@]}"
+  mapfile -t args < <(dlgt mcp config --harness codex) && codex "${args[@]}"
 
 Nothing is written anywhere. The read-only tools (wait, read, list) are
 marked read-only, so Codex runs them without asking; the others ask for
@@ -43,18 +55,23 @@ approval unless --approve is given: it adds --allowedTools mcp__dlgt for
 Claude, and default_tools_approval_mode="approve" for Codex. For Codex the
 server is marked required (so its tools are in the first model request) and
 the variables dlgt needs are forwarded by name (env_vars), never by value.`,
-		Example: `  claude -p "..." $(dlgt mcp config --claude --approve | paste -sd' ')   # no spaces in paths
-  mapfile -t args < <(dlgt mcp config --codex) && codex "${args[@]}"`,
+		Example: `  claude -p "..." $(dlgt mcp config --harness claude --approve | paste -sd' ')   # no spaces in paths
+  mapfile -t args < <(dlgt mcp config --harness codex) && codex "${args[@]}"`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := e.mcpServerSpec(cmd, claude, codex, approve, waitMax, forward)
+			d, err := e.mcpHarness(hf)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			spec, err := e.mcpServerSpec(cmd, d, approve, waitMax, forward)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
 			var out []string
-			if claude {
+			switch d.MCP {
+			case harness.MCPClaudeJSON:
 				out = claudeMCPArgs(spec)
-			} else {
+			case harness.MCPCodexTOML:
 				out = codexMCPArgs(spec)
 			}
 			for _, a := range out {
@@ -63,13 +80,43 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 			return nil
 		},
 	}
+	hf = e.addHarnessFlags(cmd, false, "the harness to print arguments for: "+mcpHarnessList(e.registry()))
 	f := cmd.Flags()
-	f.BoolVar(&claude, "claude", false, "arguments for Claude Code (--mcp-config JSON)")
-	f.BoolVar(&codex, "codex", false, "arguments for Codex (-c mcp_servers.dlgt...)")
 	f.BoolVar(&approve, "approve", false, "let the leader call every dlgt tool without asking")
 	f.DurationVar(&waitMax, "wait-max", mcpWaitDefault, "bound of one wait call, passed to dlgt mcp")
 	f.StringArrayVar(&forward, "forward-env", nil, "Codex: also forward this variable to the server (repeatable)")
 	return cmd
+}
+
+// mcpHarnesses are the harnesses of reg that dlgt can add its MCP server to.
+func mcpHarnesses(reg []harness.Descriptor, format harness.MCPFormat) []harness.Descriptor {
+	var out []harness.Descriptor
+	for _, d := range reg {
+		if d.MCP != harness.MCPNone && (format == harness.MCPNone || d.MCP == format) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func mcpHarnessList(reg []harness.Descriptor) string {
+	return harnessList(mcpHarnesses(reg, harness.MCPNone))
+}
+
+// mcpHarness is the one harness mcp config or install is for.
+func (e *env) mcpHarness(hf *harnessFlags) (harness.Descriptor, error) {
+	ds, err := hf.selected(e)
+	if err != nil {
+		return harness.Descriptor{}, err
+	}
+	if len(ds) != 1 {
+		return harness.Descriptor{}, usageError("give exactly one harness: --harness %s", mcpHarnessList(e.registry()))
+	}
+	if ds[0].MCP == harness.MCPNone {
+		return harness.Descriptor{}, usageError("--harness %s: dlgt cannot add its MCP server to %s (it can to %s)",
+			ds[0].Name, ds[0].DisplayName, mcpHarnessList(e.registry()))
+	}
+	return ds[0], nil
 }
 
 // mcpSpec is the server entry one harness gets, per launch (mcp config)
@@ -82,11 +129,8 @@ type mcpSpec struct {
 }
 
 // mcpServerSpec checks the flags shared by mcp config and mcp install and
-// builds the entry they describe.
-func (e *env) mcpServerSpec(cmd *cobra.Command, claude, codex, approve bool, waitMax time.Duration, forward []string) (mcpSpec, error) {
-	if claude == codex {
-		return mcpSpec{}, usageError("give exactly one of --claude or --codex")
-	}
+// builds the entry they describe for d.
+func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bool, waitMax time.Duration, forward []string) (mcpSpec, error) {
 	exe := e.exe
 	if exe == "" {
 		exe = "dlgt"
@@ -105,15 +149,16 @@ func (e *env) mcpServerSpec(cmd *cobra.Command, claude, codex, approve bool, wai
 		serverArgs = append(serverArgs, "--wait-max", waitMax.String())
 	}
 	spec := mcpSpec{exe: exe, serverArgs: serverArgs, approve: approve}
-	if codex {
+	if d.MCP == harness.MCPCodexTOML {
 		for _, name := range forward {
 			if name == "" || strings.ContainsAny(name, "=\"\\\n") {
 				return mcpSpec{}, usageError("--forward-env %q is not a variable name", name)
 			}
 		}
-		spec.forward = append(append([]string{}, mcpForwardEnv...), forward...)
+		spec.forward = append(e.mcpForwardEnv(), forward...)
 	} else if len(forward) > 0 {
-		return mcpSpec{}, usageError("--forward-env is for --codex: Claude Code passes its own environment to the server")
+		return mcpSpec{}, usageError("--forward-env is for --harness %s: %s passes its own environment to the server",
+			harnessList(mcpHarnesses(e.registry(), harness.MCPCodexTOML)), d.DisplayName)
 	}
 	return spec, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -43,14 +44,18 @@ type mcpInstallFile struct {
 	Diff   string `json:"diff,omitempty"`   // unified diff of the change
 }
 
-const mcpInstallLong = `Add the server entry that "dlgt mcp config" prints to the user config of
-Claude Code (--claude) or Codex (--codex), so every launch has it:
+// mcpInstallLong is mcp install's help: the registry's harnesses and the
+// file each one's entry goes to.
+func mcpInstallLong(reg []harness.Descriptor) string {
+	var b strings.Builder
+	b.WriteString(`Add the server entry that "dlgt mcp config" prints to the user config of
+the harness named with --harness, so every launch has it:
 
-  claude  ${CLAUDE_CONFIG_DIR:-~}/.claude.json, "mcpServers"."dlgt"
-          (with --approve also "mcp__dlgt" in permissions.allow of
-          ${CLAUDE_CONFIG_DIR:-~/.claude}/settings.json)
-  codex   ${CODEX_HOME:-~/.codex}/config.toml, [mcp_servers.dlgt]
-
+`)
+	for _, d := range mcpHarnesses(reg, harness.MCPNone) {
+		fmt.Fprintf(&b, "  %-7s %s\n", d.Name, mcpInstallTarget(d))
+	}
+	b.WriteString(`
 The entry replaces any earlier "dlgt" entry as a whole; everything else in
 the file is left as it is, byte for byte (the edited file is parsed again
 and compared with the original before it is written). Before a file is
@@ -61,37 +66,56 @@ not parse is refused and left alone. Run it while no Claude Code is
 running: Claude Code rewrites ~/.claude.json itself.
 
 Prints {"ok":true,"harness":...,"files":[{"path","status","backup","diff"}]};
--o text prints each file's status and diff.`
+-o text prints each file's status and diff.`)
+	return b.String()
+}
+
+// mcpInstallTarget says where d's entry is written.
+func mcpInstallTarget(d harness.Descriptor) string {
+	switch d.MCP {
+	case harness.MCPClaudeJSON:
+		return fmt.Sprintf(`${%s:-~}/.claude.json, "mcpServers"."dlgt"
+          (with --approve also "mcp__dlgt" in permissions.allow of
+          %s/settings.json)`, d.Config.Env, d.Config.Describe())
+	case harness.MCPCodexTOML:
+		return d.Config.Describe() + "/config.toml, [mcp_servers.dlgt]"
+	}
+	return ""
+}
 
 func newMCPInstallCommand(e *env) *cobra.Command {
 	var (
-		claude, codex, approve bool
-		waitMax                time.Duration
-		forward                []string
+		approve bool
+		waitMax time.Duration
+		forward []string
+		hf      *harnessFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "install (--claude | --codex) [--approve]",
+		Use:   "install --harness NAME [--approve]",
 		Short: "Add dlgt's MCP server to a harness's user config (what mcp config prints, kept)",
-		Long:  mcpInstallLong,
-		Example: `  dlgt mcp install --codex -o text
-  dlgt mcp install --claude --approve -o text`,
+		Long:  mcpInstallLong(e.registry()),
+		Example: `  dlgt mcp install --harness codex -o text
+  dlgt mcp install --harness claude --approve -o text`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text, err := textOutput(cmd)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			spec, err := e.mcpServerSpec(cmd, claude, codex, approve, waitMax, forward)
+			d, err := e.mcpHarness(hf)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			spec, err := e.mcpServerSpec(cmd, d, approve, waitMax, forward)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
 			var files []mcpInstallFile
-			harness := "codex"
-			if claude {
-				harness = "claude"
-				files, err = e.installClaudeMCP(spec)
-			} else {
-				files, err = e.installCodexMCP(spec)
+			switch d.MCP {
+			case harness.MCPClaudeJSON:
+				files, err = e.installClaudeMCP(d, spec)
+			case harness.MCPCodexTOML:
+				files, err = e.installCodexMCP(d, spec)
 			}
 			if err != nil {
 				return printFailure(cmd, err)
@@ -115,16 +139,15 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 				OK      bool             `json:"ok"`
 				Harness string           `json:"harness"`
 				Files   []mcpInstallFile `json:"files"`
-			}{true, harness, files})
+			}{true, d.Name, files})
 			if err != nil {
 				return err
 			}
 			return writeJSONLine(cmd, body)
 		},
 	}
+	hf = e.addHarnessFlags(cmd, false, "the harness whose user config gets the entry: "+mcpHarnessList(e.registry()))
 	f := cmd.Flags()
-	f.BoolVar(&claude, "claude", false, "Claude Code: ${CLAUDE_CONFIG_DIR:-~}/.claude.json")
-	f.BoolVar(&codex, "codex", false, "Codex: ${CODEX_HOME:-~/.codex}/config.toml")
 	f.BoolVar(&approve, "approve", false, "let the leader call every dlgt tool without asking")
 	f.DurationVar(&waitMax, "wait-max", mcpWaitDefault, "bound of one wait call, passed to dlgt mcp")
 	f.StringArrayVar(&forward, "forward-env", nil, "Codex: also forward this variable to the server (repeatable)")
@@ -133,25 +156,19 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// configDir is dir from the variable env, else home/sub; absolute or an
-// error naming which.
-func (e *env) configDir(env, sub string) (string, error) {
-	if dir := e.getenv(env); dir != "" {
-		if !filepath.IsAbs(dir) {
-			return "", usageError("%s is %q, not an absolute path", env, dir)
-		}
-		return dir, nil
+// configDir resolves a harness's config directory with the command's
+// environment; an error is a usage error naming the variable to fix.
+func (e *env) configDir(c harness.ConfigDir) (string, error) {
+	dir, err := c.Resolve(e.getenv)
+	if err != nil {
+		return "", usageError("%v", err)
 	}
-	home := e.getenv("HOME")
-	if !filepath.IsAbs(home) {
-		return "", usageError("HOME is %q, not an absolute path, and %s is not set", home, env)
-	}
-	return filepath.Join(home, sub), nil
+	return dir, nil
 }
 
 // installCodexMCP writes [mcp_servers.dlgt] into Codex's config.toml.
-func (e *env) installCodexMCP(s mcpSpec) ([]mcpInstallFile, error) {
-	dir, err := e.configDir("CODEX_HOME", ".codex")
+func (e *env) installCodexMCP(d harness.Descriptor, s mcpSpec) ([]mcpInstallFile, error) {
+	dir, err := e.configDir(d.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -166,14 +183,14 @@ func (e *env) installCodexMCP(s mcpSpec) ([]mcpInstallFile, error) {
 
 // installClaudeMCP writes "mcpServers"."dlgt" into Claude Code's
 // .claude.json and, with approve, the permission rule into settings.json.
-func (e *env) installClaudeMCP(s mcpSpec) ([]mcpInstallFile, error) {
+func (e *env) installClaudeMCP(d harness.Descriptor, s mcpSpec) ([]mcpInstallFile, error) {
 	// Claude Code keeps .claude.json in $CLAUDE_CONFIG_DIR when set, else
 	// in HOME (checked with the pinned CLI's `claude mcp add --scope user`).
-	stateDir, err := e.configDir("CLAUDE_CONFIG_DIR", "")
+	stateDir, err := e.configDir(harness.ConfigDir{Env: d.Config.Env})
 	if err != nil {
 		return nil, err
 	}
-	settingsDir, err := e.configDir("CLAUDE_CONFIG_DIR", ".claude")
+	settingsDir, err := e.configDir(d.Config)
 	if err != nil {
 		return nil, err
 	}

@@ -324,7 +324,7 @@ func TestMCPInstallClaudeConfigDir(t *testing.T) {
 		t.Errorf("relative HOME: exit %d %+v", code, d)
 	}
 	code, d = runInstall(t, vars, "--claude", "--forward-env", "X")
-	if code != exitError || !strings.Contains(d.Error.Message, "--forward-env is for --codex") {
+	if code != exitError || !strings.Contains(d.Error.Message, "--forward-env is for --harness codex") {
 		t.Errorf("--forward-env with --claude: exit %d %+v", code, d)
 	}
 }

@@ -12,19 +12,19 @@ func newModelsCommand(e *env) *cobra.Command {
 		includeHidden bool
 	)
 	cmd := &cobra.Command{
-		Use:   "models --harness claude|codex [--include-hidden]",
+		Use:   "models --harness NAME [--include-hidden]",
 		Short: "List the models a harness offers",
 		Example: `  dlgt models --harness codex --pretty
   dlgt models --harness claude -o text`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if harness == "" {
-				return printFailure(cmd, usageError("--harness is required (claude or codex)"))
+				return printFailure(cmd, usageError("--harness is required (%s)", harnessList(e.registry())))
 			}
 			return callAndPrintAs(e, cmd, rpc.MethodModelList, rpc.ModelListParams{Harness: harness, IncludeHidden: includeHidden}, writeModelTable)
 		},
 	}
-	cmd.Flags().StringVar(&harness, "harness", "", "claude or codex")
+	cmd.Flags().StringVar(&harness, "harness", "", harnessList(e.registry()))
 	cmd.Flags().BoolVar(&includeHidden, "include-hidden", false, "include hidden models")
 	addPretty(cmd)
 	addOutputFlag(cmd)

@@ -11,6 +11,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -93,10 +94,17 @@ func (e *env) loadProfiles() (map[string]profileConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseProfiles(path, data)
+	return parseProfilesFor(path, data, e.registry())
 }
 
+// parseProfiles is parseProfilesFor with the harness registry.
 func parseProfiles(path string, data []byte) (map[string]profileConfig, error) {
+	return parseProfilesFor(path, data, harness.All())
+}
+
+// parseProfilesFor parses a profiles file whose harness names must be
+// among known.
+func parseProfilesFor(path string, data []byte, known []harness.Descriptor) (map[string]profileConfig, error) {
 	if len(data) > maxProfilesBytes {
 		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s is larger than %d bytes", path, maxProfilesBytes)
 	}
@@ -117,8 +125,8 @@ func parseProfiles(path string, data []byte) (map[string]profileConfig, error) {
 		if name == "" || strings.ContainsAny(name, " \t\n/") {
 			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: invalid profile name %q", path, name)
 		}
-		if p.Harness != "" && p.Harness != "claude" && p.Harness != "codex" {
-			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: harness must be claude or codex", path, name)
+		if _, err := harness.Find(known, p.Harness); p.Harness != "" && err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: harness must be %s", path, name, harnessList(known))
 		}
 	}
 	if file.Profiles == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlgt/daemon"
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -55,6 +56,8 @@ type env struct {
 	localOnly bool
 	// argv is the command line as given (for running it on a host).
 	argv []string
+	// harnesses replaces the harness registry (tests); nil: harness.All().
+	harnesses []harness.Descriptor
 }
 
 func newEnv() *env {

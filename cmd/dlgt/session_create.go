@@ -19,7 +19,7 @@ func newSessionCreateCommand(e *env) *cobra.Command {
 		wait      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --harness claude|codex --cwd DIR --title T --request-id ID [--wait D] [flags] (-- PROMPT | --stdin)",
+		Use:   "create --harness NAME --cwd DIR --title T --request-id ID [--wait D] [flags] (-- PROMPT | --stdin)",
 		Short: "Launch a harness in a new Session and submit the first prompt",
 		Long: `Launch a harness in a new Session and submit the first prompt.
 
@@ -71,7 +71,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 			// Every missing required input in one error.
 			var missing []string
 			if plan.harness == "" {
-				missing = append(missing, "--harness (claude or codex, unless the profile sets it)")
+				missing = append(missing, "--harness ("+harnessList(e.registry())+", unless the profile sets it)")
 			}
 			if opts.title == "" {
 				missing = append(missing, "--title")
@@ -109,7 +109,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 		},
 	}
 	opts.register(cmd)
-	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: claude or codex (required unless --profile sets it)")
+	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: "+harnessList(e.registry())+" (required unless --profile sets it)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key, required: retrying with the same id and parameters replays the receipt")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "then wait up to this long (e.g. 10m) for the execution's result and print it as session fetch --until result does")

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"dlgt/harness"
 	"dlgt/rpc"
 )
 
@@ -41,13 +43,22 @@ type skillTarget struct {
 	Detail  string `json:"detail,omitempty"`
 }
 
-const skillInstallLong = `Write this binary's guide (what "dlgt skill" prints) to the user skills
-directory of Claude Code, Codex, or both (neither flag = both):
+// skillInstallLong is skill install's help: the registry's harnesses
+// and where each loads user skills from.
+func skillInstallLong(reg []harness.Descriptor) string {
+	var b strings.Builder
+	b.WriteString(`Write this binary's guide (what "dlgt skill" prints) to the user skills
+directory of each harness named with --harness (repeatable or
+comma-separated; without it, every harness):
 
-  claude  ${CLAUDE_CONFIG_DIR:-~/.claude}/skills/dlgt/SKILL.md
-  codex   ${CODEX_HOME:-~/.codex}/skills/dlgt/SKILL.md
-
-HOME, CLAUDE_CONFIG_DIR and CODEX_HOME are read from the environment (each
+`)
+	for _, d := range reg {
+		if d.SkillsDir != "" {
+			fmt.Fprintf(&b, "  %-7s %s/%s/%s/%s\n", d.Name, d.Config.Describe(), d.SkillsDir, skillDirName, skillFileName)
+		}
+	}
+	b.WriteString(`
+HOME and the variables above are read from the environment (each
 harness reads its skills from there). Each file is written
 atomically (a temporary file in the same directory, renamed over the old
 one) with mode 0644; missing directories are created with mode 0755; nothing
@@ -58,16 +69,19 @@ Prints {"ok":true,"targets":[{"harness","path","status"}]} with status
 --check writes nothing: it reports per target "current" (matches this
 binary's guide), "stale" (differs, e.g. installed by another version) or
 "missing", with "ok":false and exit status 1 when any is stale or missing.
-"dlgt doctor" reports the same as warnings.`
+"dlgt doctor" reports the same as warnings.`)
+	return b.String()
+}
 
 func newSkillInstallCommand(e *env) *cobra.Command {
-	var claude, codex, check bool
+	var check bool
+	var hf *harnessFlags
 	cmd := &cobra.Command{
-		Use:   "install [--claude] [--codex] [--check]",
-		Short: "Install the guide as a skill for Claude Code and Codex, or check the installed copies",
-		Long:  skillInstallLong,
+		Use:   "install [--harness NAME]... [--check]",
+		Short: "Install the guide as a skill for each harness, or check the installed copies",
+		Long:  skillInstallLong(e.registry()),
 		Example: `  dlgt skill install
-  dlgt skill install --codex -o text
+  dlgt skill install --harness codex -o text
   dlgt skill install --check`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,12 +89,21 @@ func newSkillInstallCommand(e *env) *cobra.Command {
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			if !claude && !codex {
-				claude, codex = true, true
+			ds, err := hf.selected(e)
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			for _, d := range ds {
+				if d.SkillsDir == "" {
+					return printFailure(cmd, usageError("--harness %s: %s loads no user skills", d.Name, d.DisplayName))
+				}
+			}
+			if len(ds) == 0 {
+				ds = e.registry()
 			}
 			// Every path is resolved before anything is written, so a
 			// bad environment changes nothing.
-			targets, err := e.skillTargets(claude, codex)
+			targets, err := e.skillTargets(ds)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
@@ -117,46 +140,27 @@ func newSkillInstallCommand(e *env) *cobra.Command {
 			return nil
 		},
 	}
+	hf = e.addHarnessFlags(cmd, true, "install for this harness: "+harnessList(e.registry())+" (repeatable or comma-separated; default: every harness)")
 	f := cmd.Flags()
-	f.BoolVar(&claude, "claude", false, "install for Claude Code (${CLAUDE_CONFIG_DIR:-~/.claude}/skills/dlgt/SKILL.md)")
-	f.BoolVar(&codex, "codex", false, "install for Codex (${CODEX_HOME:-~/.codex}/skills/dlgt/SKILL.md)")
 	f.BoolVar(&check, "check", false, "write nothing; report whether each installed copy is current, stale or missing (exit 1 unless all are current)")
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
 }
 
-// skillTargets resolves where each selected harness loads user skills
-// from, using the command's environment.
-func (e *env) skillTargets(claude, codex bool) ([]skillTarget, error) {
-	home := e.getenv("HOME")
+// skillTargets resolves where each harness of ds loads user skills from,
+// using the command's environment; a harness that loads none is skipped.
+func (e *env) skillTargets(ds []harness.Descriptor) ([]skillTarget, error) {
 	var out []skillTarget
-	if claude {
-		// Claude Code reads user skills from $CLAUDE_CONFIG_DIR/skills
-		// when that is set (measured with the pinned CLI), else
-		// ~/.claude/skills.
-		base := e.getenv("CLAUDE_CONFIG_DIR")
-		switch {
-		case base != "" && !filepath.IsAbs(base):
-			return nil, usageError("CLAUDE_CONFIG_DIR is %q, not an absolute path", base)
-		case base == "" && !filepath.IsAbs(home):
-			return nil, usageError("HOME is %q, not an absolute path, and CLAUDE_CONFIG_DIR is not set: cannot find ~/.claude/skills", home)
-		case base == "":
-			base = filepath.Join(home, ".claude")
+	for _, d := range ds {
+		if d.SkillsDir == "" {
+			continue
 		}
-		out = append(out, skillTarget{Harness: "claude", Path: filepath.Join(base, "skills", skillDirName, skillFileName)})
-	}
-	if codex {
-		base := e.getenv("CODEX_HOME")
-		switch {
-		case base != "" && !filepath.IsAbs(base):
-			return nil, usageError("CODEX_HOME is %q, not an absolute path", base)
-		case base == "" && !filepath.IsAbs(home):
-			return nil, usageError("HOME is %q, not an absolute path, and CODEX_HOME is not set: cannot find ~/.codex/skills", home)
-		case base == "":
-			base = filepath.Join(home, ".codex")
+		base, err := d.Config.Resolve(e.getenv)
+		if err != nil {
+			return nil, usageError("%v: cannot find the %s skills directory", err, d.Name)
 		}
-		out = append(out, skillTarget{Harness: "codex", Path: filepath.Join(base, "skills", skillDirName, skillFileName)})
+		out = append(out, skillTarget{Harness: d.Name, Path: filepath.Join(base, d.SkillsDir, skillDirName, skillFileName)})
 	}
 	return out, nil
 }
@@ -315,7 +319,7 @@ func writeSkillText(w io.Writer, targets []skillTarget) {
 	tw.Flush()
 	for _, t := range targets {
 		if t.Status == skillStale || t.Status == skillMissing {
-			fmt.Fprintf(w, "fix: dlgt skill install --%s\n", t.Harness)
+			fmt.Fprintf(w, "fix: dlgt skill install --harness %s\n", t.Harness)
 		}
 	}
 }
@@ -326,25 +330,22 @@ func (e *env) skillDoctorChecks() []doctorCheck {
 	// A missing copy for a harness that is not installed either is no
 	// reason for a warning.
 	installed := map[string]bool{}
-	env := map[string]string{"PATH": e.getenv("PATH")}
-	for _, dh := range doctorHarnesses {
-		if v := e.getenv(dh.override); v != "" {
-			env[dh.override] = v
-		}
-	}
-	for _, dh := range doctorHarnesses {
-		if _, err := dh.h.Binary(env); err == nil {
-			installed[dh.h.Info().Name] = true
-		}
-	}
+	env := e.harnessBinEnv()
 	var checks []doctorCheck
-	for _, h := range []string{"claude", "codex"} {
+	for _, d := range e.registry() {
+		if d.SkillsDir == "" {
+			continue
+		}
+		h := d.Name
+		if _, err := d.Harness.Binary(env); err == nil {
+			installed[h] = true
+		}
 		c := doctorCheck{Name: "skill." + h, OK: true}
-		targets, err := e.skillTargets(h == "claude", h == "codex")
+		targets, err := e.skillTargets([]harness.Descriptor{d})
 		if err != nil {
 			c.Warning = true
-			c.Detail = "cannot locate the " + h + " skills directory: " + rpc.AsError(err).Message
-			c.Fix = "set HOME (or CLAUDE_CONFIG_DIR / CODEX_HOME) to an absolute path, then run `dlgt skill install --" + h + "`"
+			c.Detail = rpc.AsError(err).Message
+			c.Fix = "set HOME (or " + d.Config.Env + ") to an absolute path, then run `dlgt skill install --harness " + h + "`"
 			checks = append(checks, c)
 			continue
 		}
@@ -354,18 +355,18 @@ func (e *env) skillDoctorChecks() []doctorCheck {
 		case t.Status == skillCurrent:
 			c.Detail = fmt.Sprintf("the dlgt skill at %s matches this binary's guide", t.Path)
 		case t.Status == skillMissing && !installed[h]:
-			c.Detail = fmt.Sprintf("no dlgt skill at %s (%s is not installed either; after installing it, run `dlgt skill install --%s`)", t.Path, h, h)
+			c.Detail = fmt.Sprintf("no dlgt skill at %s (%s is not installed either; after installing it, run `dlgt skill install --harness %s`)", t.Path, h, h)
 		case t.Status == skillMissing:
 			c.Warning = true
 			c.Detail = fmt.Sprintf("no dlgt skill at %s: agents in %s do not know how to delegate through dlgt", t.Path, h)
-			c.Fix = "run `dlgt skill install --" + h + "`"
+			c.Fix = "run `dlgt skill install --harness " + h + "`"
 		default:
 			c.Warning = true
 			c.Detail = fmt.Sprintf("the dlgt skill at %s differs from this binary's guide (another version installed it?)", t.Path)
 			if t.Detail != "" {
 				c.Detail += ": " + t.Detail
 			}
-			c.Fix = "run `dlgt skill install --" + h + "`"
+			c.Fix = "run `dlgt skill install --harness " + h + "`"
 		}
 		checks = append(checks, c)
 	}

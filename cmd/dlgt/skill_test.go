@@ -303,7 +303,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	if code := run([]string{"skill", "install", "--check", "-o", "text"}, e); code != exitError ||
 		!regexp.MustCompile(`(?m)^claude +stale +`+regexp.QuoteMeta(claudePath)+`$`).MatchString(out.String()) ||
 		!regexp.MustCompile(`(?m)^codex +missing +`+regexp.QuoteMeta(codexPath)+`$`).MatchString(out.String()) ||
-		!strings.Contains(out.String(), "fix: dlgt skill install --claude\nfix: dlgt skill install --codex\n") {
+		!strings.Contains(out.String(), "fix: dlgt skill install --harness claude\nfix: dlgt skill install --harness codex\n") {
 		t.Fatalf("check -o text: exit %d\n%s", code, out)
 	}
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--codex")
@@ -432,7 +432,7 @@ func TestDoctorSkillWarnings(t *testing.T) {
 	}
 	for _, h := range []string{"claude", "codex"} {
 		s := c["skill."+h]
-		if !s.OK || !s.Warning || !strings.Contains(s.Detail, "no dlgt skill at "+home) || s.Fix != "run `dlgt skill install --"+h+"`" {
+		if !s.OK || !s.Warning || !strings.Contains(s.Detail, "no dlgt skill at "+home) || s.Fix != "run `dlgt skill install --harness "+h+"`" {
 			t.Errorf("missing %s skill: %+v", h, s)
 		}
 	}
@@ -447,12 +447,12 @@ func TestDoctorSkillWarnings(t *testing.T) {
 	if s := c["skill.claude"]; !s.OK || s.Warning || s.Fix != "" || !strings.Contains(s.Detail, "matches this binary's guide") {
 		t.Errorf("current claude skill: %+v", s)
 	}
-	if s := c["skill.codex"]; !s.OK || !s.Warning || !strings.Contains(s.Detail, "differs") || !strings.Contains(s.Fix, "--codex") {
+	if s := c["skill.codex"]; !s.OK || !s.Warning || !strings.Contains(s.Detail, "differs") || !strings.Contains(s.Fix, "--harness codex") {
 		t.Errorf("stale codex skill: %+v", s)
 	}
 	e, out, _ := testEnv(t, vars, "")
 	if code := run([]string{"doctor", "-o", "text"}, e); code != exitOK ||
-		!strings.Contains(out.String(), "[warn] skill.codex: ") || !strings.Contains(out.String(), "       fix: run `dlgt skill install --codex`\n") ||
+		!strings.Contains(out.String(), "[warn] skill.codex: ") || !strings.Contains(out.String(), "       fix: run `dlgt skill install --harness codex`\n") ||
 		!strings.Contains(out.String(), "[ok]   skill.claude: ") {
 		t.Fatalf("doctor -o text: exit %d\n%s", code, out)
 	}
