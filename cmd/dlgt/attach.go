@@ -138,7 +138,7 @@ const (
 func (e *env) attach(cmd *cobra.Command, ref string, readOnly bool) error {
 	in, out := e.stdin, e.stdout
 	if !e.terminal(in) || !e.terminal(out) {
-		return printFailure(cmd, usageError("attach needs a terminal"))
+		return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "attach needs a terminal"))
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()

@@ -15,10 +15,13 @@ import (
 	"dlgt/rpc"
 )
 
-// usageError is an INVALID_ARGUMENT raised by the CLI itself (bad flags or
-// arguments), reported like any other failure.
-func usageError(format string, args ...any) *rpc.Error {
-	return rpc.Errorf(rpc.CodeInvalidArgument, format, args...)
+// usageError is an INVALID_ARGUMENT of the command line itself (a bad flag
+// value, a missing or extra argument): printFailure reports it as any other
+// failure and then prints the command's usage on stderr, as cobra's own
+// flag errors are. An INVALID_ARGUMENT that is no fault of the command line
+// (no terminal, an unusable HOME) is rpc.Errorf instead.
+func usageError(format string, args ...any) error {
+	return cliUsageError{rpc.Errorf(rpc.CodeInvalidArgument, format, args...)}
 }
 
 // flagErrorJSON marks cobra's flag-parsing errors as usage errors: run
@@ -27,12 +30,13 @@ func flagErrorJSON(cmd *cobra.Command, err error) error {
 	return cliUsageError{err}
 }
 
-// usageFailure prints a usage error as the JSON failure (exit status 1),
-// with the command's usage on stderr.
+// usageFailure prints err as a usage error: the JSON failure (exit status
+// 1), with the command's usage on stderr.
 func usageFailure(cmd *cobra.Command, err error) error {
-	err = printFailure(cmd, err)
-	cmd.PrintErr(cmd.UsageString())
-	return err
+	if !isUsageError(err) {
+		err = cliUsageError{err}
+	}
+	return printFailure(cmd, err)
 }
 
 // jsonArgs wraps a cobra positional-argument check so a violation is printed
@@ -119,7 +123,7 @@ func readPrompt(cmd *cobra.Command, fromStdin bool, words []string) (string, err
 	case fromStdin:
 		data, err := io.ReadAll(cmd.InOrStdin())
 		if err != nil {
-			return "", usageError("reading the prompt from stdin: %v", err)
+			return "", rpc.Errorf(rpc.CodeInvalidArgument, "reading the prompt from stdin: %v", err)
 		}
 		return string(data), nil
 	case len(words) == 0:

@@ -41,6 +41,17 @@ func TestCLIErrorShapes(t *testing.T) {
 		{"argument to events", []string{"events", "extra"}, rpc.CodeInvalidArgument, "dlgt events"},
 		{"unknown shell", []string{"completion", "tcsh"}, rpc.CodeInvalidArgument, "dlgt completion"},
 		{"unknown help topic", []string{"help", "bogus"}, rpc.CodeInvalidArgument, "dlgt help"},
+		// Usage errors a command finds itself, after cobra parsed the
+		// line, print the usage too.
+		{"bad --until", []string{"session", "fetch", "x", "--until", "foo"}, rpc.CodeInvalidArgument, "dlgt session fetch"},
+		{"bad --output", []string{"session", "list", "-o", "yaml"}, rpc.CodeInvalidArgument, "dlgt session list"},
+		{"bad --output, read", []string{"session", "read", "x", "-o", "yaml"}, rpc.CodeInvalidArgument, "dlgt session read SESSION"},
+		{"missing prompt", []string{"session", "send", "x", "--request-id", "r1"}, rpc.CodeInvalidArgument, "dlgt session send SESSION"},
+		{"prompt both ways", []string{"session", "send", "x", "--request-id", "r1", "--stdin", "--", "hi"}, rpc.CodeInvalidArgument, "dlgt session send SESSION"},
+		{"bad --screen", []string{"session", "fetch", "x", "--screen", "maybe"}, rpc.CodeInvalidArgument, "dlgt session fetch"},
+		{"negative --lines", []string{"scrollback", "x", "--lines", "-1"}, rpc.CodeInvalidArgument, "dlgt scrollback"},
+		// An INVALID_ARGUMENT that is no fault of the command line does not.
+		{"attach without a terminal", []string{"session", "attach", "x"}, rpc.CodeInvalidArgument, ""},
 		{"daemon down", []string{"session", "list"}, rpc.CodeRPCUnavailable, ""},
 		{"daemon down, events", []string{"events"}, rpc.CodeRPCUnavailable, ""},
 		{"daemon down, read", []string{"session", "read", "review"}, rpc.CodeRPCUnavailable, ""},

@@ -26,7 +26,8 @@ func printOK(cmd *cobra.Command, result any) error {
 }
 
 // printFailure prints {"ok":false,"error":{...}} and returns the exit
-// status for the error's code.
+// status for the error's code; a usage error (usageError) is followed by
+// the command's usage on stderr.
 func printFailure(cmd *cobra.Command, err error) error {
 	if ctx := cmd.Context(); ctx != nil && ctx.Err() != nil {
 		// Interrupted (run's signal handling): nothing on stdout; run
@@ -39,6 +40,9 @@ func printFailure(cmd *cobra.Command, err error) error {
 		Error *rpc.Error `json:"error"`
 	}{false, re})
 	writeJSONLine(cmd, body)
+	if isUsageError(err) {
+		cmd.PrintErr(cmd.UsageString())
+	}
 	return exitStatus{errorCode(err)}
 }
 

@@ -138,7 +138,7 @@ func run(args []string, e *env) int {
 	usage := isUsageError(err)
 	re := asCLIError(err)
 	if usage {
-		re = usageError("%v", err)
+		re = rpc.Errorf(rpc.CodeInvalidArgument, "%v", err)
 	}
 	body, _ := rpc.Marshal(struct {
 		OK    bool       `json:"ok"`

@@ -158,7 +158,7 @@ func (e *env) skillTargets(ds []harness.Descriptor) ([]skillTarget, error) {
 		}
 		base, err := d.Config.Resolve(e.getenv)
 		if err != nil {
-			return nil, usageError("%v: cannot find the %s skills directory", err, d.Name)
+			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%v: cannot find the %s skills directory", err, d.Name)
 		}
 		out = append(out, skillTarget{Harness: d.Name, Path: filepath.Join(base, d.SkillsDir, skillDirName, skillFileName)})
 	}
