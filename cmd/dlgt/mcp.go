@@ -436,7 +436,11 @@ func (t *mcpTools) cancel(ctx context.Context, _ *mcp.CallToolRequest, in cancel
 	if err := t.call(ctx, in.Session, rpc.MethodSessionCancel, p, &r); err != nil {
 		return toolError("cancel", err), nil, nil
 	}
-	return withJSON(sessionResultText("Canceled", &r), r), nil, nil
+	verb := "Canceled"
+	if r.Result == nil {
+		verb = "Nothing to cancel: no execution was active"
+	}
+	return withJSON(sessionResultText(verb, &r), r), nil, nil
 }
 
 func (t *mcpTools) stop(ctx context.Context, _ *mcp.CallToolRequest, in stopIn) (*mcp.CallToolResult, any, error) {

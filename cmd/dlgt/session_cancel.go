@@ -16,7 +16,9 @@ func newSessionCancelCommand(e *env) *cobra.Command {
 		Long: `Interrupt a Session's active execution and wait for it to terminalize.
 
 If --timeout expires first the command fails with CANCEL_TIMEOUT (exit
-status 3); cancellation continues in the daemon.`,
+status 3); cancellation continues in the daemon. A Session with no active
+execution has nothing to cancel: the command succeeds without a "result"
+(with -o text: "nothing to cancel").`,
 		Example: `  dlgt session cancel review --timeout 30s`,
 		Args:    jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -28,7 +30,7 @@ status 3); cancellation continues in the daemon.`,
 				}
 				p.TimeoutMS = &ms
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionCancel, p, writeSessionResultText)
+			return callAndPrintAs(e, cmd, rpc.MethodSessionCancel, p, writeCancelText)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long to wait for the execution to stop (daemon default if unset)")

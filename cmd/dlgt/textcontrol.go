@@ -49,6 +49,20 @@ func writeSessionResultText(w io.Writer, r rpc.SessionResult) error {
 	return nil
 }
 
+// writeCancelText prints a session.cancel answer for a person. The daemon
+// answers a cancel with nothing to interrupt (an idle, stopped or failed
+// Session) with the Session alone, no result: that is said, not left to
+// read as a cancellation.
+func writeCancelText(w io.Writer, r rpc.SessionResult) error {
+	if err := writeSessionResultText(w, r); err != nil {
+		return err
+	}
+	if r.Result == nil {
+		fmt.Fprintf(w, "result  none: nothing to cancel, no execution was active (the Session is %s)\n", r.Session.State)
+	}
+	return nil
+}
+
 // shellWord is s as one word of a shell command line: as it is when it
 // needs no quoting (aliases, provider ids), else single-quoted.
 func shellWord(s string) string {

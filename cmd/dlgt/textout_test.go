@@ -241,6 +241,41 @@ func TestControlCommandsText(t *testing.T) {
 	}
 }
 
+// A cancel with nothing to interrupt answers the Session without a result;
+// -o text and the MCP tool say so rather than "canceled", and a real
+// cancellation still reads as one.
+func TestCancelNothingToCancel(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle}})
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	want := "review  idle  claude\nresult  none: nothing to cancel, no execution was active (the Session is idle)\n"
+	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != exitOK || stdout != want {
+		t.Fatalf("idle cancel: exit %d\n%s\nwant\n%s", code, stdout, want)
+	}
+	// JSON is the daemon's answer as it is: no "result" member.
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "cancel", "review"); code != exitOK || strings.Contains(stdout, `"result"`) {
+		t.Fatalf("idle cancel JSON: exit %d %q", code, stdout)
+	}
+	e, _, _ = cliEnv(t, d, nil, nil, "")
+	cs := mcpClient(t, e, 90*time.Second)
+	text, _, isErr := callTool(t, cs, "cancel", map[string]any{"session": "review"})
+	if isErr || !strings.HasPrefix(text, "Nothing to cancel") || strings.Contains(text, "Canceled") {
+		t.Fatalf("MCP idle cancel: %v %q", isErr, text)
+	}
+
+	d.set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
+		Result: &rpc.Result{ExecutionSeq: 3, Status: rpc.StatusCanceled, Error: &rpc.ResultError{Code: "canceled", Message: "canceled by request"}}})
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != exitOK || strings.Contains(stdout, "nothing to cancel") || !strings.Contains(stdout, "result  #3 canceled") {
+		t.Fatalf("real cancel: exit %d\n%s", code, stdout)
+	}
+	text, _, isErr = callTool(t, cs, "cancel", map[string]any{"session": "review"})
+	if isErr || !strings.HasPrefix(text, "Canceled.") {
+		t.Fatalf("MCP cancel: %v %q", isErr, text)
+	}
+}
+
 func TestShellWord(t *testing.T) {
 	for in, want := range map[string]string{
 		"review": "review", "claude:0199a4c2-1111": "claude:0199a4c2-1111", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
