@@ -61,7 +61,7 @@ in "errors" without hiding the others (exit status 1).`,
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err))
 			}
-			return writeSessionTable(cmd.OutOrStdout(), res.Sessions, time.Now(), nil)
+			return writeSessionTable(cmd.OutOrStdout(), res.Sessions, time.Now(), nil, e.tableWidth(cmd.OutOrStdout()))
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include stopped and failed Sessions")
@@ -138,13 +138,13 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 		}
 	}
 	if text {
-		var buf bytes.Buffer
-		writeSessionTable(&buf, rows, time.Now(), nil)
 		w := cmd.OutOrStdout()
 		width := len("HOST")
 		for _, h := range hosts {
 			width = max(width, len(h))
 		}
+		var buf bytes.Buffer
+		writeSessionTable(&buf, rows, time.Now(), nil, e.tableWidth(w)-width-tableGap)
 		for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
 			host := "HOST"
 			if i > 0 && i-1 < len(rowHosts) {

@@ -61,7 +61,7 @@ func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
 	tick := time.NewTicker(watchTick)
 	defer tick.Stop()
 	for n := 0; ; n++ {
-		frame, err := e.watchFrame(ctx, all)
+		frame, err := e.watchFrame(ctx, all, e.tableWidth(out))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -91,8 +91,9 @@ func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
 	}
 }
 
-// watchFrame renders one refresh of the table.
-func (e *env) watchFrame(ctx context.Context, all bool) ([]byte, error) {
+// watchFrame renders one refresh of the table, width columns wide at most
+// (taken again for every frame, so a resized terminal fits at the next).
+func (e *env) watchFrame(ctx context.Context, all bool, width int) ([]byte, error) {
 	raw, err := e.call(ctx, rpc.MethodSessionList, rpc.SessionListParams{All: all})
 	if err != nil {
 		return nil, err
@@ -120,6 +121,6 @@ func (e *env) watchFrame(ctx context.Context, all bool) ([]byte, error) {
 	now := time.Now()
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "dlgt sessions at %s (Ctrl-C to quit)\n\n", now.Format("15:04:05"))
-	err = writeSessionTable(&buf, list.Sessions, now, func(s rpc.Session) string { return last[s.ID] })
+	err = writeSessionTable(&buf, list.Sessions, now, func(s rpc.Session) string { return last[s.ID] }, width)
 	return buf.Bytes(), err
 }

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -82,27 +83,135 @@ func sessionName(s rpc.Session) string {
 	return s.ID
 }
 
-// writeSessionTable prints sessions as an aligned table; last, when set,
-// gives a Session's latest result summary (the LAST RESULT column).
-func writeSessionTable(w io.Writer, sessions []rpc.Session, now time.Time, last func(rpc.Session) string) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "SESSION\tSTATE\tHARNESS\tTITLE\tCREATED\tUPDATED"
-	if last != nil {
-		head += "\tLAST RESULT"
-	}
-	fmt.Fprintln(tw, head)
-	for _, s := range sessions {
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", sessionName(s), s.State, s.Harness, oneLine(s.Title, 40),
-			relTime(s.CreatedAtMS, now), relTime(s.UpdatedAtMS, now))
-		if last != nil {
-			line += "\t" + last(s)
+// Table widths: session list -o text and --watch fit the terminal.
+const (
+	// defaultTableWidth is the width when stdout is no terminal and
+	// $COLUMNS names none.
+	defaultTableWidth = 120
+	// tableGap separates the columns.
+	tableGap = 2
+)
+
+// tableWidth is how many columns a table written to w may take: the
+// terminal's width when w is one, else $COLUMNS when that is a positive
+// number, else defaultTableWidth.
+func (e *env) tableWidth(w any) int {
+	if e.terminal(w) {
+		if _, cols, ok := terminalSize(w); ok {
+			return cols
 		}
-		fmt.Fprintln(tw, line)
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(e.getenv("COLUMNS"))); err == nil && n > 0 {
+		return n
+	}
+	return defaultTableWidth
+}
+
+// Session table columns.
+const (
+	colSession = iota
+	colState
+	colHarness
+	colTitle
+	colCreated
+	colUpdated
+	colLast
+)
+
+// writeSessionTable prints sessions as an aligned table; last, when set,
+// gives a Session's latest result summary (the LAST RESULT column). A
+// width above 0 bounds each line: the title, last-result and SESSION
+// columns give up width (fitColumns), their cells clipped with "…";
+// state, harness and the times are never clipped.
+func writeSessionTable(w io.Writer, sessions []rpc.Session, now time.Time, last func(rpc.Session) string, width int) error {
+	rows := [][]string{{"SESSION", "STATE", "HARNESS", "TITLE", "CREATED", "UPDATED"}}
+	if last != nil {
+		rows[0] = append(rows[0], "LAST RESULT")
+	}
+	for _, s := range sessions {
+		row := []string{sessionName(s), s.State, s.Harness, oneLine(s.Title, 40),
+			relTime(s.CreatedAtMS, now), relTime(s.UpdatedAtMS, now)}
+		if last != nil {
+			row = append(row, oneLine(last(s), 80))
+		}
+		rows = append(rows, row)
+	}
+	widths := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for i, cell := range row {
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	if width > 0 {
+		fitColumns(widths, width)
+	}
+	var b strings.Builder
+	for _, row := range rows {
+		b.Reset()
+		for i, cell := range row {
+			cell = clipCell(cell, widths[i])
+			b.WriteString(cell)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell)+tableGap))
+			}
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
 	}
 	if len(sessions) == 0 {
-		fmt.Fprintln(tw, "(no Sessions)")
+		if _, err := io.WriteString(w, "(no Sessions)\n"); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	return nil
+}
+
+// fitColumns narrows widths (of the session table's columns) until their
+// sum with the gaps is at most width, or nothing more may give. In turn:
+// title and last result (the wider of them each step) down to 20 columns,
+// SESSION down to 27 (a derived alias's length), title and last result
+// down to 8 and 12, SESSION down to 12. At those floors the table with a
+// last result fits 80 columns.
+func fitColumns(widths []int, width int) {
+	total := tableGap * (len(widths) - 1)
+	for _, n := range widths {
+		total += n
+	}
+	for _, stage := range []map[int]int{
+		{colTitle: 20, colLast: 20},
+		{colSession: 27},
+		{colTitle: 8, colLast: 12},
+		{colSession: 12},
+	} {
+		for total > width {
+			c := -1
+			for _, col := range []int{colSession, colTitle, colLast} {
+				floor, ok := stage[col]
+				if ok && col < len(widths) && widths[col] > floor && (c < 0 || widths[col] > widths[c]) {
+					c = col
+				}
+			}
+			if c < 0 {
+				break
+			}
+			widths[c]--
+			total--
+		}
+	}
+}
+
+// clipCell is s cut to n runes, its last one "…" when cut.
+func clipCell(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // resultSummary is one line about a result: "#3 completed: first words".

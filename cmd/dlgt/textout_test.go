@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"dlgt/daemon"
 	"dlgt/rpc"
@@ -65,6 +66,83 @@ func TestSessionListText(t *testing.T) {
 	}
 }
 
+// The issue's table: a 47-character alias derived from a long title, a
+// long title and a long last result were ~150 columns wide.
+func longSessions() []rpc.Session {
+	now := time.Now().UnixMilli()
+	return []rpc.Session{
+		{ID: "claude:1111", Alias: "investigate-the-race-condition-in-the-ev-672cf0", Title: "Investigate the race condition in the event subscriber and fix it",
+			Harness: "claude", State: rpc.StateRestarting, CreatedAtMS: now - 3*60_000, UpdatedAtMS: now - 2*3_600_000},
+		{ID: "codex:2222", Alias: "cl", Title: "short", Harness: "codex", State: rpc.StateIdle, CreatedAtMS: now - 3*60_000, UpdatedAtMS: now - 2*3_600_000},
+	}
+}
+
+// checkFits fails unless every line of table is at most width runes and
+// the state, harness and time cells are whole.
+func checkFits(t *testing.T, table string, width int) {
+	t.Helper()
+	for _, l := range strings.Split(strings.TrimRight(table, "\n"), "\n") {
+		if n := utf8.RuneCountInString(l); n > width {
+			t.Fatalf("a line is %d columns, over %d:\n%s", n, width, table)
+		}
+	}
+	for _, want := range []string{"  restarting  claude  ", "  idle        codex   ", "3m ago", "2h ago", "STATE", "HARNESS", "CREATED", "UPDATED"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if !strings.Contains(table, "Investi") || !strings.Contains(table, "…") {
+		t.Fatalf("the long title is not clipped with an ellipsis:\n%s", table)
+	}
+}
+
+func TestSessionTableFitsWidth(t *testing.T) {
+	sessions := longSessions()
+	now := time.Now()
+	last := func(rpc.Session) string {
+		return "#12 completed: " + strings.Repeat("a long final text ", 5)
+	}
+	for _, width := range []int{120, 100, 80} {
+		var b strings.Builder
+		if err := writeSessionTable(&b, sessions, now, last, width); err != nil {
+			t.Fatal(err)
+		}
+		checkFits(t, b.String(), width)
+		if !strings.Contains(b.String(), "LAST RESULT") || !strings.Contains(b.String(), "#12 comp") {
+			t.Fatalf("width %d: the last-result column is gone:\n%s", width, b.String())
+		}
+	}
+	// Width 0 is no bound: the cells as they are (titles at most 40).
+	var b strings.Builder
+	writeSessionTable(&b, sessions, now, nil, 0)
+	if !strings.Contains(b.String(), "investigate-the-race-condition-in-the-ev-672cf0") || !strings.Contains(b.String(), "Investigate the race condition in the e…") {
+		t.Fatalf("unbounded table clipped:\n%s", b.String())
+	}
+}
+
+// session list -o text and --watch fit $COLUMNS when stdout is no
+// terminal, else 120 columns.
+func TestSessionListFitsColumns(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: longSessions()})
+	for _, c := range []struct {
+		columns string
+		width   int
+	}{{"80", 80}, {"", 120}, {"wide", 120}} {
+		e, out, _ := cliEnv(t, d, map[string]string{"COLUMNS": c.columns}, nil, "")
+		code, stdout := runCLI(t, e, out, "session", "list", "-o", "text")
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stdout)
+		}
+		checkFits(t, stdout, c.width)
+	}
+	got := watchFrames(t, false, map[string]string{"COLUMNS": "100"}, longSessions(), strings.Repeat("a long final text ", 5))
+	checkFits(t, got, 100)
+	if strings.Count(got, "LAST RESULT") < 2 {
+		t.Fatalf("frames:\n%s", got)
+	}
+}
+
 func TestSessionFetchText(t *testing.T) {
 	d := newFakeDaemon(t)
 	text := "All done.\nTwo findings:\n- one\n- two"
@@ -105,15 +183,20 @@ func TestSessionListWatch(t *testing.T) {
 }
 
 func watchOnce(t *testing.T, tty bool) string {
-	d := newFakeDaemon(t)
 	now := time.Now().UnixMilli()
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
+	return watchFrames(t, tty, nil, []rpc.Session{
 		{ID: "claude:1111", Alias: "review", Title: "Review", Harness: "claude", State: rpc.StateIdle, CreatedAtMS: now, UpdatedAtMS: now},
-	}})
-	text := "LGTM"
+	}, "LGTM")
+}
+
+// watchFrames runs session list --watch over sessions (each with a last
+// result whose final text is text) until its second frame, then Ctrl-C.
+func watchFrames(t *testing.T, tty bool, vars map[string]string, sessions []rpc.Session, text string) string {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: sessions})
 	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:1111"}, Result: &rpc.Result{ExecutionSeq: 3, Status: "completed", FinalText: &text}})
 	d.set(rpc.MethodEventSubscribe, eventStream{lines: []string{`{"schema_version":1,"seq":9,"type":"session.idle","session_id":"claude:1111"}`}})
-	e, _, errb := cliEnv(t, d, nil, nil, "")
+	e, _, errb := cliEnv(t, d, vars, nil, "")
 	frames := &lineWriter{n: 9, done: make(chan struct{})}
 	if tty {
 		frames.n = 8
