@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,7 +100,15 @@ func validateEnv(env map[string]string) error {
 	return nil
 }
 
-// slugAlias derives an alias from a title plus a random suffix.
+// maxAliasSlug bounds the title part of a derived alias, so the alias
+// (slug, "-", six hex digits) stays at most 27 characters: short enough to
+// type and to fit a table column. Aliases already stored keep their length.
+const maxAliasSlug = 20
+
+// slugAlias derives an alias from a title plus a random suffix: the
+// title's letters and digits, lower-cased, runs of anything else as one
+// "-", cut to maxAliasSlug at the last word boundary within it (or hard
+// at maxAliasSlug when the first word alone is about as long).
 func slugAlias(title string) string {
 	var b strings.Builder
 	dash := false
@@ -111,11 +120,20 @@ func slugAlias(title string) string {
 			b.WriteByte('-')
 			dash = true
 		}
-		if b.Len() >= 40 {
+		if b.Len() > maxAliasSlug {
 			break
 		}
 	}
-	slug := strings.Trim(b.String(), "-")
+	slug := b.String()
+	if len(slug) > maxAliasSlug {
+		// A dash at index maxAliasSlug ends a whole word at the bound.
+		if i := strings.LastIndexByte(slug[:maxAliasSlug+1], '-'); i >= maxAliasSlug/2 {
+			slug = slug[:i]
+		} else {
+			slug = slug[:maxAliasSlug]
+		}
+	}
+	slug = strings.Trim(slug, "-")
 	if slug == "" {
 		slug = "session"
 	}
@@ -225,7 +243,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 		}
 	} else if _, taken := rt.aliases[rec.Alias]; taken {
 		rt.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + rec.Alias + " belongs to an active Session"}
+		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias " + strconv.Quote(rec.Alias) + " belongs to an active Session"}
 	}
 	rt.aliases[s.rec.Alias] = s
 	rt.holdSessionLocked(s)

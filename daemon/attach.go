@@ -147,9 +147,17 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params jso
 	s.mu.Lock()
 	g := s.gen
 	if g == nil || terminal(s.rec.State) {
-		state := s.rec.State
+		state, id := s.rec.State, s.rec.ID
 		s.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(state) + " and has no live terminal (resume it first)"}
+		msg := "the Session is " + string(state) + " and has no live terminal"
+		if terminal(state) {
+			// session.restart relaunches a stopped or failed Session
+			// without a prompt (send --resume needs one).
+			msg += "; relaunch it first: dlgt session restart " + id
+		} else {
+			msg += " yet; attach again once it has started"
+		}
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: msg}
 	}
 	st := &attachStream{rt: rt, s: s, g: g, mode: p.Mode}
 	if p.Mode == AttachWrite {

@@ -335,8 +335,19 @@ func TestAttachNeedsLiveSession(t *testing.T) {
 	r := td.create(t, "attn-1", "hi")
 	td.waitResult(t, r.Session.ID, r.Cursor)
 	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, nil)
-	if _, err := td.attach(t, r.Session.ID, AttachRead); !errors.Is(err, rpc.ErrSessionUnavailable) {
+	_, err := td.attach(t, r.Session.ID, AttachRead)
+	if !errors.Is(err, rpc.ErrSessionUnavailable) {
 		t.Fatalf("attach to stopped: %v", err)
+	}
+	// The refusal names the command that makes the Session attachable,
+	// and that command does.
+	restart := "dlgt session restart " + r.Session.ID
+	if re := rpc.AsError(err); !strings.HasSuffix(re.Message, restart) {
+		t.Fatalf("attach to stopped says %q, want it to end in %q", re.Message, restart)
+	}
+	td.mustCall(rpc.MethodSessionRestart, rpc.SessionRestartParams{Session: r.Session.ID, Environment: td.env}, nil)
+	if _, err := td.attach(t, r.Session.ID, AttachRead); err != nil {
+		t.Fatalf("attach after %s: %v", restart, err)
 	}
 	if _, err := td.attach(t, "claude:nope", AttachWrite); !errors.Is(err, rpc.ErrNotFound) {
 		t.Fatalf("attach to unknown: %v", err)

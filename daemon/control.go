@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,7 +89,7 @@ func (rt *runtime) revive(s *session, alias string) error {
 	if s.rec.Alias != "" {
 		if other, taken := rt.aliases[s.rec.Alias]; taken && other != s {
 			rt.mu.Unlock()
-			return &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + s.rec.Alias + " belongs to an active Session"}
+			return &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias " + strconv.Quote(s.rec.Alias) + " belongs to an active Session"}
 		}
 		rt.aliases[s.rec.Alias] = s
 	}
@@ -150,7 +151,7 @@ func (rt *runtime) adoptForResume(p *rpc.SessionSendParams) (*session, error) {
 		alias = slugAlias(title)
 	}
 	if _, taken := rt.aliases[alias]; taken {
-		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias @" + alias + " belongs to an active Session"}
+		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias " + strconv.Quote(alias) + " belongs to an active Session"}
 	}
 	s.rec.Alias = alias
 	rt.aliases[alias] = s

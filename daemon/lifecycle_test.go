@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -448,6 +449,9 @@ func TestAliases(t *testing.T) {
 	if !errors.Is(err, rpc.ErrAliasInUse) {
 		t.Fatalf("second create = %v, want ALIAS_IN_USE", err)
 	}
+	if msg := rpc.AsError(err).Message; !strings.Contains(msg, `alias "rev" `) || strings.Contains(msg, "@") {
+		t.Fatalf("ALIAS_IN_USE says %q, want the alias plainly", msg)
+	}
 	if n := td.status(t).Sessions; n != 1 {
 		t.Fatalf("daemon holds %d Sessions, want 1", n)
 	}
@@ -491,12 +495,59 @@ func TestAliases(t *testing.T) {
 	// derived alias a person probably meant; a ref no alias starts with
 	// gets no suggestion.
 	err = td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "my-review-task-1"}, nil)
-	if re := wantCode(t, err, rpc.CodeNotFound); !strings.HasSuffix(re.Message, "; did you mean @"+r3.Session.Alias+"?") {
-		t.Fatalf("error %q does not suggest @%s", re.Message, r3.Session.Alias)
+	if re := wantCode(t, err, rpc.CodeNotFound); !strings.HasSuffix(re.Message, "; did you mean "+r3.Session.Alias+"?") {
+		t.Fatalf("error %q does not suggest %s plainly", re.Message, r3.Session.Alias)
 	}
 	err = td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "my-rev"}, nil)
 	if re := wantCode(t, err, rpc.CodeNotFound); strings.Contains(re.Message, "did you mean") {
 		t.Fatalf("error %q suggests an alias for a ref none starts with", re.Message)
+	}
+
+	// A stopped Session's alias is named as it was typed: "rev", not
+	// "@rev"; with the "@" typed, with it.
+	td.waitResult(t, r3.Session.ID, r3.Cursor)
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r3.Session.Alias}, nil)
+	for _, ref := range []string{r3.Session.Alias, "@" + r3.Session.Alias} {
+		err = td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: ref}, nil)
+		re := wantCode(t, err, rpc.CodeNotFound)
+		if !strings.Contains(re.Message, "alias "+strconv.Quote(ref)+";") || !strings.Contains(re.Message, r3.Session.ID) {
+			t.Fatalf("%s: message %q does not name the alias as typed and the Session", ref, re.Message)
+		}
+		if ref[0] != '@' && strings.Contains(re.Message, "@") {
+			t.Fatalf("%s: message %q adds an @ the client did not type", ref, re.Message)
+		}
+	}
+}
+
+// A derived alias's title part is at most maxAliasSlug characters, cut at
+// a word boundary when one is near the bound: 27 characters in all.
+func TestSlugAliasBound(t *testing.T) {
+	for title, want := range map[string]string{
+		"My Review: Task #1": "my-review-task-1",
+		"Investigate the race condition in the event subscriber": "investigate-the-race",
+		"Fix the flaky test in daemon/fetch_longpoll.go":         "fix-the-flaky-test",
+		"race":                                   "race",
+		"supercalifragilisticexpialidocious fix": "supercalifragilistic",
+		"a supercalifragilisticexpialidocious":   "a-supercalifragilist",
+		"!!! ??? ***":                            "session",
+		"   --- Title ---   ":                    "title",
+	} {
+		got := slugAlias(title)
+		if !regexp.MustCompile(`^` + regexp.QuoteMeta(want) + `-[0-9a-f]{6}$`).MatchString(got) {
+			t.Errorf("slugAlias(%q) = %q, want %s-xxxxxx", title, got, want)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const chars = "abc XYZ 019 -_.:/é"
+	for i := 0; i < 2000; i++ {
+		var b strings.Builder
+		for n := rng.IntN(120); n > 0; n-- {
+			b.WriteString(string([]rune(chars)[rng.IntN(len([]rune(chars)))]))
+		}
+		got := slugAlias(b.String())
+		if len(got) > maxAliasSlug+7 || !regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`).MatchString(got) {
+			t.Fatalf("slugAlias(%q) = %q (%d characters)", b.String(), got, len(got))
+		}
 	}
 }
 

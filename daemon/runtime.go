@@ -297,11 +297,12 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 		all = append(all, s)
 	}
 	// Aliases a person may have meant: the ones dlgt generated from a
-	// title (title-xxxxxx) starting with what was typed.
+	// title (title-xxxxxx) starting with what was typed. They are named
+	// plainly, as people type them (the "@" is optional).
 	var near []string
 	for a := range rt.aliases {
 		if strings.HasPrefix(a, alias+"-") {
-			near = append(near, "@"+a)
+			near = append(near, a)
 		}
 	}
 	rt.mu.Unlock()
@@ -317,9 +318,10 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 		s.mu.Unlock()
 	}
 	if lastID != "" {
+		// The alias as the client sent it ("cl" or "@cl"), not rewritten.
 		return nil, &rpc.Error{Code: rpc.CodeNotFound, Message: fmt.Sprintf(
-			"no active Session has the alias @%s; it last named %s, now %s: address that Session by its ID, or resume it (dlgt session send %s --resume)",
-			clipRef(alias), lastID, lastState, lastID)}
+			"no active Session has the alias %q; it last named %s, now %s: address that Session by its ID, or resume it (dlgt session send %s --resume)",
+			clipRef(ref), lastID, lastState, lastID)}
 	}
 	msg := fmt.Sprintf("no Session %q on this daemon", clipRef(ref))
 	if len(near) > 0 {
