@@ -1,4 +1,4 @@
-module dlgt
+module github.com/dlgt-dev/dlgt
 
 go 1.26.8
 

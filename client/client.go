@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Options are a Client's dial policy. The zero value is this machine's

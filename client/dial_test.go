@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/client"
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // serveAt serves handler on a Unix socket at path until the test ends.

@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
-	"dlgt/client"
-	"dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/daemon"
 )
 
 // Start a Session of Claude Code, wait for its result and print its final

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/harness"
-	"dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 )
 
 // The test binary doubles as the fake Claude Code, the hook forwarder and

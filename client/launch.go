@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // LaunchEnvironment is the environment a launch from this client sends

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/client"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func piece(seq uint64, text string, off int, complete bool) rpc.Result {

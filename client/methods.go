@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // call makes one typed call on a fresh connection to the daemon the

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/client"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Every typed method against a real daemon whose claude is the fake: a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Profile is one [profiles.NAME] table of the profiles file: a named

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Remote Sessions. With Options.Host (or DLGT_HOST, or a profile's host)

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/client"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // A real OpenSSH server on 127.0.0.1 (a free port, throwaway keys, nothing
@@ -51,7 +51,7 @@ func newSSHRig(t *testing.T) *sshRig {
 	}
 	dir := shortDir(t)
 	r := &sshRig{dir: dir, remote: filepath.Join(dir, "remote"), dlgt: filepath.Join(dir, "bin", "dlgt")}
-	if out, err := exec.Command("go", "build", "-o", r.dlgt, "dlgt/cmd/dlgt").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", r.dlgt, "github.com/dlgt-dev/dlgt/cmd/dlgt").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	for _, key := range []string{"host", "user"} {

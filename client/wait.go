@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // waitFetchBytes is the fetch size WaitResult asks for: the contract's

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Bounds on acceptance inputs.

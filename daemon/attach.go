@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Interactive attach (internal.terminal.*). A human at a terminal either

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // attachClient is one attach stream with the output it has seen.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // cancelingExec starts an execution on s whose provider turn id is turn

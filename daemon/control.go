@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // resumeAndSend relaunches a stopped (or unknown) Session through the

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // childDaemonMain is the "daemon" test role: the test binary runs a daemon

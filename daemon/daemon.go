@@ -14,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"dlgt/internal/hookfwd"
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Config configures Run.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // hangGuard bounds every wait of these tests; it is never a timing

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // Prompt delivery waits on evidence in the harness's own output

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/vt"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/vt"
 )
 
 func TestModeScanBracketedPaste(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 )
 
 // Agents delegating to agents: a real leader CLI (claude -p or codex exec),
@@ -52,7 +52,7 @@ func dlgtBinary(t testing.TB) string {
 			return
 		}
 		dlgtBinPath = filepath.Join(dir, "dlgt")
-		cmd := exec.Command("go", "build", "-o", dlgtBinPath, "dlgt/cmd/dlgt")
+		cmd := exec.Command("go", "build", "-o", dlgtBinPath, "github.com/dlgt-dev/dlgt/cmd/dlgt")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			dlgtBinErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The Claude Code rows of the scenario table (e2e_scenarios_test.go): the

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // Prompt delivery on evidence, with the real CLIs (and the fake): every

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/rpc"
-	"dlgt/vt"
-	"dlgt/vt/vttest"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/vt"
+	"github.com/dlgt-dev/dlgt/vt/vttest"
 )
 
 // Real-CLI tests of inline (main-screen) TUIs: a long reply scrolls off

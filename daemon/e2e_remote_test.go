@@ -22,8 +22,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Remote Sessions over OpenSSH: a real sshd on 127.0.0.1 (a free port, a
@@ -416,7 +416,7 @@ func TestRemoteFailuresAreTyped(t *testing.T) {
 
 	// An older remote: the hello announces another schema.
 	old := filepath.Join(r.dir, "dlgt-old")
-	if out, err := exec.Command("go", "build", "-ldflags", "-X main.helloSchemaOverride=0", "-o", old, "dlgt/cmd/dlgt").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-ldflags", "-X main.helloSchemaOverride=0", "-o", old, "github.com/dlgt-dev/dlgt/cmd/dlgt").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	check("older schema", map[string]string{"DLGT_REMOTE_BIN": old}, "schema 0", "schema 1")

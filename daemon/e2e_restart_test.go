@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The replayed-receipt scenario of issue 14, with every harness of the

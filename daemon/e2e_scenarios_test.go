@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // End-to-end scenarios, written once for every harness: an in-process

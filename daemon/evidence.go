@@ -10,8 +10,8 @@ import (
 	"os"
 	"strings"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // hookDeliver applies one provider hook callback. Callbacks are keyed by

@@ -18,8 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Fault suite (reliability issue, "Faults"): harness processes killed or

@@ -16,7 +16,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Fetch bounds of the contract.

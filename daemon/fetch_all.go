@@ -14,8 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // statefulGen counts changes of any Session's place in the all:true list

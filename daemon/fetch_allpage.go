@@ -10,8 +10,8 @@ import (
 	"slices"
 	"sort"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // allDoc is an all:true document under construction.

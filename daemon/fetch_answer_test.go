@@ -3,7 +3,7 @@ package daemon
 import (
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // answerOf is a pure function: the reasons of a fetch from a position,

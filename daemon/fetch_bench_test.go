@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/rpc"
-	"dlgt/vt"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/vt"
 )
 
 // Wake-up latency: from a recorded Stop (harness evidence applied through

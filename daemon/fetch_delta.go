@@ -8,8 +8,8 @@ package daemon
 import (
 	"encoding/json"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // delta is one Session's part of a fetch document under construction.

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // longPoll is a session.fetch from a position that waits for a change.

@@ -4,8 +4,8 @@
 package daemon
 
 import (
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // eventsEvictedThrough reads the event retention watermark. Tests replace

@@ -7,7 +7,7 @@ package daemon
 import (
 	"sync"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // shareKey names one shared evaluation: of a position, under the request

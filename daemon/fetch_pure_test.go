@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // The document rules are pure functions of a sessionState: these tests

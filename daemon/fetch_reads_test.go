@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // A fetch with nothing new reads nothing from the store (the change marks

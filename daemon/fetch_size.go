@@ -9,7 +9,7 @@ import (
 	"errors"
 	"unicode/utf8"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // errTooSmall: the budget cannot carry the envelope plus one piece of

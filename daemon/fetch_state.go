@@ -13,8 +13,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // sessionPub is a Session's change marks as of its last change: what an

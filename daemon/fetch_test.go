@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // ---- in-process fixture ---------------------------------------------------

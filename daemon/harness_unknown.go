@@ -3,8 +3,8 @@ package daemon
 import (
 	"sort"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // unknownHarness stands in for the adapter of a stored Session whose

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/harness"
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // A stored Session whose harness the daemon does not know is failed on

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // A hook payload carries the prompt JSON-escaped (Claude's UserPromptSubmit

@@ -22,9 +22,9 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/internal/hookfwd"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // hookHTTP serves HTTP hooks on an ephemeral port of 127.0.0.1. A

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/internal/hookfwd"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // httpHarness is what a test reads of a running fake Claude: the Stop

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Clients holding every public connection (agents long-polling) must not

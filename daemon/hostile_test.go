@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Hostile input against a running daemon with the fake Claude: escape

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Daemon CPU and wake-ups while 16 Sessions (fake Claude) sit idle after

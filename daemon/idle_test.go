@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // An idle Session's transcript is not polled; a line the harness wrote

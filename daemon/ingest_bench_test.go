@@ -14,10 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"dlgt/pty"
-	"dlgt/store"
-	"dlgt/vt"
-	"dlgt/vt/vttest"
+	"github.com/dlgt-dev/dlgt/pty"
+	"github.com/dlgt-dev/dlgt/store"
+	"github.com/dlgt-dev/dlgt/vt"
+	"github.com/dlgt-dev/dlgt/vt/vttest"
 )
 
 // Ingest benchmark: the same ~50 MB of realistic terminal output pushed

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The fake Claude prints history the way Codex's inline viewport does: a

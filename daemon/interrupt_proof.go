@@ -3,7 +3,7 @@ package daemon
 import (
 	"time"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // Claude Code fires no hook when a turn is interrupted (see the notes in

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Isolation (issue 16, point 5): while one Session prints a flood and a

@@ -15,10 +15,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"dlgt/harness"
-	"dlgt/pty"
-	"dlgt/rpc"
-	"dlgt/vt"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/pty"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/vt"
 )
 
 // Terminal size defaults and bounds for a harness PTY.

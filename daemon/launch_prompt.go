@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Launch prompts: a harness.LaunchPrompter (Codex) reports a session only

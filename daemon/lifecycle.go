@@ -1,6 +1,6 @@
 package daemon
 
-import "dlgt/rpc"
+import "github.com/dlgt-dev/dlgt/rpc"
 
 // The Session lifecycle. This file is the only one that writes a
 // Session's state (sessionRecord.State): transitionLocked for every change

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The Session lifecycle (lifecycle.go): its table, the refusal of a move

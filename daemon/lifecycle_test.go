@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Session runtime invariants (issue 4): stop, restart, cancel, aliases,

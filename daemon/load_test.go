@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/procmem"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/procmem"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // startWithLimits restarts td's daemon with transport limits.

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Version is dlgt's release version; Commit is set at link time
-// (-ldflags "-X dlgt/daemon.Commit=...").
+// (-ldflags "-X github.com/dlgt-dev/dlgt/daemon.Commit=...").
 var (
 	Version = "0.1.0-dev"
 	Commit  = "unknown"

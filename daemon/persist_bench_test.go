@@ -3,7 +3,7 @@ package daemon
 import (
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The cost of storing positions (issue 14). Every iteration records a

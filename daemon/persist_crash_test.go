@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // crashWorkload is what a scripted client saw before the daemon was

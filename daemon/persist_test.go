@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Positions across daemon restarts (issue 14): a position names the same

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Position retention bounds of the contract. They are variables so tests

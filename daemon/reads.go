@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 func (rt *runtime) sessionList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {

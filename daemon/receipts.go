@@ -9,8 +9,8 @@ import (
 	"errors"
 	"sync"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // maxRequestID bounds the idempotency key.

@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Options tune the runtime. Zero values take defaults.

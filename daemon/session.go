@@ -6,11 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/pty"
-	"dlgt/rpc"
-	"dlgt/store"
-	"dlgt/vt"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/pty"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
+	"github.com/dlgt-dev/dlgt/vt"
 )
 
 // sessionRecord is a Session's persisted metadata. The launch environment

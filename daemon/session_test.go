@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/internal/harnesstest/fakeclaude"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The test binary doubles as the fake Claude Code and as the hook

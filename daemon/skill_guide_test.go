@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The agent-facing guide (`dlgt skill`, cmd/dlgt/skill/SKILL.md) cannot

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The long forms of the soak (go test -tags soak; scripts/soak.sh).

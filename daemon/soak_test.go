@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/procmem"
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/internal/procmem"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Soak, load and kill -9 tests against a daemon in a child process, so

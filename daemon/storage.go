@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"time"
 
-	"dlgt/rpc"
-	"dlgt/store"
+	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Storage failures (the state directory's disk full or read-only) are

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // transcriptPoll is how often a tailed transcript is checked for growth

@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // An execution's usage is read from the Session's own provider transcript

@@ -9,9 +9,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"dlgt/harness"
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // mockUsage is what one reply streamed by mockapi with the default

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // versionTimeout bounds one `--version` run of a harness binary.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // The version cache runs a binary's --version once, again only after the

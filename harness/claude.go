@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // ClaudeTestedVersion is the Claude Code release dlgt's end-to-end tests pin.

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // CodexTestedVersion is the codex-cli release dlgt's end-to-end tests pin.

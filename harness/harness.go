@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Spec is what the daemon asks of a launch.

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 )
 
 // MaxHookPayload bounds one hook's stdin; provider payloads are small, so

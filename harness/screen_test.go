@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Both adapters launch their TUI inline (on the main screen) unless the

@@ -9,7 +9,7 @@ import (
 	"math"
 	"strconv"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // UsageSource is implemented by harnesses whose transcript records what

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The fixtures are real transcripts of the pinned CLIs against mockapi

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/vt/vttest"
+	"github.com/dlgt-dev/dlgt/vt/vttest"
 )
 
 // Inline-TUI ingest: the two real inline captures (Claude Code's cursor-up

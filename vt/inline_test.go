@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/vt/vttest"
+	"github.com/dlgt-dev/dlgt/vt/vttest"
 )
 
 // Inline (main-screen) captures of the real TUIs, replayed through a

@@ -1,7 +1,7 @@
 package vt
 
 import (
-	"dlgt/vt/vttest"
+	"github.com/dlgt-dev/dlgt/vt/vttest"
 )
 
 // ingestStream is the shared benchmark stream (see vttest.IngestStream).

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"dlgt/pty"
-	"dlgt/vt/vttest"
+	"github.com/dlgt-dev/dlgt/pty"
+	"github.com/dlgt-dev/dlgt/vt/vttest"
 )
 
 // ingestSize is the stream of daemon/ingest_bench_test.go: 50 MiB of

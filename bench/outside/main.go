@@ -51,9 +51,9 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/pty"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/pty"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // bigLineSize is the noisy line of the neighbour row: 5 MB without a

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // poll measures the daemon's CPU per fetch that finds nothing new:

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"dlgt/internal/procmem"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/procmem"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // cpuTime is the CPU time process pid has used so far: the sum of its

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // allRows are the rows of issue 16's table, in the order they run.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // waiterConns is how many connections carry the long polls: the daemon

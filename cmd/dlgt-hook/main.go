@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 )
 
 func main() {

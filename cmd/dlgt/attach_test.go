@@ -18,8 +18,8 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // serveAt runs an rpc.Server with handler on a Unix socket at path.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // connect dials this version's daemon, starting one in the background when

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // versionDaemon is an in-process fake daemon on one version's socket that

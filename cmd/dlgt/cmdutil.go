@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // usageError is an INVALID_ARGUMENT of the command line itself (a bad flag

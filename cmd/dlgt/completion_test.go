@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // complete runs cobra's hidden completion command and returns the

@@ -14,9 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/daemon"
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newDaemonCommand(e *env) *cobra.Command {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // A second `dlgt daemon` on a home whose daemon runs is refused with one

@@ -13,9 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/daemon"
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // doctorCheck is one line of `dlgt doctor`'s report.

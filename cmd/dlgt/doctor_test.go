@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/daemon"
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 type doctorDoc struct {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Every way a command line can be wrong answers alike: one JSON failure

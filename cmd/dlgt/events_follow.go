@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The events follower (dlgt events --follow): it survives daemon restarts

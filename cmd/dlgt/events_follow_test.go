@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // syncBuf is a goroutine-safe buffer.

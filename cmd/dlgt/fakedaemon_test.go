@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // fakeDaemon serves canned results on a Unix socket and records requests.

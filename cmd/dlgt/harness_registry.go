@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // Every list of harnesses the CLI shows or accepts (completion, doctor,

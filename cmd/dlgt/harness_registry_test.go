@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // fakeHarness is a third harness that exists only in these tests: an

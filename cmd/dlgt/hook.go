@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 )
 
 // newHookCommand is the hidden forwarder that injected harness hooks run:

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // testEnv is an env with a fixed environment and captured output. exe is

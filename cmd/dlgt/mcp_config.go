@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // mcpForwardEnv names the variables a Codex leader forwards to the MCP

@@ -17,8 +17,8 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // `dlgt mcp install` writes the entry `dlgt mcp config` prints into the

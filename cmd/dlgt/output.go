@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // printOK prints {"ok":true,...fields of result} as one compact line (or

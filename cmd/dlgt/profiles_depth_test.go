@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestParseProfilesRejectsDeepNesting(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
-	"dlgt/pty"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/pty"
 )
 
 // TestREADMEFirstExample runs the README's first example as written: its

@@ -19,8 +19,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Remote Sessions. With --host (or DLGT_HOST, or a profile's host) a client

@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/daemon"
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // env is what a command may read from the process: injected so tests can

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newRPCCommand(e *env) *cobra.Command {

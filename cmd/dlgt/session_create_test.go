@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // session create names every missing required input in one usage error

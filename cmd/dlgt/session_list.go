@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newSessionListCommand(e *env) *cobra.Command {

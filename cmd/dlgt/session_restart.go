@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newSessionRestartCommand(e *env) *cobra.Command {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // maxResultPages bounds the fetch loop of session results: retention keeps

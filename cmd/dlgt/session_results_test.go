@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func resultDoc(cursor string, hasMore bool, rs ...rpc.Result) *rpc.FetchDocument {

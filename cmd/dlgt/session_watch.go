@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // watchMaxReads bounds the session.read calls one refresh of --watch makes

@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/harness"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Where the guide is installed: each harness's user skills directory, in

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 )
 
 // The pinned real CLIs load the guide from where `dlgt skill install`

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // skillEnv is a CLI env whose HOME and CODEX_HOME are the given paths.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // -o text for the commands that change a Session: create and send print

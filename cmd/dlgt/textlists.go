@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // -o text for the listing commands (harnesses, models, profiles) and for

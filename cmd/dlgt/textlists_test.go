@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // -o text on harnesses, models, profiles and scrollback: the answer laid

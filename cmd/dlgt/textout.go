@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Output for people: JSON stays the default (agents and scripts parse it);

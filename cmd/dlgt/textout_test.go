@@ -8,8 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"dlgt/daemon"
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestRelTime(t *testing.T) {

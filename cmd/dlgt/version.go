@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/daemon"
 )
 
 func newVersionCommand(e *env) *cobra.Command {

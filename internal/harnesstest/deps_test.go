@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const prefix = "dlgt/internal/harnesstest"
+const prefix = "github.com/dlgt-dev/dlgt/internal/harnesstest"
 
 func isDouble(pkg string) bool {
 	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
@@ -33,23 +33,23 @@ func goList(t *testing.T, args ...string) []string {
 // TestProductDoesNotImport: the dlgt binary links none of the test doubles,
 // and no product package imports them outside its _test.go files.
 func TestProductDoesNotImport(t *testing.T) {
-	deps := goList(t, "-deps", "dlgt/cmd/dlgt")
+	deps := goList(t, "-deps", "github.com/dlgt-dev/dlgt/cmd/dlgt")
 	if len(deps) < 10 {
-		t.Fatalf("go list -deps dlgt/cmd/dlgt listed only %d packages: %q", len(deps), deps)
+		t.Fatalf("go list -deps github.com/dlgt-dev/dlgt/cmd/dlgt listed only %d packages: %q", len(deps), deps)
 	}
 	sawDaemon := false
 	for _, p := range deps {
 		if isDouble(p) {
-			t.Errorf("dlgt/cmd/dlgt depends on the test double %s", p)
+			t.Errorf("github.com/dlgt-dev/dlgt/cmd/dlgt depends on the test double %s", p)
 		}
-		sawDaemon = sawDaemon || p == "dlgt/daemon"
+		sawDaemon = sawDaemon || p == "github.com/dlgt-dev/dlgt/daemon"
 	}
 	if !sawDaemon {
-		t.Fatalf("go list -deps dlgt/cmd/dlgt does not list dlgt/daemon: %q", deps)
+		t.Fatalf("go list -deps github.com/dlgt-dev/dlgt/cmd/dlgt does not list github.com/dlgt-dev/dlgt/daemon: %q", deps)
 	}
 
 	// Every package of the module, with its non-test imports.
-	lines := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "dlgt/...")
+	lines := goList(t, "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/dlgt-dev/dlgt/...")
 	for _, l := range lines {
 		fields := strings.Fields(l)
 		if len(fields) == 0 || isDouble(fields[0]) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestRequestIsOneValidLine(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 )
 
 func main() {

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 )
 
 func main() {

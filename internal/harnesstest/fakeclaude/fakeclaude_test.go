@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"dlgt/harness"
-	"dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 )
 
 const sessionID = "11111111-2222-4333-8444-555555555555"

@@ -17,8 +17,8 @@ import (
 
 	"github.com/creack/pty"
 
-	"dlgt/harness"
-	"dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 )
 
 // execEnv makes the test binary run as the fake instead of the tests.

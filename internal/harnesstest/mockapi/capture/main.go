@@ -34,7 +34,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/hinshun/vt10x"
 
-	"dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 )
 
 // The conversation typed into each TUI. The first reply mixes wide (CJK)

@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 )
 
 const mockKey = "sk-ant-mock-key-0123456789abcdef"
