@@ -50,6 +50,12 @@ func TestJoinChunk(t *testing.T) {
 	if got := texts(rs); got != "two|three|four" {
 		t.Fatalf("joined %q", got)
 	}
+	// The other fields are the latest piece's (usage on the last only).
+	last := piece(5, "ve", 2, true)
+	last.Usage = json.RawMessage(`{"total_tokens":7}`)
+	if rs := client.JoinChunk(client.JoinChunk(nil, piece(5, "fi", 0, false)), last); texts(rs) != "five" || string(rs[0].Usage) != `{"total_tokens":7}` {
+		t.Fatalf("usage of the last piece lost: %+v", rs)
+	}
 	// A whole result replayed at offset 0 after its pieces replaces them.
 	rs = client.JoinChunk(rs, piece(4, "four", 0, true))
 	if got := texts(rs); got != "two|three|four" {

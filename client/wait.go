@@ -27,9 +27,10 @@ const maxResultPages = 4096
 // byte N: the text is the first N bytes of what was joined so far
 // followed by the piece, so a continuation (N = the length so far) is
 // appended and a piece replayed from the start (offset 0, after a cursor
-// was fetched again) replaces the earlier copy instead of doubling it. A
-// piece of another execution starts a new result. The chunk fields are
-// dropped: every result in rs is whole.
+// was fetched again) replaces the earlier copy instead of doubling it.
+// The other fields (status, error, usage) are the latest piece's. A piece
+// of another execution starts a new result. The chunk fields are dropped:
+// every result in rs is whole.
 func JoinChunk(rs []rpc.Result, r rpc.Result) []rpc.Result {
 	off := 0
 	if r.FinalTextOffset != nil {
@@ -52,7 +53,8 @@ func JoinChunk(rs []rpc.Result, r rpc.Result) []rpc.Result {
 	if len(prev)+len(derefOr(r.FinalText)) <= maxFinalText {
 		t += derefOr(r.FinalText)
 	}
-	rs[n-1].FinalText = &t
+	r.FinalText = &t // the later piece's other fields are the newer
+	rs[n-1] = r
 	return rs
 }
 
