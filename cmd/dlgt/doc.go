@@ -11,7 +11,9 @@
 //   - session_*.go, events*.go, scrollback.go, transcript.go, models.go,
 //     harnesses.go, doctor.go, attach.go: one file per command; output.go
 //     and textout.go: the JSON and -o text renderings.
-//   - mcp*.go: `dlgt mcp`, the MCP server on stdio; skill*.go and skill/:
+//   - mcp.go: `dlgt mcp`, package mcp's server on stdio over a
+//     client.Client; mcp_config.go, mcp_install.go: the leader
+//     harnesses' configuration of it; skill*.go and skill/:
 //     the agent-facing guide and its installation; profiles.go: the
 //     client-side launch profiles.
 //

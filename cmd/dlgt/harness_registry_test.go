@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -140,7 +141,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 
 		// the MCP server's texts and the variables a Codex leader forwards
 		if extra {
-			if s := mcpInstructions(e.registry()); !strings.Contains(s, "(Claude Code, Codex or Fake Agent)") {
+			if s := mcp.Instructions(e.registry()); !strings.Contains(s, "(Claude Code, Codex or Fake Agent)") {
 				t.Errorf("instructions: %q", s)
 			}
 			if fw := e.mcpForwardEnv(); !slices.Contains(fw, "DLGT_FAKE_BIN") || !slices.Contains(fw, "FAKE_HOME") || !slices.Contains(fw, "FAKE_API_KEY") {

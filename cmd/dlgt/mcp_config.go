@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/mcp"
 )
 
 // mcpForwardEnv names the variables a Codex leader forwards to the MCP
@@ -83,7 +84,7 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 	hf = e.addHarnessFlags(cmd, false, "the harness to print arguments for: "+mcpHarnessList(e.registry()))
 	f := cmd.Flags()
 	f.BoolVar(&approve, "approve", false, "let the leader call every dlgt tool without asking")
-	f.DurationVar(&waitMax, "wait-max", mcpWaitDefault, "bound of one wait call, passed to dlgt mcp")
+	f.DurationVar(&waitMax, "wait-max", mcp.WaitDefault, "bound of one wait call, passed to dlgt mcp")
 	f.StringArrayVar(&forward, "forward-env", nil, "Codex: also forward this variable to the server (repeatable)")
 	return cmd
 }
@@ -143,8 +144,8 @@ func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bo
 		serverArgs = []string{"--host", e.hostFlag, "mcp"}
 	}
 	if cmd.Flags().Changed("wait-max") {
-		if waitMax < time.Second || waitMax > mcpWaitCeiling {
-			return mcpSpec{}, usageError("--wait-max must be between 1s and %s", mcpWaitCeiling)
+		if waitMax < time.Second || waitMax > mcp.WaitCeiling {
+			return mcpSpec{}, usageError("--wait-max must be between 1s and %s", mcp.WaitCeiling)
 		}
 		serverArgs = append(serverArgs, "--wait-max", waitMax.String())
 	}
@@ -178,11 +179,11 @@ func claudeMCPServer(s mcpSpec) claudeServer {
 // claudeMCPArgs: --mcp-config with the server, --strict-mcp-config is left
 // to the user (it would drop their other servers).
 func claudeMCPArgs(s mcpSpec) []string {
-	cfg := map[string]any{"mcpServers": map[string]any{mcpServerName: claudeMCPServer(s)}}
+	cfg := map[string]any{"mcpServers": map[string]any{mcp.ServerName: claudeMCPServer(s)}}
 	b, _ := json.Marshal(cfg)
 	out := []string{"--mcp-config", string(b)}
 	if s.approve {
-		out = append(out, "--allowedTools", "mcp__"+mcpServerName)
+		out = append(out, "--allowedTools", "mcp__"+mcp.ServerName)
 	}
 	return out
 }
@@ -217,9 +218,9 @@ func codexMCPArgs(s mcpSpec) []string {
 	for i, kv := range fields[:3] {
 		inline[i] = kv[0] + "=" + kv[1]
 	}
-	out := []string{"-c", "mcp_servers." + mcpServerName + "={" + strings.Join(inline, ", ") + "}"}
+	out := []string{"-c", "mcp_servers." + mcp.ServerName + "={" + strings.Join(inline, ", ") + "}"}
 	for _, kv := range fields[3:] {
-		out = append(out, "-c", "mcp_servers."+mcpServerName+"."+kv[0]+"="+kv[1])
+		out = append(out, "-c", "mcp_servers."+mcp.ServerName+"."+kv[0]+"="+kv[1])
 	}
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -149,7 +150,7 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 	hf = e.addHarnessFlags(cmd, false, "the harness whose user config gets the entry: "+mcpHarnessList(e.registry()))
 	f := cmd.Flags()
 	f.BoolVar(&approve, "approve", false, "let the leader call every dlgt tool without asking")
-	f.DurationVar(&waitMax, "wait-max", mcpWaitDefault, "bound of one wait call, passed to dlgt mcp")
+	f.DurationVar(&waitMax, "wait-max", mcp.WaitDefault, "bound of one wait call, passed to dlgt mcp")
 	f.StringArrayVar(&forward, "forward-env", nil, "Codex: also forward this variable to the server (repeatable)")
 	addPretty(cmd)
 	addOutputFlag(cmd)
@@ -196,14 +197,14 @@ func (e *env) installClaudeMCP(d harness.Descriptor, s mcpSpec) ([]mcpInstallFil
 	}
 	entry := claudeMCPServer(s)
 	f, err := editConfigFile(filepath.Join(stateDir, ".claude.json"), func(old []byte) ([]byte, error) {
-		return jsonWithMember(old, []string{"mcpServers", mcpServerName}, entry)
+		return jsonWithMember(old, []string{"mcpServers", mcp.ServerName}, entry)
 	})
 	if err != nil {
 		return nil, err
 	}
 	files := []mcpInstallFile{f}
 	if s.approve {
-		rule := "mcp__" + mcpServerName
+		rule := "mcp__" + mcp.ServerName
 		f, err := editConfigFile(filepath.Join(settingsDir, "settings.json"), func(old []byte) ([]byte, error) {
 			return jsonWithAllowRule(old, rule)
 		})
@@ -325,7 +326,7 @@ func backupFile(path string, data []byte, mode fs.FileMode) (string, error) {
 // passes with -c.
 func codexMCPTable(s mcpSpec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[mcp_servers.%s]\n", mcpServerName)
+	fmt.Fprintf(&b, "[mcp_servers.%s]\n", mcp.ServerName)
 	for _, kv := range codexMCPFields(s) {
 		fmt.Fprintf(&b, "%s = %s\n", kv[0], kv[1])
 	}
@@ -345,9 +346,9 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 	if _, err := toml.Decode(table, &want); err != nil {
 		return nil, fmt.Errorf("internal error: the entry does not parse: %v", err)
 	}
-	entry := want["mcp_servers"].(map[string]any)[mcpServerName]
+	entry := want["mcp_servers"].(map[string]any)[mcp.ServerName]
 	servers, _ := before["mcp_servers"].(map[string]any)
-	if cur, ok := servers[mcpServerName]; ok && reflect.DeepEqual(cur, entry) {
+	if cur, ok := servers[mcp.ServerName]; ok && reflect.DeepEqual(cur, entry) {
 		return old, nil
 	}
 	sections, err := tomlSections(old)
@@ -357,11 +358,11 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 	var out bytes.Buffer
 	pos, placed := 0, false
 	for _, sec := range sections {
-		if len(sec.key) < 2 || sec.key[0] != "mcp_servers" || sec.key[1] != mcpServerName {
+		if len(sec.key) < 2 || sec.key[0] != "mcp_servers" || sec.key[1] != mcp.ServerName {
 			continue
 		}
 		if sec.array {
-			return nil, fmt.Errorf("mcp_servers.%s is an array of tables ([[...]]); remove it, then run install again", mcpServerName)
+			return nil, fmt.Errorf("mcp_servers.%s is an array of tables ([[...]]); remove it, then run install again", mcp.ServerName)
 		}
 		if gap := old[pos:sec.start]; !placed || len(bytes.TrimSpace(gap)) > 0 {
 			out.Write(gap) // blank lines between two of its tables go with them
@@ -377,8 +378,8 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 	if _, ok := before["mcp_servers"]; ok && !slices.ContainsFunc(sections, func(s tomlSection) bool { return s.key[0] == "mcp_servers" }) {
 		return nil, fmt.Errorf("mcp_servers is not written as [mcp_servers...] tables (an inline table or dotted keys); add the entry by hand, or rewrite it as tables and run install again")
 	}
-	if _, ok := servers[mcpServerName]; ok && !placed {
-		return nil, fmt.Errorf("mcp_servers.%s is not written as a [mcp_servers.%s] table (an inline table or dotted keys); remove it, then run install again", mcpServerName, mcpServerName)
+	if _, ok := servers[mcp.ServerName]; ok && !placed {
+		return nil, fmt.Errorf("mcp_servers.%s is not written as a [mcp_servers.%s] table (an inline table or dotted keys); remove it, then run install again", mcp.ServerName, mcp.ServerName)
 	}
 	out.Write(old[pos:])
 	if !placed {
@@ -402,9 +403,9 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 		servers = map[string]any{}
 		before["mcp_servers"] = servers
 	}
-	servers[mcpServerName] = entry
+	servers[mcp.ServerName] = entry
 	if !reflect.DeepEqual(after, before) {
-		return nil, fmt.Errorf("internal error: the edit would change more than mcp_servers.%s", mcpServerName)
+		return nil, fmt.Errorf("internal error: the edit would change more than mcp_servers.%s", mcp.ServerName)
 	}
 	return out.Bytes(), nil
 }

@@ -1,4 +1,4 @@
-package main
+package mcp
 
 import (
 	"bytes"
@@ -8,8 +8,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -22,17 +23,17 @@ import (
 // structuredContent in place of its text content when it is present, and
 // the text is what a model reads best.
 
-func textResult(s string) *mcp.CallToolResult {
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+func textResult(s string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: s}}}
 }
 
 // withJSON appends doc, marshaled, as the result's second text block.
-func withJSON(res *mcp.CallToolResult, doc any) *mcp.CallToolResult {
+func withJSON(res *sdk.CallToolResult, doc any) *sdk.CallToolResult {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"marshal_error": err.Error()})
 	}
-	res.Content = append(res.Content, &mcp.TextContent{Text: string(b)})
+	res.Content = append(res.Content, &sdk.TextContent{Text: string(b)})
 	return res
 }
 
@@ -40,10 +41,10 @@ func withJSON(res *mcp.CallToolResult, doc any) *mcp.CallToolResult {
 // names and what to do next, for the model; the wire error as the JSON
 // block, for programs. tool is the tool that failed: what to do next
 // depends on it.
-func toolError(tool string, err error) *mcp.CallToolResult {
+func toolError(tool string, err error) *sdk.CallToolResult {
 	re := rpc.AsError(err)
 	var b strings.Builder
-	msg := mcpMessage(re.Message)
+	msg := toolMessage(re.Message)
 	fmt.Fprintf(&b, "%s: %s\n", re.Code, msg)
 	if re.Field != "" {
 		fmt.Fprintf(&b, "field: %s\n", re.Field)
@@ -55,7 +56,7 @@ func toolError(tool string, err error) *mcp.CallToolResult {
 		b.WriteString(advice + "\n")
 	}
 	if cliMention.MatchString(msg) {
-		b.WriteString(mcpForAPerson + "\n")
+		b.WriteString(forAPerson + "\n")
 	}
 	r := withJSON(textResult(b.String()), map[string]any{"error": re})
 	r.IsError = true
@@ -72,9 +73,9 @@ var (
 	cliMention    = regexp.MustCompile("`dlgt [^`]*`|\\(dlgt [^)]*\\)|\\bdlgt (?:session|daemon|doctor|rpc|profiles|mcp|skill|events|scrollback|transcript)\\b")
 )
 
-const mcpForAPerson = "(A `dlgt …` command above is for a person at a terminal; the MCP tools cannot run it.)"
+const forAPerson = "(A `dlgt …` command above is for a person at a terminal; the MCP tools cannot run it.)"
 
-func mcpMessage(msg string) string {
+func toolMessage(msg string) string {
 	msg = cliStopForce.ReplaceAllString(msg, "call stop with force: true")
 	return cliSendResume.ReplaceAllString(msg, `call send with session "$1" and resume: true`)
 }
@@ -123,7 +124,7 @@ func errorAdvice(tool string, re *rpc.Error) string {
 }
 
 // receiptResult renders a session.create or session.send receipt.
-func receiptResult(verb, reqID string, r *rpc.Receipt) *mcp.CallToolResult {
+func receiptResult(verb, reqID string, r *rpc.Receipt) *sdk.CallToolResult {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s Session %s", verb, r.Session.Harness, r.Session.ID)
 	if r.Session.Alias != "" {
@@ -145,14 +146,14 @@ func receiptResult(verb, reqID string, r *rpc.Receipt) *mcp.CallToolResult {
 }
 
 // waitText renders a wait result.
-func waitText(w *waitOut) string {
+func (t *tools) waitText(w *client.Wait) string {
 	var b strings.Builder
 	sessionLine(&b, &w.Session)
 	for i := range w.Results {
-		resultText(&b, &w.Results[i])
+		t.resultText(&b, &w.Results[i])
 	}
 	switch w.Status {
-	case "running":
+	case client.WaitStatusRunning:
 		fmt.Fprintf(&b, "Still running. Call wait again with session %q and cursor %q.\n", w.Session.ID, w.Cursor)
 	case rpc.StateBlocked:
 		fmt.Fprintf(&b, "Blocked: the agent waits for a human decision (a permission prompt); no MCP tool can answer it. "+
@@ -177,14 +178,14 @@ func sessionLine(w io.Writer, s *rpc.Session) {
 
 // resultText renders one execution result: status, error, usage and the
 // final text last, verbatim.
-func resultText(b *strings.Builder, r *rpc.Result) {
+func (t *tools) resultText(b *strings.Builder, r *rpc.Result) {
 	fmt.Fprintf(b, "Execution %d %s.\n", r.ExecutionSeq, r.Status)
 	if r.Error != nil {
 		fmt.Fprintf(b, "Error: %s: %s\n", r.Error.Code, r.Error.Message)
 	}
 	if u := bytes.TrimSpace(r.Usage); len(u) > 0 && string(u) != "null" {
 		// The CLI's words (session read -o text), not the raw keys.
-		fmt.Fprintf(b, "Usage: %s\n", usageText(r.Usage))
+		fmt.Fprintf(b, "Usage: %s\n", t.usageText(r.Usage))
 	}
 	switch {
 	case r.FinalText != nil:
@@ -199,12 +200,25 @@ func resultText(b *strings.Builder, r *rpc.Result) {
 }
 
 // sessionResultText renders a cancel or stop result.
-func sessionResultText(verb string, r *rpc.SessionResult) *mcp.CallToolResult {
+func (t *tools) sessionResultText(verb string, r *rpc.SessionResult) *sdk.CallToolResult {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s. ", verb)
 	sessionLine(&b, &r.Session)
 	if r.Result != nil {
-		resultText(&b, r.Result)
+		t.resultText(&b, r.Result)
 	}
 	return textResult(b.String())
+}
+
+// usageText is Options.UsageText, else the usage document as compact
+// JSON.
+func (t *tools) usageText(usage json.RawMessage) string {
+	if t.opts.UsageText != nil {
+		return t.opts.UsageText(usage)
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, usage) != nil {
+		return string(usage)
+	}
+	return b.String()
 }

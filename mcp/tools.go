@@ -1,0 +1,278 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+	"unicode"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// ---- inputs ----------------------------------------------------------------
+
+type delegateIn struct {
+	Harness   string `json:"harness,omitempty" jsonschema:"the agent to delegate to: a harness the tool description names (required unless the profile names one)"`
+	Prompt    string `json:"prompt" jsonschema:"the task, complete and self-contained: the other agent sees nothing else"`
+	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key chosen before the first attempt and reused on every retry of this task (give this or key)"`
+	Key       string `json:"key,omitempty" jsonschema:"a stable name for this task; the request_id is derived from it (give this or request_id)"`
+	Cwd       string `json:"cwd,omitempty" jsonschema:"working directory of the Session (default: this server's directory)"`
+	Title     string `json:"title,omitempty" jsonschema:"short human-readable title (default: the prompt's first line)"`
+	Alias     string `json:"alias,omitempty" jsonschema:"unique alias to address the Session by"`
+	Model     string `json:"model,omitempty" jsonschema:"model id or alias"`
+	Effort    string `json:"effort,omitempty" jsonschema:"reasoning effort"`
+	Profile   string `json:"profile,omitempty" jsonschema:"launch profile from the user's dlgt profiles file"`
+}
+
+type sendIn struct {
+	Session   string `json:"session" jsonschema:"Session id (HARNESS:provider-id, as delegate returned it) or alias"`
+	Prompt    string `json:"prompt" jsonschema:"the follow-up prompt"`
+	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key, as for delegate (give this or key)"`
+	Key       string `json:"key,omitempty" jsonschema:"a stable name for this follow-up; the request_id is derived from it"`
+	Resume    bool   `json:"resume,omitempty" jsonschema:"relaunch a stopped or failed Session in its conversation, then send"`
+}
+
+type waitIn struct {
+	Session        string `json:"session" jsonschema:"Session id or alias"`
+	Cursor         string `json:"cursor,omitempty" jsonschema:"the cursor from delegate, send or the previous wait; without it, waits for the current execution"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"how long this call may block (default and maximum: the server's wait bound)"`
+}
+
+type sessionIn struct {
+	Session string `json:"session" jsonschema:"Session id or alias"`
+}
+
+type listIn struct {
+	All bool `json:"all,omitempty" jsonschema:"include stopped and failed Sessions"`
+}
+
+type cancelIn struct {
+	Session        string `json:"session" jsonschema:"Session id or alias"`
+	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the cancellation to be confirmed"`
+}
+
+type stopIn struct {
+	Session string `json:"session" jsonschema:"Session id or alias"`
+	Force   bool   `json:"force,omitempty" jsonschema:"stop even while an execution is running (it ends as interrupted)"`
+}
+
+// ---- handlers --------------------------------------------------------------
+
+// delegate creates a Session where client.ResolveLaunch puts it: the
+// profile, working directory and launch environment resolved as the CLI
+// resolves them, on the profile's host when it names one.
+func (t *tools) delegate(ctx context.Context, _ *sdk.CallToolRequest, in delegateIn) (*sdk.CallToolResult, any, error) {
+	if in.Prompt == "" {
+		return toolError("delegate", rpc.InvalidField("prompt", "is required")), nil, nil
+	}
+	reqID, err := requestID(in.RequestID, in.Key, "delegate")
+	if err != nil {
+		return toolError("delegate", err), nil, nil
+	}
+	title := in.Title
+	if title == "" {
+		title = titleFrom(in.Prompt)
+	}
+	l, err := t.c.ResolveLaunch(client.LaunchSpec{
+		Profile: in.Profile, Harness: in.Harness, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd,
+		Title: title, Alias: in.Alias, Prompt: in.Prompt, RequestID: reqID,
+	})
+	if err != nil {
+		if re := rpc.AsError(err); re.Code == rpc.CodeInvalidArgument && re.Field == "harness" {
+			// The registry's harnesses, named for the model.
+			err = rpc.InvalidField("harness", "is required: %s", t.harnessList)
+		}
+		return toolError("delegate", err), nil, nil
+	}
+	r, err := t.c.Launch(ctx, l)
+	if err != nil {
+		return toolError("delegate", err), nil, nil
+	}
+	if l.Host != t.c.Host() {
+		t.remember(l.Host, r.Session.ID, r.Session.Alias)
+	}
+	return receiptResult("Delegated to", reqID, &r), nil, nil
+}
+
+// send submits a follow-up; with resume, the launch fields are resolved
+// as for a resume from the CLI (this side's launch environment).
+func (t *tools) send(ctx context.Context, _ *sdk.CallToolRequest, in sendIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("send", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	if in.Prompt == "" {
+		return toolError("send", rpc.InvalidField("prompt", "is required")), nil, nil
+	}
+	reqID, err := requestID(in.RequestID, in.Key, "send\x00"+in.Session)
+	if err != nil {
+		return toolError("send", err), nil, nil
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("send", err), nil, nil
+	}
+	var r rpc.Receipt
+	if in.Resume {
+		var l client.Launch
+		l, err = c.ResolveLaunch(client.LaunchSpec{Resume: true, Prompt: in.Prompt, RequestID: reqID})
+		if err == nil {
+			r, err = c.Resume(ctx, l, in.Session)
+		}
+	} else {
+		r, err = c.SessionSend(ctx, rpc.SessionSendParams{Session: in.Session, Prompt: in.Prompt, RequestID: reqID})
+	}
+	if err != nil {
+		return toolError("send", err), nil, nil
+	}
+	return receiptResult("Sent to", reqID, &r), nil, nil
+}
+
+// wait is client.WaitResult bounded by the server's wait bound (or the
+// caller's shorter one).
+func (t *tools) wait(ctx context.Context, _ *sdk.CallToolRequest, in waitIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("wait", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	if in.TimeoutSeconds < 0 {
+		return toolError("wait", rpc.InvalidField("timeout_seconds", "must not be negative")), nil, nil
+	}
+	bound := t.opts.WaitMax
+	if in.TimeoutSeconds > 0 && time.Duration(in.TimeoutSeconds)*time.Second < bound {
+		bound = time.Duration(in.TimeoutSeconds) * time.Second
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("wait", err), nil, nil
+	}
+	w, err := c.WaitResult(ctx, in.Session, in.Cursor, bound)
+	if err != nil {
+		return toolError("wait", err), nil, nil
+	}
+	return withJSON(textResult(t.waitText(&w)), w), nil, nil
+}
+
+func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in sessionIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("read", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("read", err), nil, nil
+	}
+	r, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: in.Session})
+	if err != nil {
+		return toolError("read", err), nil, nil
+	}
+	var b strings.Builder
+	sessionLine(&b, &r.Session)
+	if r.Result == nil {
+		b.WriteString("No result yet.\n")
+	} else {
+		t.resultText(&b, r.Result)
+	}
+	return withJSON(textResult(b.String()), r), nil, nil
+}
+
+func (t *tools) list(ctx context.Context, _ *sdk.CallToolRequest, in listIn) (*sdk.CallToolResult, any, error) {
+	r, err := t.c.SessionList(ctx, rpc.SessionListParams{All: in.All})
+	if err != nil {
+		return toolError("list", err), nil, nil
+	}
+	var b strings.Builder
+	if len(r.Sessions) == 0 {
+		b.WriteString("No Sessions.\n")
+	}
+	for i := range r.Sessions {
+		sessionLine(&b, &r.Sessions[i])
+	}
+	if r.Sessions == nil {
+		r.Sessions = []rpc.Session{}
+	}
+	return withJSON(textResult(b.String()), r), nil, nil
+}
+
+func (t *tools) cancel(ctx context.Context, _ *sdk.CallToolRequest, in cancelIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("cancel", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	p := rpc.SessionCancelParams{Session: in.Session}
+	if in.TimeoutSeconds != nil {
+		if *in.TimeoutSeconds < 0 {
+			return toolError("cancel", rpc.InvalidField("timeout_seconds", "must not be negative")), nil, nil
+		}
+		ms := int64(*in.TimeoutSeconds) * 1000
+		p.TimeoutMS = &ms
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("cancel", err), nil, nil
+	}
+	r, err := c.SessionCancel(ctx, p)
+	if err != nil {
+		return toolError("cancel", err), nil, nil
+	}
+	verb := "Canceled"
+	if r.Result == nil {
+		verb = "Nothing to cancel: no execution was active"
+	}
+	return withJSON(t.sessionResultText(verb, &r), r), nil, nil
+}
+
+func (t *tools) stop(ctx context.Context, _ *sdk.CallToolRequest, in stopIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("stop", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("stop", err), nil, nil
+	}
+	r, err := c.SessionStop(ctx, rpc.SessionStopParams{Session: in.Session, Force: in.Force})
+	if err != nil {
+		return toolError("stop", err), nil, nil
+	}
+	return withJSON(t.sessionResultText("Stopped", &r), r), nil, nil
+}
+
+// requestID is the given id, or one derived from key within scope. Never
+// random: a retry of the same task must carry the same id.
+func requestID(id, key, scope string) (string, error) {
+	switch {
+	case id != "" && key != "":
+		return "", rpc.InvalidField("request_id", "give request_id or key, not both")
+	case id != "":
+		return id, nil
+	case key != "":
+		sum := sha256.Sum256([]byte("dlgt-mcp\x00" + scope + "\x00" + key))
+		return "mcp-" + hex.EncodeToString(sum[:16]), nil
+	}
+	return "", rpc.InvalidField("request_id", "is required (or give key): choose it before the first attempt and reuse it on every retry")
+}
+
+// titleFrom makes a Session title from the prompt's first non-empty line:
+// controls dropped, at most 60 runes.
+func titleFrom(prompt string) string {
+	for _, line := range strings.Split(prompt, "\n") {
+		var b strings.Builder
+		n := 0
+		for _, r := range line {
+			if n == 60 {
+				b.WriteString("…")
+				break
+			}
+			if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+				r = ' '
+			}
+			b.WriteRune(r)
+			n++
+		}
+		if s := strings.TrimSpace(b.String()); s != "" {
+			return s
+		}
+	}
+	return "delegated task"
+}
