@@ -12,8 +12,9 @@
 //     harnesses.go, doctor.go, attach.go: one file per command; output.go
 //     and textout.go: the JSON and -o text renderings.
 //   - mcp.go: `dlgt mcp`, package mcp's server on stdio over a
-//     client.Client; mcp_config.go, mcp_install.go: the leader
-//     harnesses' configuration of it; skill*.go and skill/:
+//     client.Client; mcp_config.go, mcp_install.go: the commands that
+//     configure a leader harness for it (the file edits are package
+//     internal/setup's); skill*.go and skill/:
 //     the agent-facing guide and its installation; profiles.go: the
 //     client-side launch profiles.
 //

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -126,7 +127,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 		if code := run([]string{"skill", "install"}, e); code != exitOK {
 			t.Fatalf("skill install: exit %d %s", code, sout)
 		}
-		var res struct{ Targets []skillTarget }
+		var res struct{ Targets []setup.SkillTarget }
 		json.Unmarshal(sout.Bytes(), &res)
 		var got []string
 		for _, tg := range res.Targets {
@@ -144,7 +145,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 			if s := mcp.Instructions(e.registry()); !strings.Contains(s, "(Claude Code, Codex or Fake Agent)") {
 				t.Errorf("instructions: %q", s)
 			}
-			if fw := e.mcpForwardEnv(); !slices.Contains(fw, "DLGT_FAKE_BIN") || !slices.Contains(fw, "FAKE_HOME") || !slices.Contains(fw, "FAKE_API_KEY") {
+			if fw := setup.ForwardEnv(e.registry()); !slices.Contains(fw, "DLGT_FAKE_BIN") || !slices.Contains(fw, "FAKE_HOME") || !slices.Contains(fw, "FAKE_API_KEY") {
 				t.Errorf("forwarded variables miss the fake harness's: %v", fw)
 			}
 		}
@@ -158,8 +159,8 @@ func TestMCPForwardEnvUnchanged(t *testing.T) {
 	want := []string{"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES", "DLGT_CLAUDE_BIN", "DLGT_CODEX_BIN",
 		"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "OPENAI_API_KEY",
 		"DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK"}
-	if got := e.mcpForwardEnv(); !slices.Equal(got, want) {
-		t.Fatalf("mcpForwardEnv = %v, want %v", got, want)
+	if got := setup.ForwardEnv(e.registry()); !slices.Equal(got, want) {
+		t.Fatalf("ForwardEnv = %v, want %v", got, want)
 	}
 }
 
@@ -181,7 +182,7 @@ func TestHarnessFlags(t *testing.T) {
 		return code, out.String()
 	}
 	harnessesOf := func(out string) []string {
-		var res struct{ Targets []skillTarget }
+		var res struct{ Targets []setup.SkillTarget }
 		json.Unmarshal([]byte(out), &res)
 		var got []string
 		for _, tg := range res.Targets {

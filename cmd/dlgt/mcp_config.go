@@ -1,37 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
 )
-
-// mcpForwardEnv names the variables a Codex leader forwards to the MCP
-// server (Codex gives MCP servers a filtered environment; Claude Code passes
-// its own): dlgt's, every harness's binary, config and provider variables
-// (registry), and ssh's for a server pointed at another machine (--host,
-// DLGT_HOST). Names only: values are read from the leader's environment
-// when it starts the server, never written into a snippet.
-func (e *env) mcpForwardEnv() []string {
-	out := []string{"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES"}
-	var rest []string
-	for _, d := range e.registry() {
-		out = append(out, d.BinEnv)
-		rest = append(append(rest, d.Config.Env), d.ProviderEnv...)
-	}
-	sort.Strings(rest)
-	out = append(out, slices.Compact(rest)...)
-	return append(out, "DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK")
-}
 
 func newMCPConfigCommand(e *env) *cobra.Command {
 	var (
@@ -71,9 +51,9 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 			var out []string
 			switch d.MCP {
 			case harness.MCPClaudeJSON:
-				out = claudeMCPArgs(spec)
+				out = setup.ClaudeArgs(spec)
 			case harness.MCPCodexTOML:
-				out = codexMCPArgs(spec)
+				out = setup.CodexArgs(spec)
 			}
 			for _, a := range out {
 				fmt.Fprintln(cmd.OutOrStdout(), a)
@@ -120,18 +100,9 @@ func (e *env) mcpHarness(hf *harnessFlags) (harness.Descriptor, error) {
 	return ds[0], nil
 }
 
-// mcpSpec is the server entry one harness gets, per launch (mcp config)
-// or in its user config (mcp install): both are rendered from it.
-type mcpSpec struct {
-	exe        string
-	serverArgs []string
-	approve    bool
-	forward    []string // Codex: the variables forwarded by name
-}
-
 // mcpServerSpec checks the flags shared by mcp config and mcp install and
 // builds the entry they describe for d.
-func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bool, waitMax time.Duration, forward []string) (mcpSpec, error) {
+func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bool, waitMax time.Duration, forward []string) (setup.ServerSpec, error) {
 	exe := e.exe
 	if exe == "" {
 		exe = "dlgt"
@@ -145,89 +116,21 @@ func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bo
 	}
 	if cmd.Flags().Changed("wait-max") {
 		if waitMax < time.Second || waitMax > mcp.WaitCeiling {
-			return mcpSpec{}, usageError("--wait-max must be between 1s and %s", mcp.WaitCeiling)
+			return setup.ServerSpec{}, usageError("--wait-max must be between 1s and %s", mcp.WaitCeiling)
 		}
 		serverArgs = append(serverArgs, "--wait-max", waitMax.String())
 	}
-	spec := mcpSpec{exe: exe, serverArgs: serverArgs, approve: approve}
+	spec := setup.ServerSpec{Exe: exe, ServerArgs: serverArgs, Approve: approve}
 	if d.MCP == harness.MCPCodexTOML {
 		for _, name := range forward {
 			if name == "" || strings.ContainsAny(name, "=\"\\\n") {
-				return mcpSpec{}, usageError("--forward-env %q is not a variable name", name)
+				return setup.ServerSpec{}, usageError("--forward-env %q is not a variable name", name)
 			}
 		}
-		spec.forward = append(e.mcpForwardEnv(), forward...)
+		spec.Forward = append(setup.ForwardEnv(e.registry()), forward...)
 	} else if len(forward) > 0 {
-		return mcpSpec{}, usageError("--forward-env is for --harness %s: %s passes its own environment to the server",
+		return setup.ServerSpec{}, usageError("--forward-env is for --harness %s: %s passes its own environment to the server",
 			harnessList(mcpHarnesses(e.registry(), harness.MCPCodexTOML)), d.DisplayName)
 	}
 	return spec, nil
-}
-
-// claudeServer is the server's entry under "mcpServers", in the order
-// Claude Code writes its keys.
-type claudeServer struct {
-	Type    string   `json:"type"`
-	Command string   `json:"command"`
-	Args    []string `json:"args"`
-}
-
-func claudeMCPServer(s mcpSpec) claudeServer {
-	return claudeServer{Type: "stdio", Command: s.exe, Args: s.serverArgs}
-}
-
-// claudeMCPArgs: --mcp-config with the server, --strict-mcp-config is left
-// to the user (it would drop their other servers).
-func claudeMCPArgs(s mcpSpec) []string {
-	cfg := map[string]any{"mcpServers": map[string]any{mcp.ServerName: claudeMCPServer(s)}}
-	b, _ := json.Marshal(cfg)
-	out := []string{"--mcp-config", string(b)}
-	if s.approve {
-		out = append(out, "--allowedTools", "mcp__"+mcp.ServerName)
-	}
-	return out
-}
-
-// codexMCPFields are the keys of the server's table, as TOML key and
-// value: the first three make the -c inline table, the others a -c each.
-func codexMCPFields(s mcpSpec) [][2]string {
-	quoted := make([]string, len(s.serverArgs))
-	for i, a := range s.serverArgs {
-		quoted[i] = tomlString(a)
-	}
-	names := make([]string, len(s.forward))
-	for i, n := range s.forward {
-		names[i] = tomlString(n)
-	}
-	out := [][2]string{
-		{"command", tomlString(s.exe)},
-		{"args", "[" + strings.Join(quoted, ", ") + "]"},
-		{"env_vars", "[" + strings.Join(names, ", ") + "]"},
-		{"required", "true"},
-	}
-	if s.approve {
-		out = append(out, [2]string{"default_tools_approval_mode", `"approve"`})
-	}
-	return out
-}
-
-// codexMCPArgs: -c overrides in TOML, one per value.
-func codexMCPArgs(s mcpSpec) []string {
-	fields := codexMCPFields(s)
-	inline := make([]string, 3)
-	for i, kv := range fields[:3] {
-		inline[i] = kv[0] + "=" + kv[1]
-	}
-	out := []string{"-c", "mcp_servers." + mcp.ServerName + "={" + strings.Join(inline, ", ") + "}"}
-	for _, kv := range fields[3:] {
-		out = append(out, "-c", "mcp_servers."+mcp.ServerName+"."+kv[0]+"="+kv[1])
-	}
-	return out
-}
-
-// tomlString quotes s as a TOML basic string: JSON's string escapes are
-// all valid TOML escapes.
-func tomlString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

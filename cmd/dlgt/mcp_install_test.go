@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
 // runMCP runs `dlgt mcp ARGS` with vars as the environment and the
@@ -25,8 +27,8 @@ func runMCP(t *testing.T, vars map[string]string, args ...string) (int, string) 
 
 // installDoc decodes install's JSON line.
 type installDoc struct {
-	OK    bool             `json:"ok"`
-	Files []mcpInstallFile `json:"files"`
+	OK    bool         `json:"ok"`
+	Files []setup.File `json:"files"`
 	Error struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
@@ -108,7 +110,7 @@ func TestMCPInstallCodex(t *testing.T) {
 	}
 	vars := map[string]string{"HOME": t.TempDir(), "CODEX_HOME": codexHome}
 	code, d := runInstall(t, vars, "--codex")
-	if code != exitOK || !d.OK || len(d.Files) != 1 || d.Files[0].Status != mcpWritten || d.Files[0].Path != path {
+	if code != exitOK || !d.OK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != path {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	f := d.Files[0]
@@ -149,7 +151,7 @@ func TestMCPInstallCodex(t *testing.T) {
 
 	// A second run changes nothing and says so.
 	code, d = runInstall(t, vars, "--codex")
-	if code != exitOK || d.Files[0].Status != mcpUnchanged || d.Files[0].Backup != "" || d.Files[0].Diff != "" {
+	if code != exitOK || d.Files[0].Status != setup.Unchanged || d.Files[0].Backup != "" || d.Files[0].Diff != "" {
 		t.Errorf("second install: exit %d %+v", code, d)
 	}
 	if again, _ := os.ReadFile(path); !bytes.Equal(again, got) || len(backups(t, path)) != 1 {
@@ -162,7 +164,7 @@ func TestMCPInstallCodex(t *testing.T) {
 
 	// --approve and --wait-max change the entry, as they change the snippet.
 	code, d = runInstall(t, vars, "--codex", "--approve", "--wait-max", "60s")
-	if code != exitOK || d.Files[0].Status != mcpWritten {
+	if code != exitOK || d.Files[0].Status != setup.Written {
 		t.Fatalf("install --approve: exit %d %+v", code, d)
 	}
 	got, _ = os.ReadFile(path)
@@ -181,7 +183,7 @@ func TestMCPInstallCodexNewConfig(t *testing.T) {
 	codexHome := filepath.Join(t.TempDir(), "codex")
 	vars := map[string]string{"HOME": t.TempDir(), "CODEX_HOME": codexHome}
 	code, d := runInstall(t, vars, "--codex")
-	if code != exitOK || d.Files[0].Status != mcpWritten || d.Files[0].Backup != "" {
+	if code != exitOK || d.Files[0].Status != setup.Written || d.Files[0].Backup != "" {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	var after map[string]any
@@ -251,7 +253,7 @@ func TestMCPInstallClaude(t *testing.T) {
 	vars := map[string]string{"HOME": home}
 
 	code, d := runInstall(t, vars, "--claude")
-	if code != exitOK || len(d.Files) != 1 || d.Files[0].Status != mcpWritten || d.Files[0].Path != path {
+	if code != exitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != path {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	got, _ := os.ReadFile(path)
@@ -290,13 +292,13 @@ func TestMCPInstallClaude(t *testing.T) {
 	}
 
 	code, d = runInstall(t, vars, "--claude")
-	if code != exitOK || d.Files[0].Status != mcpUnchanged || len(backups(t, path)) != 1 {
+	if code != exitOK || d.Files[0].Status != setup.Unchanged || len(backups(t, path)) != 1 {
 		t.Errorf("second install: exit %d %+v", code, d)
 	}
 
 	// --approve adds the rule to the user's permissions, once.
 	code, d = runInstall(t, vars, "--claude", "--approve")
-	if code != exitOK || len(d.Files) != 2 || d.Files[0].Status != mcpUnchanged || d.Files[1].Status != mcpWritten || d.Files[1].Path != settings {
+	if code != exitOK || len(d.Files) != 2 || d.Files[0].Status != setup.Unchanged || d.Files[1].Status != setup.Written || d.Files[1].Path != settings {
 		t.Fatalf("install --approve: exit %d %+v", code, d)
 	}
 	var st map[string]any
@@ -306,7 +308,7 @@ func TestMCPInstallClaude(t *testing.T) {
 		t.Errorf("settings (%v):\n%s", err, s)
 	}
 	code, d = runInstall(t, vars, "--claude", "--approve")
-	if code != exitOK || d.Files[0].Status != mcpUnchanged || d.Files[1].Status != mcpUnchanged {
+	if code != exitOK || d.Files[0].Status != setup.Unchanged || d.Files[1].Status != setup.Unchanged {
 		t.Errorf("second install --approve: exit %d %+v", code, d)
 	}
 }

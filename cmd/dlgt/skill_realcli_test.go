@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
 // The pinned real CLIs load the guide from where `dlgt skill install`
@@ -125,7 +126,7 @@ func TestSkillInstalledCopySeenByRealCodex(t *testing.T) {
 			t.Fatal(err)
 		}
 		if installed {
-			if code, doc, _ := runSkill(t, home, codexHome, "install", "--codex"); code != exitOK || statuses(doc)["codex"] != skillWritten {
+			if code, doc, _ := runSkill(t, home, codexHome, "install", "--codex"); code != exitOK || statuses(doc)["codex"] != setup.SkillWritten {
 				t.Fatalf("install: exit %d %+v", code, doc)
 			}
 		}
@@ -158,7 +159,7 @@ func TestSkillBodyLoadedByRealClaudeSkillTool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, doc, _ := runSkill(t, home, "", "install", "--claude"); code != exitOK || statuses(doc)["claude"] != skillWritten {
+	if code, doc, _ := runSkill(t, home, "", "install", "--claude"); code != exitOK || statuses(doc)["claude"] != setup.SkillWritten {
 		t.Fatalf("install: exit %d %+v", code, doc)
 	}
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL(),

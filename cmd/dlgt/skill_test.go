@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -26,8 +27,8 @@ func skillEnv(t *testing.T, home, codexHome string) (*env, *bytes.Buffer, *bytes
 }
 
 type skillDoc struct {
-	OK      bool          `json:"ok"`
-	Targets []skillTarget `json:"targets"`
+	OK      bool                `json:"ok"`
+	Targets []setup.SkillTarget `json:"targets"`
 }
 
 // runSkill runs `dlgt skill ARGS` and decodes its one JSON line.
@@ -226,7 +227,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 
 	// Before: both missing.
 	code, doc, _ := runSkill(t, home, codexHome, "install", "--check")
-	if code != exitError || doc.OK || statuses(doc)["claude"] != skillMissing || statuses(doc)["codex"] != skillMissing {
+	if code != exitError || doc.OK || statuses(doc)["claude"] != setup.SkillMissing || statuses(doc)["codex"] != setup.SkillMissing {
 		t.Fatalf("check before install: exit %d %+v", code, doc)
 	}
 	if _, err := os.Stat(codexHome); !os.IsNotExist(err) {
@@ -239,7 +240,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	}
 	for _, tg := range doc.Targets {
 		want := map[string]string{"claude": claudePath, "codex": codexPath}[tg.Harness]
-		if tg.Path != want || tg.Status != skillWritten {
+		if tg.Path != want || tg.Status != setup.SkillWritten {
 			t.Errorf("target %+v, want %s written", tg, want)
 		}
 	}
@@ -281,14 +282,14 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	// Idempotent: the second install writes nothing (same inode).
 	before, _ := os.Stat(claudePath)
 	code, doc, _ = runSkill(t, home, codexHome, "install")
-	if code != exitOK || statuses(doc)["claude"] != skillUnchanged || statuses(doc)["codex"] != skillUnchanged {
+	if code != exitOK || statuses(doc)["claude"] != setup.SkillUnchanged || statuses(doc)["codex"] != setup.SkillUnchanged {
 		t.Fatalf("second install: exit %d %+v", code, doc)
 	}
 	if after, _ := os.Stat(claudePath); !os.SameFile(before, after) {
 		t.Errorf("an unchanged install replaced the file")
 	}
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--check")
-	if code != exitOK || !doc.OK || statuses(doc)["claude"] != skillCurrent || statuses(doc)["codex"] != skillCurrent {
+	if code != exitOK || !doc.OK || statuses(doc)["claude"] != setup.SkillCurrent || statuses(doc)["codex"] != setup.SkillCurrent {
 		t.Fatalf("check after install: exit %d %+v", code, doc)
 	}
 
@@ -296,7 +297,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	os.WriteFile(claudePath, []byte("an older guide"), 0o644)
 	os.Remove(codexPath)
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--check", "--claude")
-	if code != exitError || doc.OK || len(doc.Targets) != 1 || statuses(doc)["claude"] != skillStale {
+	if code != exitError || doc.OK || len(doc.Targets) != 1 || statuses(doc)["claude"] != setup.SkillStale {
 		t.Fatalf("check stale claude: exit %d %+v", code, doc)
 	}
 	e, out, _ := skillEnv(t, home, codexHome)
@@ -307,7 +308,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 		t.Fatalf("check -o text: exit %d\n%s", code, out)
 	}
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--codex")
-	if code != exitOK || len(doc.Targets) != 1 || statuses(doc)["codex"] != skillWritten {
+	if code != exitOK || len(doc.Targets) != 1 || statuses(doc)["codex"] != setup.SkillWritten {
 		t.Fatalf("install --codex: exit %d %+v", code, doc)
 	}
 	if data, _ := os.ReadFile(claudePath); string(data) != "an older guide" {
@@ -317,7 +318,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	os.WriteFile(claudePath, skillGuide, 0o600)
 	os.Chmod(claudePath, 0o600)
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--claude")
-	if code != exitOK || statuses(doc)["claude"] != skillWritten || mode(t, claudePath) != 0o644 {
+	if code != exitOK || statuses(doc)["claude"] != setup.SkillWritten || mode(t, claudePath) != 0o644 {
 		t.Fatalf("install over a 0600 copy: exit %d %+v, mode %v", code, doc, mode(t, claudePath))
 	}
 }
@@ -347,7 +348,7 @@ func TestSkillInstallDefaultsAndSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, doc, _ := runSkill(t, home, "", "install", "--codex")
-	if code != exitOK || len(doc.Targets) != 1 || doc.Targets[0].Path != link || doc.Targets[0].Status != skillWritten {
+	if code != exitOK || len(doc.Targets) != 1 || doc.Targets[0].Path != link || doc.Targets[0].Status != setup.SkillWritten {
 		t.Fatalf("exit %d %+v", code, doc)
 	}
 	if mode(t, link)&os.ModeSymlink == 0 {
@@ -356,7 +357,7 @@ func TestSkillInstallDefaultsAndSymlink(t *testing.T) {
 	if data, _ := os.ReadFile(dotfiles); !bytes.Equal(data, skillGuide) {
 		t.Fatalf("the link's target was not written")
 	}
-	if code, doc, _ := runSkill(t, home, "", "install", "--check", "--codex"); code != exitOK || statuses(doc)["codex"] != skillCurrent {
+	if code, doc, _ := runSkill(t, home, "", "install", "--check", "--codex"); code != exitOK || statuses(doc)["codex"] != setup.SkillCurrent {
 		t.Fatalf("check through the link: exit %d %+v", code, doc)
 	}
 }
