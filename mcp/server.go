@@ -122,9 +122,9 @@ func ptr[T any](v T) *T { return &v }
 // ends, which is not an error.
 func Serve(ctx context.Context, c *client.Client, opts Options, in io.Reader, out io.Writer) error {
 	var t sdk.Transport = &sdk.StdioTransport{}
-	if f, _ := in.(*os.File); f != os.Stdin {
-		t = &sdk.IOTransport{Reader: readCloser{in}, Writer: nopWriteCloser{out}}
-	} else if f, _ := out.(*os.File); f != os.Stdout {
+	inFile, _ := in.(*os.File)
+	outFile, _ := out.(*os.File)
+	if inFile != os.Stdin || outFile != os.Stdout {
 		t = &sdk.IOTransport{Reader: readCloser{in}, Writer: nopWriteCloser{out}}
 	}
 	err := NewServer(c, opts).Run(ctx, t)
