@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	// Stderr receives notices (a state directory whose mode was
 	// tightened). nil discards them.
 	Stderr io.Writer
+	// Harnesses are the harnesses a profile may name and a launch may
+	// use; nil is the registry (harness.All).
+	Harnesses []harness.Descriptor
 }
 
 // Client is the one client of the dlgt daemon: a typed method per RPC
@@ -97,6 +101,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
+	}
+	if opts.Harnesses == nil {
+		opts.Harnesses = harness.All()
 	}
 	c := &Client{opts: opts, sh: &shared{}}
 	c.host = c.resolveHost(opts.Host)

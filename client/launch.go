@@ -61,6 +61,10 @@ type LaunchSpec struct {
 	// Resume resolves for session.send resume:true: no harness is needed
 	// and Cwd has no default.
 	Resume bool
+	// HarnessOptional leaves Params.Harness empty instead of failing when
+	// neither Harness nor the profile names one: for a front-end that
+	// reports every missing input in one error, and checks it itself.
+	HarnessOptional bool
 	// Title, Alias, Prompt and RequestID pass through to the parameters.
 	Title, Alias, Prompt, RequestID string
 }
@@ -128,8 +132,8 @@ func (c *Client) ResolveLaunch(spec LaunchSpec) (Launch, error) {
 			p.HarnessOptions = prof.HarnessOptions
 		}
 	}
-	if p.Harness == "" && !spec.Resume {
-		return l, rpc.InvalidField("harness", "is required (claude or codex) unless the profile sets it")
+	if p.Harness == "" && !spec.Resume && !spec.HarnessOptional {
+		return l, rpc.InvalidField("harness", "is required (%s) unless the profile sets it", HarnessList(c.opts.Harnesses))
 	}
 	for _, opt := range p.HarnessOptions {
 		if k, _, ok := strings.Cut(opt, "="); !ok || k == "" {

@@ -285,3 +285,32 @@ func TestHelloLine(t *testing.T) {
 		t.Fatalf("hello %q", line)
 	}
 }
+
+// SSHLine spells every host form as a command ssh parses: the port as
+// -p, never inside the destination, and an IPv6 address bare (doctor's
+// fix hint; moved here from cmd/dlgt with the ssh transport).
+func TestSSHLine(t *testing.T) {
+	for host, want := range map[string]string{
+		"devbox":               "ssh devbox",
+		"me@devbox":            "ssh me@devbox",
+		"devbox:2222":          "ssh -p 2222 devbox",
+		"me@devbox:2222":       "ssh -p 2222 me@devbox",
+		"[fe80::1]:2222":       "ssh -p 2222 fe80::1",
+		"me@[fe80::1]:2222":    "ssh -p 2222 me@fe80::1",
+		"[fe80::1]":            "ssh fe80::1",
+		"fe80::1":              "ssh fe80::1",
+		"me@devbox.example:22": "ssh -p 22 me@devbox.example",
+	} {
+		got, err := client.SSHLine(host)
+		if err != nil {
+			t.Errorf("%s: %v", host, err)
+			continue
+		}
+		if got != want {
+			t.Errorf("%s: %q, want %q", host, got, want)
+		}
+	}
+	if _, err := client.SSHLine("-oProxyCommand=x"); err == nil {
+		t.Error("a malformed host gave an ssh line")
+	}
+}

@@ -208,3 +208,63 @@ func (c *Client) DaemonStop(ctx context.Context, wait time.Duration) (stopped bo
 	}
 	return false, nil
 }
+
+// Call makes one call of any method by name, on a fresh connection to
+// the daemon the policy names for ref (the Session the call addresses, ""
+// for none), and decodes its result into result (nil discards it; a
+// *json.RawMessage keeps the daemon's answer byte for byte). It is for a
+// front-end that passes answers through unchanged, members this client
+// does not know included (dlgt's JSON output); the typed methods are the
+// way otherwise.
+func (c *Client) Call(ctx context.Context, method, ref string, params, result any) error {
+	rc, err := c.Dial(ctx, ref)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	defer stop()
+	return rc.Call(ctx, method, params, result)
+}
+
+// Probe is what ProbeDaemon found on this machine's socket of the
+// Client's version.
+type Probe struct {
+	// Socket is the socket probed.
+	Socket string
+	// DialErr is why nothing accepted the connection (nil when something
+	// did): RPC_UNAVAILABLE naming the socket and wrapping the system
+	// error (syscall.ENOENT: no socket; ECONNREFUSED: a socket nobody
+	// listens on; EACCES or EPERM: refused, with the way out).
+	DialErr error
+	// Status is the daemon's answer to daemon.status; StatusErr is why
+	// whatever accepted the connection gave none.
+	Status    *daemon.DaemonStatus
+	StatusErr error
+}
+
+// ProbeDaemon connects to this machine's socket of the Client's version
+// (never another machine, never routed, never started) and asks it for
+// its status: a diagnosis of what answers there (dlgt doctor). The error
+// is an unusable state directory; everything else is in the Probe.
+func (c *Client) ProbeDaemon(ctx context.Context) (Probe, error) {
+	p, err := c.Paths()
+	if err != nil {
+		return Probe{}, err
+	}
+	pr := Probe{Socket: p.Socket}
+	nc, err := dialSocket(ctx, p.Socket)
+	if err != nil {
+		pr.DialErr = err
+		return pr, nil
+	}
+	rc := rpc.NewClient(nc)
+	defer rc.Close()
+	st, err := daemonStatus.Call(ctx, rc, struct{}{})
+	if err != nil {
+		pr.StatusErr = err
+		return pr, nil
+	}
+	pr.Status = &st
+	return pr, nil
+}

@@ -9,8 +9,19 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
+
+// HarnessList joins the names of ds for a sentence: "claude or codex",
+// "claude, codex or fake".
+func HarnessList(ds []harness.Descriptor) string {
+	words := harness.Names(ds)
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
 
 // Profile is one [profiles.NAME] table of the profiles file: a named
 // launch preset (ResolveLaunch applies it).
@@ -95,12 +106,19 @@ func (c *Client) LoadProfiles() (Profiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ParseProfiles(path, data)
+	return ParseProfilesFor(path, data, c.opts.Harnesses)
 }
 
 // ParseProfiles parses the profiles file data read from path (named in
-// errors). It is bounded: at most 1 MiB and 32 levels of nesting.
+// errors) whose harness names are the registry's (harness.All). It is
+// bounded: at most 1 MiB and 32 levels of nesting.
 func ParseProfiles(path string, data []byte) (Profiles, error) {
+	return ParseProfilesFor(path, data, harness.All())
+}
+
+// ParseProfilesFor is ParseProfiles for the harnesses known: a profile
+// naming another is INVALID_ARGUMENT naming them.
+func ParseProfilesFor(path string, data []byte, known []harness.Descriptor) (Profiles, error) {
 	if len(data) > maxProfilesBytes {
 		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s is larger than %d bytes", path, maxProfilesBytes)
 	}
@@ -121,8 +139,8 @@ func ParseProfiles(path string, data []byte) (Profiles, error) {
 		if name == "" || strings.ContainsAny(name, " \t\n/") {
 			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: invalid profile name %q", path, name)
 		}
-		if p.Harness != "" && p.Harness != "claude" && p.Harness != "codex" {
-			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: harness must be claude or codex", path, name)
+		if _, err := harness.Find(known, p.Harness); p.Harness != "" && err != nil {
+			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: harness must be %s", path, name, HarnessList(known))
 		}
 	}
 	if file.Profiles == nil {

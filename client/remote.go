@@ -443,3 +443,18 @@ func (c *Client) RemoteCommand(ctx context.Context, tty bool, args ...string) (*
 }
 
 var _ net.Conn = (*sshConn)(nil)
+
+// SSHLine is the ssh command line a person runs to reach host
+// ([user@]host[:port]), for a hint: ssh takes a port as -p, never in the
+// destination (`ssh host:2222` looks up a host named "host:2222"), and an
+// IPv6 address bare. A malformed host is CheckHost's error.
+func SSHLine(host string) (string, error) {
+	t, err := parseHost(host)
+	if err != nil {
+		return "", err
+	}
+	if t.port != "" {
+		return "ssh -p " + t.port + " " + t.dest, nil
+	}
+	return "ssh " + t.dest, nil
+}

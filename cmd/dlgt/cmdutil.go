@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -50,16 +51,16 @@ func jsonArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// call connects to the daemon and makes one request, returning the raw
-// result so fields this client does not know pass through unchanged.
+// call makes one request for the Session the command addresses,
+// returning the raw result so fields this client does not know pass
+// through unchanged.
 func (e *env) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	c, err := e.connect(ctx)
+	c, err := e.client()
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
 	var raw json.RawMessage
-	if err := c.Call(ctx, method, params, &raw); err != nil {
+	if err := c.Call(ctx, method, e.sessionRef, params, &raw); err != nil {
 		return nil, err
 	}
 	return raw, nil
@@ -183,7 +184,7 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string) (lau
 			plan.environment[k] = v
 		}
 		if e.hostFlag == "" && p.Host != "" {
-			if _, err := parseHost(p.Host); err != nil {
+			if err := client.CheckHost(p.Host); err != nil {
 				return plan, err
 			}
 			e.profileHost = p.Host

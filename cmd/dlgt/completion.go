@@ -44,13 +44,20 @@ func (e *env) sessionCandidates(cmd *cobra.Command, prefix string) []string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
-	c, _, err := e.dialRunning(ctx)
-	if err != nil || c == nil {
+	cl, err := e.client()
+	if err != nil {
+		return nil
+	}
+	if cl, err = cl.WithHost("local"); err != nil {
+		return nil
+	}
+	c, err := cl.DialExisting(ctx, "")
+	if err != nil {
 		return nil
 	}
 	defer c.Close()
-	var list rpc.SessionListResult
-	if err := c.Call(ctx, rpc.MethodSessionList, rpc.SessionListParams{All: true}, &list); err != nil {
+	list, err := rpc.SessionList.Call(ctx, c, rpc.SessionListParams{All: true})
+	if err != nil {
 		return nil
 	}
 	var out []string

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"os"
 	"runtime"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,11 +110,15 @@ branch on "running". A socket that cannot be reached for another reason
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			c, sock, err := e.dialRunning(cmd.Context())
+			c, err := e.client()
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			if c == nil {
+			st, sock, err := c.DaemonStatus(cmd.Context())
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			if st == nil {
 				if text {
 					_, err := fmt.Fprintf(cmd.OutOrStdout(), "not running (socket %s)\n", sock)
 					return err
@@ -129,18 +128,13 @@ branch on "running". A socket that cannot be reached for another reason
 					Socket  string `json:"socket"`
 				}{false, sock})
 			}
-			defer c.Close()
-			var st daemon.DaemonStatus
-			if err := c.Call(cmd.Context(), rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
-				return printFailure(cmd, err)
-			}
 			if text {
-				return writeDaemonStatusText(cmd.OutOrStdout(), st)
+				return writeDaemonStatusText(cmd.OutOrStdout(), *st)
 			}
 			return printOK(cmd, struct {
 				Running bool `json:"running"`
 				daemon.DaemonStatus
-			}{true, st})
+			}{true, *st})
 		},
 	}
 	addPretty(cmd)
@@ -172,31 +166,20 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			c, sock, err := e.dialRunning(cmd.Context())
+			c, err := e.client()
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			if c == nil {
-				return printFailure(cmd, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("no daemon is running (socket %s); nothing to stop", sock)})
-			}
-			defer c.Close()
-			if err := c.Call(cmd.Context(), rpc.MethodDaemonShutdown, struct{}{}, nil); err != nil {
+			// Wait until the socket is gone, so "stop; start" never races.
+			stopped, err := c.DaemonStop(cmd.Context(), 60*time.Second)
+			if err != nil {
 				return printFailure(cmd, err)
 			}
-			// Wait until the socket is gone, so "stop; start" never races.
-			ctx, cancel := context.WithTimeout(cmd.Context(), 60*time.Second)
-			defer cancel()
-			for ctx.Err() == nil {
-				if _, err := os.Stat(sock); errors.Is(err, os.ErrNotExist) {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			stopped := ctx.Err() == nil
 			if text {
 				msg := "stopped\n"
 				if !stopped {
-					msg = fmt.Sprintf("asked to stop; its socket %s was still there after 60s\n", sock)
+					p, _ := c.Paths()
+					msg = fmt.Sprintf("asked to stop; its socket %s was still there after 60s\n", p.Socket)
 				}
 				_, err := io.WriteString(cmd.OutOrStdout(), msg)
 				return err
@@ -209,24 +192,4 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
-}
-
-// dialRunning dials the daemon without starting one. With none running
-// (no socket, or nobody listening on it) it returns a nil client and no
-// error; any other failure to connect is RPC_UNAVAILABLE. sock is the
-// socket it tried.
-func (e *env) dialRunning(ctx context.Context) (c *rpc.Client, sock string, err error) {
-	p, err := e.paths()
-	if err != nil {
-		return nil, "", err
-	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "unix", p.Socket)
-	switch {
-	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED):
-		return nil, p.Socket, nil
-	case err != nil:
-		return nil, p.Socket, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("daemon socket %s: %v", p.Socket, err)}
-	}
-	return rpc.NewClient(nc), p.Socket, nil
 }

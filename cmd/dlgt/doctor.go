@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -117,7 +118,14 @@ func (e *env) doctor(ctx context.Context) []doctorCheck {
 		checks = append(checks, checkStateDir(p)...)
 		return append(checks, e.remoteDoctor(ctx)...)
 	}
-	checks = append(checks, checkDaemon(ctx, p, e.getenv("DLGT_SOCKET") != ""))
+	probe := func(ctx context.Context) (client.Probe, error) {
+		c, err := e.client()
+		if err != nil {
+			return client.Probe{}, err
+		}
+		return c.ProbeDaemon(ctx)
+	}
+	checks = append(checks, checkDaemon(ctx, p, e.getenv("DLGT_SOCKET") != "", probe))
 	checks = append(checks, checkStateDir(p)...)
 	return checks
 }
@@ -197,7 +205,9 @@ func clip(s string, n int) string {
 	return s
 }
 
-func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool) doctorCheck {
+// checkDaemon reports what answers on p.Socket, as probe (the client's
+// ProbeDaemon) found it.
+func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool, probe func(context.Context) (client.Probe, error)) doctorCheck {
 	c := doctorCheck{Name: "daemon"}
 	others := otherDaemons(p)
 	var also string
@@ -206,8 +216,12 @@ func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool) doctorCheck {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	nc, err := dialSocket(dctx, p.Socket)
+	pr, err := probe(dctx)
 	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	if err := pr.DialErr; err != nil {
 		if _, serr := os.Lstat(p.Socket); serr == nil && !errors.Is(err, syscall.ENOENT) {
 			c.Detail = fmt.Sprintf("nothing answers on %s (a stale socket?): %v%s", p.Socket, err, also)
 			c.Fix = fmt.Sprintf("run `dlgt daemon status`; if no daemon is running, remove %s", p.Socket)
@@ -222,14 +236,12 @@ func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool) doctorCheck {
 		}
 		return c
 	}
-	cl := rpc.NewClient(nc)
-	defer cl.Close()
-	var st daemon.DaemonStatus
-	if err := cl.Call(dctx, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
+	if err := pr.StatusErr; err != nil {
 		c.Detail = fmt.Sprintf("%s answered but not as a dlgt daemon: %v%s", p.Socket, err, also)
 		c.Fix = "stop whatever listens there (`dlgt daemon stop`), or point DLGT_SOCKET elsewhere"
 		return c
 	}
+	st := pr.Status
 	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d %s%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, plural(st.Sessions, "Session", "Sessions"), also)
 	if st.Version != daemon.Version {
 		c.Detail = fmt.Sprintf("the daemon on %s is version %s but this client is %s%s", p.Socket, st.Version, daemon.Version, also)

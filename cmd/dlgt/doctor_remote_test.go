@@ -8,31 +8,6 @@ import (
 	"testing"
 )
 
-// sshLine spells every --host form as a command ssh parses: the port as
-// -p, never inside the destination, and an IPv6 address bare.
-func TestSSHLine(t *testing.T) {
-	for host, want := range map[string]string{
-		"devbox":               "ssh devbox",
-		"me@devbox":            "ssh me@devbox",
-		"devbox:2222":          "ssh -p 2222 devbox",
-		"me@devbox:2222":       "ssh -p 2222 me@devbox",
-		"[fe80::1]:2222":       "ssh -p 2222 fe80::1",
-		"me@[fe80::1]:2222":    "ssh -p 2222 me@fe80::1",
-		"[fe80::1]":            "ssh fe80::1",
-		"fe80::1":              "ssh fe80::1",
-		"me@devbox.example:22": "ssh -p 22 me@devbox.example",
-	} {
-		tg, err := parseHost(host)
-		if err != nil {
-			t.Errorf("%s: %v", host, err)
-			continue
-		}
-		if got := tg.sshLine(); got != want {
-			t.Errorf("%s: %q, want %q", host, got, want)
-		}
-	}
-}
-
 // fakeSSH is a DLGT_SSH_COMMAND: run as ssh would be (options, the
 // destination, the remote command), it records its arguments and runs
 // script.

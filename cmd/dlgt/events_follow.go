@@ -268,11 +268,17 @@ func retryable(err error) bool {
 // subscribeOnce subscribes once and handles lines until the stream ends.
 // progressed reports whether the subscription was acknowledged.
 func (e *env) subscribeOnce(ctx context.Context, p rpc.EventReadParams, redial bool, handle func([]byte) error) (progressed bool, err error) {
+	cl, err := e.client()
+	if err != nil {
+		return false, err
+	}
+	// A follower must not bring back a daemon someone stopped: a redial
+	// never starts one (it waits for it instead).
 	var c *rpc.Client
 	if redial {
-		c, err = e.redial(ctx)
+		c, err = cl.DialExisting(ctx, e.sessionRef)
 	} else {
-		c, err = e.connect(ctx)
+		c, err = cl.Dial(ctx, e.sessionRef)
 	}
 	if err != nil {
 		return false, err
@@ -291,27 +297,6 @@ func (e *env) subscribeOnce(ctx context.Context, p rpc.EventReadParams, redial b
 			return true, &handleError{err}
 		}
 	}
-}
-
-// redial connects again without starting a daemon: a follower must not
-// bring back a daemon someone stopped (it waits for it instead).
-func (e *env) redial(ctx context.Context) (*rpc.Client, error) {
-	if e.remoteHost() != "" {
-		return e.connect(ctx)
-	}
-	p, err := e.paths()
-	if err != nil {
-		return nil, err
-	}
-	sock := e.ownerSocket(ctx, p)
-	if sock == "" {
-		sock = p.Socket
-	}
-	nc, err := dialSocket(ctx, sock)
-	if err != nil {
-		return nil, err
-	}
-	return rpc.NewClient(nc), nil
 }
 
 // handleError is a failure to handle an event (stdout gone): not a reason

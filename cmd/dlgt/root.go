@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -37,21 +38,18 @@ type env struct {
 	// sessionRef is the SESSION the running command addresses, if any:
 	// connect routes a provider-qualified id to the daemon that owns it.
 	sessionRef string
-	// routed caches that routing decision ("" = this version's socket);
-	// routeMu guards it (the --wait indicator connects concurrently).
-	routeMu sync.Mutex
-	routed  *string
+	// cl is the command's daemon client (client()); clientMu guards it
+	// (the --wait indicator connects concurrently).
+	clientMu sync.Mutex
+	cl       *client.Client
 	// progress is the running --wait indicator, stopped before exit.
 	progress *progress
 	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
 	signals chan os.Signal
 
 	// hostFlag is --host, profileHost the host of the profile a launch
-	// used (remote.go); remoteMu guards controlDir, the private directory
-	// of ssh's shared connection.
+	// used ("local": this machine).
 	hostFlag, profileHost string
-	remoteMu              sync.Mutex
-	controlDir            string
 	// localOnly pins this machine whatever DLGT_HOST says (list --hosts).
 	localOnly bool
 	// argv is the command line as given (for running it on a host).
@@ -259,7 +257,7 @@ func newRootCommand(e *env) *cobra.Command {
 	root.PersistentFlags().StringVar(&e.hostFlag, "host", "", "run against the daemon on another machine, through ssh: [user@]host[:port] (default $DLGT_HOST; see docs/remote.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("host") {
-			if _, err := parseHost(e.hostFlag); err != nil {
+			if err := client.CheckHost(e.hostFlag); err != nil {
 				return cliUsageError{err}
 			}
 		}

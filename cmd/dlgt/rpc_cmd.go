@@ -4,11 +4,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
+
+// helloSchemaOverride, set at build time (-ldflags -X
+// main.helloSchemaOverride=N), makes the hello announce schema N: it is how
+// the tests build "an older remote". Empty in every release.
+var helloSchemaOverride string
+
+// helloLine is the hello of `dlgt rpc --stdio --remote`.
+func helloLine() []byte {
+	n := rpc.SchemaVersion
+	if v, err := strconv.Atoi(helloSchemaOverride); err == nil {
+		n = v
+	}
+	return client.HelloLine(n)
+}
 
 func newRPCCommand(e *env) *cobra.Command {
 	var stdio, remote bool
@@ -37,7 +53,11 @@ either.`,
 			if !stdio {
 				return cliUsageError{errors.New("rpc needs --stdio (the only transport it proxies)")}
 			}
-			c, err := e.connectConn(cmd.Context())
+			cl, err := e.client()
+			if err != nil {
+				return err
+			}
+			c, err := cl.DialConn(cmd.Context(), "")
 			if err != nil {
 				return err
 			}
@@ -53,7 +73,7 @@ either.`,
 				if _, err := cmd.OutOrStdout().Write(helloLine()); err != nil {
 					return err
 				}
-				p.Rewrite = fillLaunch(e.environ)
+				p.Rewrite = client.FillLaunch(e.environ)
 			}
 			if err := p.Run(cmd.Context()); err != nil {
 				if errors.Is(err, rpc.ErrProxyInput) {

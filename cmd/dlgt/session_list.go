@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -85,7 +86,7 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 	}
 	for _, h := range hosts {
 		if h != "local" {
-			if _, err := parseHost(h); err != nil {
+			if err := client.CheckHost(h); err != nil {
 				return printFailure(cmd, err)
 			}
 		}

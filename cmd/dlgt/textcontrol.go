@@ -69,5 +69,5 @@ func shellWord(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@+=,") == "" {
 		return s
 	}
-	return shellQuote(s)
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
