@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/follow"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -15,7 +16,7 @@ func newEventsCommand(e *env) *cobra.Command {
 	var (
 		session     string
 		after       uint64
-		follow      bool
+		following   bool
 		stateFile   string
 		execCmd     string
 		execJobs    int
@@ -61,7 +62,7 @@ stopping the follow.`,
 			emit := func(line []byte) error {
 				if text {
 					var received time.Time
-					if follow {
+					if following {
 						received = time.Now()
 					}
 					return writeEventText(out, line, received)
@@ -73,7 +74,7 @@ stopping the follow.`,
 			if cmd.Flags().Changed("after") {
 				p.After = &after
 			} else if stateFile != "" {
-				n, ok, err := readState(stateFile)
+				n, ok, err := follow.ReadState(stateFile)
 				if err != nil {
 					return printFailure(cmd, err)
 				}
@@ -81,7 +82,7 @@ stopping the follow.`,
 					p.After = &n
 				}
 			}
-			if execCmd != "" && !follow {
+			if execCmd != "" && !following {
 				return usageFailure(cmd, usageError("--exec needs --follow"))
 			}
 			if execJobs < 1 || execJobs > 64 {
@@ -91,7 +92,7 @@ stopping the follow.`,
 				return usageFailure(cmd, usageError("--exec-timeout must be positive"))
 			}
 			ctx := cmd.Context()
-			if !follow {
+			if !following {
 				raw, err := e.call(ctx, rpc.MethodEventRead, p)
 				if err != nil {
 					return printFailure(cmd, err)
@@ -108,9 +109,9 @@ stopping the follow.`,
 					if err := emit(line); err != nil {
 						return err
 					}
-					var f eventFields
+					var f follow.Fields
 					if stateFile != "" && json.Unmarshal(line, &f) == nil {
-						if err := writeState(stateFile, f.Seq); err != nil {
+						if err := follow.WriteState(stateFile, f.Seq); err != nil {
 							return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "--state %s: %v", stateFile, err))
 						}
 					}
@@ -129,12 +130,16 @@ stopping the follow.`,
 					}
 				}
 			}
-			err = e.follow(ctx, followOpts{params: p, stateFile: stateFile, execCmd: execCmd, execJobs: execJobs,
-				execTimeout: execTimeout, stderr: cmd.ErrOrStderr(), emit: emit})
+			c, err := e.client()
+			if err != nil {
+				return printFailure(cmd, err)
+			}
+			err = follow.Run(ctx, c, e.sessionRef, follow.Options{Params: p, StateFile: stateFile, Exec: execCmd, ExecJobs: execJobs,
+				ExecTimeout: execTimeout, Stderr: cmd.ErrOrStderr(), Emit: emit})
 			if err != nil && ctx.Err() == nil {
-				var he *handleError
+				var he *follow.HandleError
 				if errors.As(err, &he) {
-					return he.err
+					return he.Err
 				}
 				return printFailure(cmd, err)
 			}
@@ -144,7 +149,7 @@ stopping the follow.`,
 	f := cmd.Flags()
 	f.StringVar(&session, "session", "", "only this Session's events (id or alias)")
 	f.Uint64Var(&after, "after", 0, "print events with a greater seq")
-	f.BoolVar(&follow, "follow", false, "keep printing new events until interrupted, across daemon restarts")
+	f.BoolVar(&following, "follow", false, "keep printing new events until interrupted, across daemon restarts")
 	f.StringVar(&stateFile, "state", "", "start after the seq stored in this file and store the last one handled")
 	f.StringVar(&execCmd, "exec", "", "with --follow: run this shell command once per event (event JSON on stdin)")
 	f.IntVar(&execJobs, "exec-jobs", 4, "at most this many --exec commands at once")

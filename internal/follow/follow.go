@@ -1,4 +1,10 @@
-package main
+// Package follow is the events follower of dlgt events --follow: it
+// survives daemon restarts by subscribing again (through the client's
+// dial policy, never starting a daemon on a redial) after the last seq
+// it handled, so no event is lost or printed twice (seqs are monotonic
+// across daemon lifetimes); a state file makes it restartable itself,
+// and a command can run per event (bounded jobs, queue and output).
+package follow
 
 import (
 	"bytes"
@@ -16,13 +22,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
-
-// The events follower (dlgt events --follow): it survives daemon restarts
-// by subscribing again after the last seq it handled, so no event is lost
-// or printed twice (seqs are monotonic across daemon lifetimes); --state
-// makes it restartable itself, --exec runs a command per event.
 
 // Follower reconnect backoff bounds.
 const (
@@ -36,21 +38,30 @@ const (
 	execOutputCap = 64 << 10
 )
 
-// followOpts configure a follower.
-type followOpts struct {
-	params      rpc.EventReadParams
-	stateFile   string
-	execCmd     string
-	execJobs    int
-	execTimeout time.Duration
-	stderr      io.Writer
-	emit        func(line []byte) error
-	// retryMin is the first reconnect delay (tests lower it).
-	retryMin time.Duration
+// Options configure a follower.
+type Options struct {
+	// Params select the events; Params.After is where to start (nil:
+	// the latest).
+	Params rpc.EventReadParams
+	// StateFile, when set, receives the last seq handled (WriteState).
+	StateFile string
+	// Exec, when set, is run with /bin/sh once per event (RunExec), at
+	// most ExecJobs at once, each killed after ExecTimeout.
+	Exec        string
+	ExecJobs    int
+	ExecTimeout time.Duration
+	// Stderr receives notices and the commands' output.
+	Stderr io.Writer
+	// Emit hands on each event line; its error ends the follow (a
+	// *HandleError).
+	Emit func(line []byte) error
+	// RetryMin is the first reconnect delay (0: 100 ms).
+	RetryMin time.Duration
 }
 
-// eventFields are what --exec passes in the environment.
-type eventFields struct {
+// Fields are the members of an event the follower reads, and what Exec
+// gets in its environment.
+type Fields struct {
 	Seq          uint64 `json:"seq"`
 	Type         string `json:"type"`
 	SessionID    string `json:"session_id"`
@@ -58,9 +69,9 @@ type eventFields struct {
 	ResultStatus string `json:"result_status"`
 }
 
-// readState returns the seq stored in a --state file, or ok false when
+// ReadState returns the seq stored in a --state file, or ok false when
 // the file does not exist.
-func readState(path string) (uint64, bool, error) {
+func ReadState(path string) (uint64, bool, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, false, nil
@@ -82,9 +93,9 @@ func clipText(s string, n int) string {
 	return s
 }
 
-// writeState stores seq in path atomically (a temporary file renamed over
+// WriteState stores seq in path atomically (a temporary file renamed over
 // it).
-func writeState(path string, seq uint64) error {
+func WriteState(path string, seq uint64) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".dlgt-events-state-*")
 	if err != nil {
 		return err
@@ -145,28 +156,30 @@ func (w *watermark) saveLocked() {
 	if w.path == "" || through <= w.stored {
 		return
 	}
-	if err := writeState(w.path, through); err != nil {
+	if err := WriteState(w.path, through); err != nil {
 		fmt.Fprintf(w.stderr, "dlgt events: cannot store the last seq in %s: %v\n", w.path, err)
 		return
 	}
 	w.stored = through
 }
 
-// follow subscribes and hands every event to opts.emit (and --exec) until
-// ctx ends, resubscribing after the last seq whenever the connection to
-// the daemon is lost. It returns nil when ctx ends.
-func (e *env) follow(ctx context.Context, opts followOpts) error {
-	wm := &watermark{path: opts.stateFile, stderr: opts.stderr}
+// Run subscribes through c for the Session ref ("" for all) and hands
+// every event to opts.Emit (and Exec) until ctx ends, resubscribing after
+// the last seq whenever the connection to the daemon is lost. It returns
+// nil when ctx ends; an error it cannot follow through (never subscribed,
+// refused, or Emit's *HandleError) otherwise.
+func Run(ctx context.Context, c *client.Client, ref string, opts Options) error {
+	wm := &watermark{path: opts.StateFile, stderr: opts.Stderr}
 	var after *uint64
-	if opts.params.After != nil {
-		a := *opts.params.After
+	if opts.Params.After != nil {
+		a := *opts.Params.After
 		after, wm.stored, wm.last = &a, a, a
 	}
 	var jobs chan execJob
 	var workers sync.WaitGroup
-	if opts.execCmd != "" {
+	if opts.Exec != "" {
 		jobs = make(chan execJob, execQueue)
-		for i := 0; i < max(1, opts.execJobs); i++ {
+		for i := 0; i < max(1, opts.ExecJobs); i++ {
 			workers.Add(1)
 			go func() {
 				defer workers.Done()
@@ -181,23 +194,23 @@ func (e *env) follow(ctx context.Context, opts followOpts) error {
 			workers.Wait()
 		}()
 	}
-	delay := opts.retryMin
+	delay := opts.RetryMin
 	if delay <= 0 {
 		delay = followRetryMin
 	}
 	reconnecting, dialed, ever := false, false, false
 	for {
-		p := opts.params
+		p := opts.Params
 		p.After = after
-		progressed, err := e.subscribeOnce(ctx, p, reconnecting || dialed, func(line []byte) error {
-			var f eventFields
+		progressed, err := subscribeOnce(ctx, c, ref, p, reconnecting || dialed, func(line []byte) error {
+			var f Fields
 			if err := json.Unmarshal(line, &f); err != nil {
 				return rpc.Errorf(rpc.CodeInternal, "unexpected event line: %v", err)
 			}
 			if after != nil && f.Seq <= *after {
 				return nil // already handled before a reconnect
 			}
-			if err := opts.emit(line); err != nil {
+			if err := opts.Emit(line); err != nil {
 				return err
 			}
 			seq := f.Seq
@@ -223,13 +236,13 @@ func (e *env) follow(ctx context.Context, opts followOpts) error {
 		}
 		dialed = true
 		if progressed || !reconnecting {
-			delay = opts.retryMin
+			delay = opts.RetryMin
 			if delay <= 0 {
 				delay = followRetryMin
 			}
 		}
 		if !reconnecting {
-			fmt.Fprintf(opts.stderr, "dlgt events: the daemon went away (%v); following again after seq %s once it is back\n", err, seqText(after))
+			fmt.Fprintf(opts.Stderr, "dlgt events: the daemon went away (%v); following again after seq %s once it is back\n", err, seqText(after))
 			reconnecting = true
 		}
 		select {
@@ -254,7 +267,7 @@ func seqText(p *uint64) string {
 // retryable reports whether a follower should subscribe again after err:
 // the daemon went away (or dropped a slow follower), not a refusal.
 func retryable(err error) bool {
-	var he *handleError
+	var he *HandleError
 	if errors.As(err, &he) {
 		return false
 	}
@@ -267,18 +280,14 @@ func retryable(err error) bool {
 
 // subscribeOnce subscribes once and handles lines until the stream ends.
 // progressed reports whether the subscription was acknowledged.
-func (e *env) subscribeOnce(ctx context.Context, p rpc.EventReadParams, redial bool, handle func([]byte) error) (progressed bool, err error) {
-	cl, err := e.client()
-	if err != nil {
-		return false, err
-	}
+func subscribeOnce(ctx context.Context, cl *client.Client, ref string, p rpc.EventReadParams, redial bool, handle func([]byte) error) (progressed bool, err error) {
 	// A follower must not bring back a daemon someone stopped: a redial
 	// never starts one (it waits for it instead).
 	var c *rpc.Client
 	if redial {
-		c, err = cl.DialExisting(ctx, e.sessionRef)
+		c, err = cl.DialExisting(ctx, ref)
 	} else {
-		c, err = cl.Dial(ctx, e.sessionRef)
+		c, err = cl.Dial(ctx, ref)
 	}
 	if err != nil {
 		return false, err
@@ -294,31 +303,31 @@ func (e *env) subscribeOnce(ctx context.Context, p rpc.EventReadParams, redial b
 			return true, err
 		}
 		if err := handle(line); err != nil {
-			return true, &handleError{err}
+			return true, &HandleError{err}
 		}
 	}
 }
 
-// handleError is a failure to handle an event (stdout gone): not a reason
-// to reconnect.
-type handleError struct{ err error }
+// HandleError is a failure of Emit (stdout gone): not a reason to
+// reconnect. Err is Emit's error.
+type HandleError struct{ Err error }
 
-func (h *handleError) Error() string { return h.err.Error() }
-func (h *handleError) Unwrap() error { return h.err }
+func (h *HandleError) Error() string { return h.Err.Error() }
+func (h *HandleError) Unwrap() error { return h.Err }
 
 type execJob struct {
 	seq  uint64
 	line []byte
-	f    eventFields
+	f    Fields
 }
 
 // runExec runs the --exec command for one event: the event JSON on stdin,
 // its fields in the environment, output to stderr. A failure is reported
 // on stderr and the follow goes on.
-func runExec(opts followOpts, j execJob) {
-	ctx, cancel := context.WithTimeout(context.Background(), opts.execTimeout)
+func runExec(opts Options, j execJob) {
+	ctx, cancel := context.WithTimeout(context.Background(), opts.ExecTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opts.execCmd)
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", opts.Exec)
 	cmd.Stdin = bytes.NewReader(append(j.line, '\n'))
 	cmd.Env = append(os.Environ(),
 		"DLGT_EVENT_TYPE="+j.f.Type,
@@ -332,16 +341,16 @@ func runExec(opts followOpts, j execJob) {
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	if out.Len() > 0 {
-		opts.stderr.Write(out.Bytes())
+		opts.Stderr.Write(out.Bytes())
 		if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
-			fmt.Fprintln(opts.stderr)
+			fmt.Fprintln(opts.Stderr)
 		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("killed after %s", opts.execTimeout)
+			err = fmt.Errorf("killed after %s", opts.ExecTimeout)
 		}
-		fmt.Fprintf(opts.stderr, "dlgt events: --exec for event %d (%s) failed: %v\n", j.f.Seq, j.f.Type, err)
+		fmt.Fprintf(opts.Stderr, "dlgt events: --exec for event %d (%s) failed: %v\n", j.f.Seq, j.f.Type, err)
 	}
 }
 
