@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -76,22 +76,15 @@ func (e *env) callAndPrint(cmd *cobra.Command, method string, params any) error 
 	return printOK(cmd, raw)
 }
 
-// clientEnvironment parses e.environ() into a map (later entries win;
-// entries without '=' are skipped). For another machine it is empty: the
-// remote proxy supplies that machine's own (remote.go).
+// clientEnvironment is the launch environment of this client
+// (client.LaunchEnvironment: every variable here, none for another
+// machine, whose proxy supplies its own).
 func (e *env) clientEnvironment() map[string]string {
-	m := map[string]string{}
-	if e.remote() {
-		return m
+	c, err := e.client()
+	if err != nil {
+		return map[string]string{} // a malformed host: reported where it dials
 	}
-	for _, kv := range e.environ() {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			continue
-		}
-		m[k] = v
-	}
-	return m
+	return c.LaunchEnvironment()
 }
 
 // durationMS converts a flag duration to whole milliseconds, rejecting
@@ -101,18 +94,6 @@ func durationMS(name string, d time.Duration) (int64, error) {
 		return 0, usageError("--%s must not be negative", name)
 	}
 	return d.Milliseconds(), nil
-}
-
-// absDir resolves a --cwd value against the client's working directory.
-func absDir(dir string) (string, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", usageError("--cwd %q: %v", dir, err)
-	}
-	return abs, nil
 }
 
 // readPrompt returns the prompt from --stdin (byte-exact, trailing newline
@@ -155,85 +136,50 @@ func (o *launchOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.profile, "profile", "", "launch profile from the profiles file")
 }
 
-// launchPlan is what the client resolved from flags, profile and
-// environment: client environment < profile < explicit flags.
-type launchPlan struct {
-	harness, cwd, model, effort string
-	harnessOptions              []string
-	autoApprove                 *bool
-	startupTimeoutMS            int64
-	environment                 map[string]string
-}
-
-// resolve applies the precedence. harness is the --harness flag's value
-// (empty when the command has none).
-func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string) (launchPlan, error) {
-	changed := cmd.Flags().Changed
-	plan := launchPlan{harness: harness, model: o.model, effort: o.effort, harnessOptions: o.harnessOptions, environment: e.clientEnvironment()}
-	if o.profile != "" {
-		profiles, err := e.loadProfiles()
-		if err != nil {
-			return plan, err
-		}
-		p, ok := profiles[o.profile]
-		if !ok {
-			path, _ := e.profilesPath()
-			return plan, rpc.Errorf(rpc.CodeNotFound, "profile %q is not defined in %s", o.profile, path)
-		}
-		for k, v := range p.Environment {
-			plan.environment[k] = v
-		}
-		if e.hostFlag == "" && p.Host != "" {
-			if err := client.CheckHost(p.Host); err != nil {
-				return plan, err
-			}
-			e.profileHost = p.Host
-			plan.environment = map[string]string{}
-			for k, v := range p.Environment {
-				plan.environment[k] = v
-			}
-		}
-		if !changed("harness") && p.Harness != "" {
-			plan.harness = p.Harness
-		}
-		if !changed("model") && p.Model != "" {
-			plan.model = p.Model
-		}
-		if !changed("effort") && p.Effort != "" {
-			plan.effort = p.Effort
-		}
-		if !changed("harness-option") && len(p.HarnessOptions) > 0 {
-			plan.harnessOptions = p.HarnessOptions
-		}
-	}
-	for _, opt := range plan.harnessOptions {
-		if k, _, ok := strings.Cut(opt, "="); !ok || k == "" {
-			return plan, usageError("--harness-option %q is not KEY=VALUE", opt)
-		}
-	}
-	if o.noAutoApprove {
-		f := false
-		plan.autoApprove = &f
-	}
-	ms, err := durationMS("startup-timeout", o.startupTimeout)
+// resolve is the client's launch resolution of these flags
+// (client.ResolveLaunch: client environment < profile < explicit flags),
+// for session create (harness is --harness) or send --resume; a missing
+// harness is left to the caller. A profile's host becomes the command's.
+func (o *launchOptions) resolve(e *env, harness string, resume bool) (rpc.SessionCreateParams, error) {
+	c, err := e.client()
 	if err != nil {
-		return plan, err
+		return rpc.SessionCreateParams{}, err
 	}
-	plan.startupTimeoutMS = ms
-	if e.remote() && o.cwd != "" && !filepath.IsAbs(o.cwd) {
-		return plan, usageError("--cwd %q must be an absolute path on the remote host", o.cwd)
+	l, err := c.ResolveLaunch(client.LaunchSpec{
+		Profile: o.profile, Harness: harness, Model: o.model, Effort: o.effort, HarnessOptions: o.harnessOptions,
+		Cwd: o.cwd, NoAutoApprove: o.noAutoApprove, StartupTimeout: o.startupTimeout, Resume: resume,
+		HarnessOptional: true, Title: o.title, Alias: o.alias,
+	})
+	if err != nil {
+		return l.Params, launchFlagError(err)
 	}
-	if e.remote() {
-		plan.cwd = o.cwd // empty: the remote side's working directory
-	} else if changed("cwd") || o.cwd != "" {
-		if plan.cwd, err = absDir(o.cwd); err != nil {
-			return plan, err
+	if l.Host != c.Host() {
+		e.profileHost = l.Host
+		if l.Host == "" {
+			e.profileHost = "local"
 		}
 	}
-	return plan, nil
+	return l.Params, nil
 }
 
-// workingDir is the client's current directory (the default --cwd).
+// launchFields are the flags of ResolveLaunch's fields.
+var launchFields = map[string]string{"harness_options": "--harness-option", "cwd": "--cwd", "startup_timeout_ms": "--startup-timeout"}
+
+// launchFlagError says a launch field's INVALID_ARGUMENT as the usage
+// error of its flag ("--cwd ... must be an absolute path on the remote
+// host"); other errors pass.
+func launchFlagError(err error) error {
+	var re *rpc.Error
+	if errors.As(err, &re) && re.Code == rpc.CodeInvalidArgument {
+		if flag, ok := launchFields[re.Field]; ok {
+			return usageError("%s %s", flag, strings.TrimPrefix(re.Message, re.Field+": "))
+		}
+	}
+	return err
+}
+
+// workingDir is the client's current directory.
+// still used by mcp*.go until the MCP server moves to its own package
 func workingDir() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {

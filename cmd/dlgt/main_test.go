@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -77,59 +76,6 @@ func TestVersionPretty(t *testing.T) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
-}
-
-func TestParseProfiles(t *testing.T) {
-	const good = `
-[profiles.review]
-harness = "claude"
-model = "opus"
-effort = "high"
-harness_options = ["max-turns=3"]
-[profiles.review.environment]
-MY_VAR = "value"
-
-[profiles.quick]
-harness = "codex"
-`
-	got, err := parseProfiles("profiles.toml", []byte(good))
-	if err != nil {
-		t.Fatalf("parseProfiles: %v", err)
-	}
-	r := got["review"]
-	if len(got) != 2 || r.Harness != "claude" || r.Model != "opus" || r.Effort != "high" ||
-		len(r.HarnessOptions) != 1 || r.HarnessOptions[0] != "max-turns=3" || r.Environment["MY_VAR"] != "value" || got["quick"].Harness != "codex" {
-		t.Fatalf("parsed %+v", got)
-	}
-	if got, err := parseProfiles("p.toml", nil); err != nil || got == nil || len(got) != 0 {
-		t.Fatalf("empty file: %v %v", got, err)
-	}
-
-	bad := []struct {
-		name, data, want string
-	}{
-		{"unknown top-level key", "[profile.review]\nharness = \"claude\"\n", "unknown key"},
-		{"unknown profile key", "[profiles.review]\nharnes = \"claude\"\n", "harnes"},
-		{"bad harness", "[profiles.review]\nharness = \"gemini\"\n", "harness must be claude or codex"},
-		{"wrong type", "[profiles.review]\nharness_options = \"max-turns=3\"\n", "p.toml"},
-		{"environment value type", "[profiles.review.environment]\nA = 1\n", "p.toml"},
-		{"invalid name", "[profiles.\"my review\"]\nharness = \"claude\"\n", "invalid profile name"},
-		{"not TOML", "[profiles.review\n", "p.toml"},
-	}
-	for _, tt := range bad {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseProfiles("p.toml", []byte(tt.data))
-			var re *rpc.Error
-			if !errors.As(err, &re) || re.Code != rpc.CodeInvalidArgument || !strings.Contains(re.Message, tt.want) {
-				t.Fatalf("parseProfiles = %v, want INVALID_ARGUMENT mentioning %q", err, tt.want)
-			}
-		})
-	}
-	t.Run("oversized", func(t *testing.T) {
-		if _, err := parseProfiles("p.toml", make([]byte, maxProfilesBytes+1)); err == nil {
-			t.Fatal("want an error for an oversized file")
-		}
-	})
 }
 
 func TestProfilesCommand(t *testing.T) {

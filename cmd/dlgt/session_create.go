@@ -64,13 +64,13 @@ is kept). The receipt's cursor is where to start fetching.`,
 				}
 				prompt = p
 			}
-			plan, err := opts.resolve(cmd, e, harness)
+			params, err := opts.resolve(e, harness, false)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
 			// Every missing required input in one error.
 			var missing []string
-			if plan.harness == "" {
+			if params.Harness == "" {
 				missing = append(missing, "--harness ("+harnessList(e.registry())+", unless the profile sets it)")
 			}
 			if opts.title == "" {
@@ -89,19 +89,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 			if err != nil {
 				return usageFailure(cmd, err)
 			}
-			if plan.cwd == "" && !e.remote() {
-				wd, err := workingDir()
-				if err != nil {
-					return printFailure(cmd, err)
-				}
-				plan.cwd = wd
-			}
-			params := rpc.SessionCreateParams{
-				Title: opts.title, Alias: opts.alias, Harness: plan.harness, Cwd: plan.cwd,
-				Model: plan.model, Effort: plan.effort, HarnessOptions: plan.harnessOptions,
-				AutoApprove: plan.autoApprove, Prompt: prompt, RequestID: requestID,
-				StartupTimeoutMS: plan.startupTimeoutMS, Environment: plan.environment,
-			}
+			params.Prompt, params.RequestID = prompt, requestID
 			if !cmd.Flags().Changed("wait") {
 				return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, writeReceiptText)
 			}

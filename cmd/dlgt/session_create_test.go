@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -117,5 +119,36 @@ func TestCreateWait(t *testing.T) {
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if code, stdout = runCLI(t, e, out, append(args[:len(args)-4:len(args)-4], "--wait", "-1s", "--", "x")...); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") || d.count() != 0 {
 		t.Fatalf("--wait -1s: exit %d, %q, %d requests", code, stdout, d.count())
+	}
+}
+
+// The launch fields the client resolves (client.ResolveLaunch) are
+// reported as the flags the command line gave, byte for byte as before
+// the resolution moved to the client, with the usage on stderr; nothing
+// is dialed.
+func TestLaunchFlagErrorsNameTheFlag(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "profiles.toml"), []byte("[profiles.far]\nharness = \"codex\"\nhost = \"dev@build-box:2222\"\n[profiles.badopt]\nharness = \"claude\"\nharness_options = [\"novalue\"]\n"), 0o600)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--harness", "claude", "--harness-option", "novalue"}, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":"--harness-option \"novalue\" is not KEY=VALUE"}}`},
+		{[]string{"--profile", "badopt"}, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":"--harness-option \"novalue\" is not KEY=VALUE"}}`},
+		{[]string{"--harness", "claude", "--startup-timeout", "-1s"}, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":"--startup-timeout must not be negative"}}`},
+		{[]string{"--profile", "far", "--cwd", "rel"}, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":"--cwd \"rel\" must be an absolute path on the remote host"}}`},
+		{[]string{"--profile", "nope"}, `{"ok":false,"error":{"code":"NOT_FOUND","message":"profile \"nope\" is not defined in ` + filepath.Join(home, "profiles.toml") + `"}}`},
+	} {
+		e, out, errb := testEnv(t, map[string]string{"DLGT_HOME": home}, "")
+		args := append(append([]string{"session", "create"}, tt.args...), "--title", "t", "--request-id", "r", "--", "hi")
+		if code := run(args, e); code != exitError {
+			t.Errorf("%v: exit %d", tt.args, code)
+		}
+		if got := strings.TrimSpace(out.String()); got != tt.want {
+			t.Errorf("%v:\n got %s\nwant %s", tt.args, got, tt.want)
+		}
+		if usage := strings.Contains(errb.String(), "Usage:"); usage != strings.Contains(tt.want, "INVALID_ARGUMENT") {
+			t.Errorf("%v: usage on stderr %v: %q", tt.args, usage, errb.String())
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -48,15 +49,12 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 					}
 				}
 			} else {
-				plan, err := opts.resolve(cmd, e, "")
+				launch, err := opts.resolve(e, "", true)
 				if err != nil {
 					return printFailure(cmd, err)
 				}
-				params.Resume = true
-				params.Title, params.Alias, params.Cwd = opts.title, opts.alias, plan.cwd
-				params.Model, params.Effort, params.HarnessOptions = plan.model, plan.effort, plan.harnessOptions
-				params.AutoApprove, params.StartupTimeoutMS = plan.autoApprove, plan.startupTimeoutMS
-				params.Environment = plan.environment
+				launch.Prompt, launch.RequestID = prompt, requestID
+				params = client.Launch{Params: launch}.ResumeParams(args[0])
 			}
 			return callAndPrintAs(e, cmd, rpc.MethodSessionSend, params, writeReceiptText)
 		},
