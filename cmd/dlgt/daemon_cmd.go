@@ -11,7 +11,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/internal/doctor"
 )
 
 func newDaemonCommand(e *env) *cobra.Command {
@@ -51,7 +51,7 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
 			if e.exe != "" {
 				opts.HookCommand = hookCommand(e.exe)
 			}
-			if opts.HTTPHooks, err = httpHooks(e.getenv("DLGT_HOOKS")); err != nil {
+			if opts.HTTPHooks, err = doctor.HTTPHooks(e.getenv("DLGT_HOOKS")); err != nil {
 				return err
 			}
 			if e.getenv("GOMAXPROCS") == "" {
@@ -63,18 +63,6 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
 	cmd.Flags().BoolVar(&debug, "debug", false, "log every request")
 	cmd.AddCommand(newDaemonStatusCommand(e), newDaemonStopCommand(e))
 	return cmd
-}
-
-// httpHooks reads DLGT_HOOKS: false for command (the default), true for
-// http, an error for anything else. The daemon and doctor both use it.
-func httpHooks(v string) (bool, error) {
-	switch v {
-	case "", "command":
-		return false, nil
-	case "http":
-		return true, nil
-	}
-	return false, rpc.Errorf(rpc.CodeInvalidArgument, "DLGT_HOOKS=%q: want command (the default: every hook runs the forwarder over the hook socket) or http (Claude Code posts its hooks to a port on 127.0.0.1)", v)
 }
 
 // daemonProcs is how many goroutines the daemon runs at once (GOMAXPROCS):

@@ -1,27 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os/exec"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // Remote Sessions: with --host (or DLGT_HOST, or a profile's host) a
 // command speaks to the daemon of another machine through the client's
 // ssh transport (package client, docs/remote.md). Here: the commands
-// that are not RPC (attach, daemon control) run on the host itself, and
-// doctor reports the other end.
+// that are not RPC (attach, daemon control) run on the host itself.
 
 // remoteHost is the host a command addresses: --host, else the profile's
 // host (create and send --resume), else DLGT_HOST; "" (or "local") is this
@@ -120,49 +114,4 @@ func (e *env) forHost(host string) *env {
 		ce.hostFlag = host
 	}
 	return ce
-}
-
-// remoteDoctor is doctor's report of the other end: whether ssh reaches
-// a dlgt that speaks this schema, then the remote doctor's own checks,
-// each naming the host.
-func (e *env) remoteDoctor(ctx context.Context) []doctorCheck {
-	host := e.remoteHost()
-	conn := doctorCheck{Name: "remote", Host: host}
-	line, err := client.SSHLine(host)
-	var c *client.Client
-	if err == nil {
-		c, err = e.client()
-	}
-	if err != nil {
-		conn.Detail = rpc.AsError(err).Message
-		conn.Fix = "give --host (or DLGT_HOST, or the profile's host) as [user@]host[:port], an IPv6 address with a port as [address]:port"
-		return []doctorCheck{conn}
-	}
-	rc, err := c.Dial(ctx, "")
-	if err != nil {
-		conn.Detail = rpc.AsError(err).Message
-		conn.Fix = "check `" + line + " true` works without a prompt (BatchMode), and that the same dlgt version is on the remote PATH or in DLGT_REMOTE_BIN"
-		return []doctorCheck{conn}
-	}
-	rc.Close()
-	conn.OK, conn.Detail = true, "ssh reaches a dlgt that speaks RPC schema "+strconv.Itoa(rpc.SchemaVersion)
-	cmd, err := c.RemoteCommand(ctx, false, "doctor")
-	if err != nil {
-		return []doctorCheck{conn}
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, io.Discard
-	cmd.Run() // doctor exits 1 when a check fails; its JSON says which
-	var doc struct {
-		Checks []doctorCheck `json:"checks"`
-	}
-	checks := []doctorCheck{conn}
-	if err := json.Unmarshal(bytes.TrimSpace(out.Bytes()), &doc); err != nil {
-		return append(checks, doctorCheck{Name: "remote.doctor", Host: host, Detail: "the remote doctor printed no report: " + clip(out.String(), 200)})
-	}
-	for _, rc := range doc.Checks {
-		rc.Host = host
-		checks = append(checks, rc)
-	}
-	return checks
 }

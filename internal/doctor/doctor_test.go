@@ -1,0 +1,61 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// DLGT_HOOKS is command (the default) or http; anything else is
+// INVALID_ARGUMENT, which the hooks check reports as a failure.
+func TestHTTPHooks(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "command": false, "http": true} {
+		if got, err := HTTPHooks(v); err != nil || got != want {
+			t.Errorf("%q: %v %v", v, got, err)
+		}
+	}
+	if _, err := HTTPHooks("HTTP"); !errors.Is(err, rpc.ErrInvalidArgument) {
+		t.Errorf("HTTP: %v", err)
+	}
+	c := hookCheck(func(k string) string { return map[string]string{"DLGT_HOOKS": "tcp"}[k] })
+	if c.OK || !strings.Contains(c.Detail, `DLGT_HOOKS="tcp"`) || c.Fix == "" {
+		t.Errorf("hook check: %+v", c)
+	}
+}
+
+// A local run with no daemon: every state directory check, the daemon
+// check passes (client commands start one), and a loose state directory
+// fails with the chmod that fixes it.
+func TestRunLocal(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	os.Mkdir(home, 0o755)
+	vars := map[string]string{"DLGT_HOME": home, "PATH": t.TempDir()}
+	getenv := func(k string) string { return vars[k] }
+	c, err := client.New(client.Options{Getenv: getenv, NoAutostart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	checks := Run(context.Background(), Options{Getenv: getenv, Client: c, Extra: []Check{{Name: "extra", OK: true}}})
+	byName := map[string]Check{}
+	var names []string
+	for _, ch := range checks {
+		byName[ch.Name] = ch
+		names = append(names, ch.Name)
+	}
+	if strings.Join(names, ",") != "extra,hooks.claude,daemon,state_dir" {
+		t.Fatalf("checks %v", names)
+	}
+	if d := byName["daemon"]; !d.OK || !strings.Contains(d.Detail, "no daemon is running") {
+		t.Errorf("daemon: %+v", d)
+	}
+	if s := byName["state_dir"]; s.OK || s.Fix != "chmod 700 "+home {
+		t.Errorf("state_dir: %+v", s)
+	}
+}
