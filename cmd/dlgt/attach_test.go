@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/attach"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -225,12 +226,12 @@ func TestAttachRawModeInputDetachRestore(t *testing.T) {
 	}
 	d.mu.Unlock()
 	out := term.String()
-	for _, want := range []string{enterAttach, "PAINTED", "HELLO-FROM-HARNESS", leaveAttach} {
+	for _, want := range []string{attach.Enter, "PAINTED", "HELLO-FROM-HARNESS", attach.Leave} {
 		if !strings.Contains(out, want) {
 			t.Errorf("terminal output lacks %q: %q", want, out)
 		}
 	}
-	if strings.Index(out, leaveAttach) > strings.Index(out, `{"ok":true`) {
+	if strings.Index(out, attach.Leave) > strings.Index(out, `{"ok":true`) {
 		t.Error("the JSON line was printed before the terminal was restored")
 	}
 	after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
@@ -270,7 +271,7 @@ func TestAttachAlreadyAttachedIsJSONFailure(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	term.waitFor(t, `"code":"ALREADY_ATTACHED"`)
-	if strings.Contains(term.String(), enterAttach) {
+	if strings.Contains(term.String(), attach.Enter) {
 		t.Fatal("the terminal was taken over although the attach failed")
 	}
 	after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
