@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/progress"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -148,9 +149,9 @@ func slowFetchDaemon(t *testing.T, delay time.Duration) string {
 }
 
 func TestFetchWaitProgressOnTerminalStderr(t *testing.T) {
-	old := progressEvery
-	progressEvery = 50 * time.Millisecond
-	defer func() { progressEvery = old }()
+	old := progress.Every
+	progress.Every = 50 * time.Millisecond
+	defer func() { progress.Every = old }()
 	sock := slowFetchDaemon(t, 400*time.Millisecond)
 	e, out, errb := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
 	var tty bytes.Buffer
@@ -171,9 +172,9 @@ func TestFetchWaitProgressOnTerminalStderr(t *testing.T) {
 }
 
 func TestFetchWaitNoProgressWithoutTerminal(t *testing.T) {
-	old := progressEvery
-	progressEvery = 50 * time.Millisecond
-	defer func() { progressEvery = old }()
+	old := progress.Every
+	progress.Every = 50 * time.Millisecond
+	defer func() { progress.Every = old }()
 	sock := slowFetchDaemon(t, 300*time.Millisecond)
 	e, out, errb := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
 	if code := run([]string{"session", "fetch", "claude:x", "--wait", "1m"}, e); code != exitOK {
@@ -182,12 +183,5 @@ func TestFetchWaitNoProgressWithoutTerminal(t *testing.T) {
 	oneJSONLine(t, out.String())
 	if errb.Len() != 0 {
 		t.Fatalf("stderr = %q", errb)
-	}
-}
-
-func TestProgressLineClipsToWidth(t *testing.T) {
-	l := progressLine("claude:x", "busy", strings.Repeat("é", 300), 65*time.Second, time.Hour, 60)
-	if n := len([]rune(l)); n != 59 || !strings.HasSuffix(l, "…") || !strings.HasPrefix(l, "waiting · claude:x · busy · 1:05/1:00:00") {
-		t.Fatalf("line (%d runes) = %q", n, l)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/progress"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -43,7 +44,7 @@ type env struct {
 	clientMu sync.Mutex
 	cl       *client.Client
 	// progress is the running --wait indicator, stopped before exit.
-	progress *progress
+	progress *progress.Indicator
 	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
 	signals chan os.Signal
 
@@ -111,7 +112,7 @@ func run(args []string, e *env) int {
 	e.argv = args
 	defer e.cleanupRemote()
 	cmd, err := root.ExecuteContextC(ctx)
-	e.progress.stop()
+	e.progress.Stop()
 	if sig := caught.Load(); sig != 0 && (cmd == nil || !signalCommands[cmd.CommandPath()]) {
 		return 128 + int(sig)
 	}

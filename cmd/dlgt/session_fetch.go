@@ -98,7 +98,7 @@ func (e *env) printFetch(cmd *cobra.Command, p rpc.SessionFetchParams, text bool
 	if err != nil {
 		return printFailure(cmd, err)
 	}
-	e.progress.stop()
+	e.progress.Stop()
 	return writeFetchText(cmd.OutOrStdout(), raw, time.Now())
 }
 
