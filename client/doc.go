@@ -31,7 +31,10 @@
 // so the client and the daemon agree on them at compile time.
 // EventSubscribe is an iterator. ProfileList is answered from the
 // client-side profiles file, as the contract says. DaemonStatus and
-// DaemonStop are the internal control methods.
+// DaemonStop are the internal control methods; ProbeDaemon diagnoses
+// what answers on this machine's socket. Call makes any method's call by
+// name and keeps the answer as the daemon sent it, for a front-end that
+// prints it (dlgt's JSON output).
 //
 // # Above the methods
 //
