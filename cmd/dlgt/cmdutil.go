@@ -140,7 +140,7 @@ func (o *launchOptions) register(cmd *cobra.Command) {
 // (client.ResolveLaunch: client environment < profile < explicit flags),
 // for session create (harness is --harness) or send --resume; a missing
 // harness is left to the caller. A profile's host becomes the command's.
-func (o *launchOptions) resolve(e *env, harness string, resume bool) (rpc.SessionCreateParams, error) {
+func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string, resume bool) (rpc.SessionCreateParams, error) {
 	c, err := e.client()
 	if err != nil {
 		return rpc.SessionCreateParams{}, err
@@ -152,6 +152,13 @@ func (o *launchOptions) resolve(e *env, harness string, resume bool) (rpc.Sessio
 	})
 	if err != nil {
 		return l.Params, launchFlagError(err)
+	}
+	// A flag given empty is an explicit choice: the profile's does not
+	// fill it.
+	for flag, v := range map[string]*string{"harness": &l.Params.Harness, "model": &l.Params.Model, "effort": &l.Params.Effort} {
+		if f := cmd.Flags().Lookup(flag); f != nil && f.Changed && f.Value.String() == "" {
+			*v = ""
+		}
 	}
 	if l.Host != c.Host() {
 		e.profileHost = l.Host

@@ -64,7 +64,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 				}
 				prompt = p
 			}
-			params, err := opts.resolve(e, harness, false)
+			params, err := opts.resolve(cmd, e, harness, false)
 			if err != nil {
 				return printFailure(cmd, err)
 			}

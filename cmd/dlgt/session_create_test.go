@@ -152,3 +152,27 @@ func TestLaunchFlagErrorsNameTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// A launch flag given empty is an explicit choice the profile does not
+// fill: --model "" sends no model although the profile names one, and
+// --harness "" is the missing harness.
+func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.results[rpc.MethodSessionCreate] = rpc.Receipt{Session: rpc.Session{ID: "codex:1"}, ExecutionSeq: 1, Cursor: "1"}
+	profiles := filepath.Join(t.TempDir(), "p.toml")
+	os.WriteFile(profiles, []byte("[profiles.p]\nharness = \"codex\"\nmodel = \"m1\"\neffort = \"high\"\n"), 0o600)
+	vars := map[string]string{"DLGT_PROFILES": profiles}
+	e, out, _ := cliEnv(t, d, vars, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--model=", "--title", "t", "--request-id", "r", "--", "hi"); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stdout)
+	}
+	ps := d.params(rpc.MethodSessionCreate)
+	var p rpc.SessionCreateParams
+	if len(ps) != 1 || json.Unmarshal(ps[0], &p) != nil || p.Model != "" || p.Harness != "codex" || p.Effort != "high" {
+		t.Fatalf("create params %s", ps)
+	}
+	e, out, _ = cliEnv(t, d, vars, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--harness=", "--title", "t", "--request-id", "r", "--", "hi"); code != exitError || !strings.Contains(stdout, "missing required --harness") {
+		t.Fatalf("--harness= exit %d: %s", code, stdout)
+	}
+}

@@ -49,7 +49,7 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 					}
 				}
 			} else {
-				launch, err := opts.resolve(e, "", true)
+				launch, err := opts.resolve(cmd, e, "", true)
 				if err != nil {
 					return printFailure(cmd, err)
 				}
