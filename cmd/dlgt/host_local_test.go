@@ -1,0 +1,22 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// "local" names this machine wherever a host is given (--host, DLGT_HOST,
+// as in --hosts): the command reaches this machine's daemon and runs no
+// ssh (here a DLGT_SSH_COMMAND that would fail loudly).
+func TestHostLocalIsThisMachine(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.results[rpc.MethodSessionList] = rpc.SessionListResult{Sessions: []rpc.Session{}}
+	for _, args := range [][]string{{"--host", "local", "session", "list"}, {"session", "list"}} {
+		e, out, _ := cliEnv(t, d, map[string]string{"DLGT_HOST": "local", "DLGT_SSH_COMMAND": "echo ssh was run >&2; exit 255;"}, nil, "")
+		if code, stdout := runCLI(t, e, out, args...); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"sessions":[]`) {
+			t.Fatalf("%v: exit %d: %s", args, code, stdout)
+		}
+	}
+}
