@@ -77,6 +77,12 @@ func writeReadText(w io.Writer, res rpc.SessionReadResult, now time.Time) {
 		fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, oneLine(r.Error.Message, 400))
 	}
 	fmt.Fprintf(w, "usage    %s\n", usageText(r.Usage))
+	writeFinalText(w, r)
+}
+
+// writeFinalText prints a result's final text as it is, or says there is
+// none.
+func writeFinalText(w io.Writer, r *rpc.Result) {
 	switch {
 	case r.FinalText == nil:
 		fmt.Fprintln(w, "final text: none recorded")

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -61,17 +60,6 @@ func writeResultsText(w io.Writer, out *client.SessionResults, now time.Time) {
 		if r.Error != nil {
 			fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, oneLine(r.Error.Message, 400))
 		}
-		switch {
-		case r.FinalText == nil:
-			fmt.Fprintln(w, "final text: none recorded")
-		case *r.FinalText == "":
-			fmt.Fprintln(w, "final text: empty")
-		default:
-			fmt.Fprintf(w, "final text (%s):\n", r.FinalTextSource)
-			fmt.Fprint(w, *r.FinalText)
-			if !strings.HasSuffix(*r.FinalText, "\n") {
-				fmt.Fprintln(w)
-			}
-		}
+		writeFinalText(w, &r)
 	}
 }
