@@ -96,3 +96,26 @@ func TestHarnessesOfTheClient(t *testing.T) {
 		t.Fatalf("profile harness: %+v %v", l, err)
 	}
 }
+
+// SessionLists asks every host, keeps each answer as sent, and reports an
+// unreachable host beside the others; a malformed host asks none.
+func TestSessionLists(t *testing.T) {
+	home := shortDir(t)
+	serveAt(t, filepath.Join(home, "run", daemon.Version, "dlgt.sock"), func(_ context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
+		return json.RawMessage(`{"sessions":[{"id":"claude:1","future":1}]}`), nil
+	})
+	vars := map[string]string{"DLGT_HOME": home, "DLGT_SSH_COMMAND": "exit 255;", "DLGT_HOST": "elsewhere"}
+	c := newClient(t, client.Options{Getenv: env(vars), NoAutostart: true, Host: "local"})
+	got, err := c.SessionLists(context.Background(), []string{"devbox", "local"}, rpc.SessionListParams{All: true})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("SessionLists = %v, %v", got, err)
+	}
+	if got[0].Host != "devbox" || got[0].Err == nil || got[0].Err.Code != rpc.CodeRPCUnavailable || !strings.Contains(got[0].Err.Message, "host devbox") {
+		t.Errorf("unreachable host: %+v", got[0])
+	}
+	if got[1].Host != "local" || got[1].Err != nil || len(got[1].Sessions) != 1 || string(got[1].Sessions[0]) != `{"id":"claude:1","future":1}` {
+		t.Errorf("local: %+v", got[1])
+	}
+	_, err = c.SessionLists(context.Background(), []string{"local", ""}, rpc.SessionListParams{})
+	wantCode(t, err, rpc.CodeInvalidArgument, "host")
+}

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon"
@@ -267,4 +268,54 @@ func (c *Client) ProbeDaemon(ctx context.Context) (Probe, error) {
 	}
 	pr.Status = &st
 	return pr, nil
+}
+
+// HostSessions is one host's answer to SessionLists.
+type HostSessions struct {
+	// Host is the host as given ("local" is this machine).
+	Host string
+	// Sessions are its Sessions as its daemon sent them (members this
+	// client does not know included); nil when Err is set.
+	Sessions []json.RawMessage
+	// Err is why the host gave no list: RPC_UNAVAILABLE naming it when it
+	// cannot be reached, else its daemon's error.
+	Err *rpc.Error
+}
+
+// SessionLists lists the Sessions of several machines at once
+// (session.list on each, concurrently; "local" is this machine), in the
+// order given: a host that cannot be reached is its Err and hides none of
+// the others. A malformed host is INVALID_ARGUMENT before any is asked.
+func (c *Client) SessionLists(ctx context.Context, hosts []string, p rpc.SessionListParams) ([]HostSessions, error) {
+	clients := make([]*Client, len(hosts))
+	for i, h := range hosts {
+		if h != "local" {
+			if err := CheckHost(h); err != nil {
+				return nil, err
+			}
+		}
+		clients[i], _ = c.WithHost(h)
+	}
+	out := make([]HostSessions, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].Host = h
+			var res struct {
+				Sessions []json.RawMessage `json:"sessions"`
+			}
+			var raw json.RawMessage
+			if err := clients[i].Call(ctx, rpc.MethodSessionList, "", p, &raw); err != nil {
+				out[i].Err = rpc.AsError(err)
+			} else if err := json.Unmarshal(raw, &res); err != nil {
+				out[i].Err = rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err)
+			} else {
+				out[i].Sessions = res.Sessions
+			}
+		}()
+	}
+	wg.Wait()
+	return out, nil
 }

@@ -102,16 +102,3 @@ func (e *env) passRemote(c *cobra.Command, tty bool) {
 		return err
 	}
 }
-
-// forHost is a copy of e that addresses host ("" or "local": this
-// machine), for commands that visit several.
-func (e *env) forHost(host string) *env {
-	ce := &env{getenv: e.getenv, environ: e.environ, stdin: e.stdin, stdout: e.stdout,
-		stderr: e.stderr, exe: e.exe, isTerminal: e.isTerminal, sessionRef: e.sessionRef}
-	if host == "" || host == "local" {
-		ce.localOnly = true
-	} else {
-		ce.hostFlag = host
-	}
-	return ce
-}

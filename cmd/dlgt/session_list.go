@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -80,51 +78,26 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 		Host  string     `json:"host"`
 		Error *rpc.Error `json:"error"`
 	}
-	type answer struct {
-		sessions []json.RawMessage
-		err      *rpc.Error
+	// The hosts are named: DLGT_HOST plays no part.
+	e.localOnly = true
+	c, err := e.client()
+	if err != nil {
+		return printFailure(cmd, err)
 	}
-	for _, h := range hosts {
-		if h != "local" {
-			if err := client.CheckHost(h); err != nil {
-				return printFailure(cmd, err)
-			}
-		}
+	answers, err := c.SessionLists(cmd.Context(), hosts, rpc.SessionListParams{All: all})
+	if err != nil {
+		return printFailure(cmd, err)
 	}
-	answers := make([]answer, len(hosts))
-	var wg sync.WaitGroup
-	for i, h := range hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ce := e.forHost(h)
-			defer ce.cleanupRemote()
-			raw, err := ce.call(cmd.Context(), rpc.MethodSessionList, rpc.SessionListParams{All: all})
-			if err != nil {
-				answers[i].err = rpc.AsError(err)
-				return
-			}
-			var res struct {
-				Sessions []json.RawMessage `json:"sessions"`
-			}
-			if err := json.Unmarshal(raw, &res); err != nil {
-				answers[i].err = rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err)
-				return
-			}
-			answers[i].sessions = res.Sessions
-		}()
-	}
-	wg.Wait()
 	sessions := []json.RawMessage{}
 	var errs []hostErr
 	var rows []rpc.Session
 	var rowHosts []string
 	for i, h := range hosts {
-		if answers[i].err != nil {
-			errs = append(errs, hostErr{h, answers[i].err})
+		if answers[i].Err != nil {
+			errs = append(errs, hostErr{h, answers[i].Err})
 			continue
 		}
-		for _, s := range answers[i].sessions {
+		for _, s := range answers[i].Sessions {
 			var m map[string]json.RawMessage
 			if json.Unmarshal(s, &m) != nil {
 				continue
