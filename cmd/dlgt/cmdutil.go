@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -183,14 +181,4 @@ func launchFlagError(err error) error {
 		}
 	}
 	return err
-}
-
-// workingDir is the client's current directory.
-// still used by mcp*.go until the MCP server moves to its own package
-func workingDir() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("current directory: %w", err)
-	}
-	return wd, nil
 }

@@ -10,7 +10,6 @@ import (
 )
 
 // doctorCheck is one line of doctor's report.
-// still used by skill_install.go until it moves to its own package
 type doctorCheck = doctor.Check
 
 const doctorLong = `Check that dlgt can work here and print one JSON document:
