@@ -2,7 +2,9 @@
 // and response envelopes and their strict parsing (wire.go), the typed
 // errors and their codes (errors.go), the method names and the public
 // allowlist (methods.go), a typed descriptor per public method that ties
-// client and server to the same parameter and result types (method.go),
+// client and server to the same parameter and result types, and the
+// forms a handler's answer may take (Reply: now, later, streamed)
+// (method.go),
 // every public parameter and result shape
 // (types.go), the socket server's transport discipline (server.go:
 // connection cap, line cap, rate limits, write timeouts, slow-client

@@ -49,8 +49,63 @@ func (m Method[P, R]) Handle(f func(context.Context, Peer, P) (R, error)) func(c
 		if err := Decode(raw, &p); err != nil {
 			return nil, err
 		}
-		return f(ctx, peer, p)
+		r, err := f(ctx, peer, p)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
+}
+
+// HandleReply is Handle for a handler whose answer is not always an R
+// value at hand (Reply): a long poll, a stream, a result sent as stored.
+func (m Method[P, R]) HandleReply(f func(context.Context, Peer, P) (Reply[R], error)) func(context.Context, Peer, json.RawMessage) (any, error) {
+	return func(ctx context.Context, peer Peer, raw json.RawMessage) (any, error) {
+		var p P
+		if err := Decode(raw, &p); err != nil {
+			return nil, err
+		}
+		r, err := f(ctx, peer, p)
+		if err != nil {
+			return nil, err
+		}
+		return r.v, nil
+	}
+}
+
+// Reply is the answer of a method whose result is R, in one of the forms
+// the server sends as an R: Value, Ref, Later, Streamed or Encoded. Only
+// Later and Encoded are not checked by the compiler.
+type Reply[R any] struct{ v any }
+
+// Value answers with r.
+func Value[R any](r R) Reply[R] { return Reply[R]{r} }
+
+// Ref answers with *r (encoded as r is: no copy of a large result).
+func Ref[R any](r *R) Reply[R] { return Reply[R]{r} }
+
+// Later answers when d responds; d must respond with an R or a *R.
+func Later[R any](d Deferred) Reply[R] { return Reply[R]{d} }
+
+// Encoded answers with v, whose JSON encoding the handler vouches is an
+// R's: a result made of stored, already encoded members, sent as stored.
+func Encoded[R any](v any) Reply[R] { return Reply[R]{v} }
+
+// AckStream is a Stream whose acknowledgement is an R.
+type AckStream[R any] interface {
+	Ack() R
+	Run(ctx context.Context, emit func(line []byte) error) error
+}
+
+// Streamed answers with s's acknowledgement, then s's lines.
+func Streamed[R any](s AckStream[R]) Reply[R] { return Reply[R]{ackStream[R]{s}} }
+
+type ackStream[R any] struct{ s AckStream[R] }
+
+func (a ackStream[R]) Ack() any { return a.s.Ack() }
+
+func (a ackStream[R]) Run(ctx context.Context, emit func([]byte) error) error {
+	return a.s.Run(ctx, emit)
 }
 
 // The public v1 methods, one descriptor each. The result types are the

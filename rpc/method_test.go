@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -117,9 +118,9 @@ func TestDescriptorTypesDecodeTheGoldenFiles(t *testing.T) {
 // server decodes and the server's R is what the client gets back; bad
 // params are refused by Handle before the handler runs.
 func TestMethodCallAndHandle(t *testing.T) {
-	ran := 0
+	var ran atomic.Int32 // the handler runs on the server's goroutines
 	read := SessionRead.Handle(func(ctx context.Context, _ Peer, p SessionReadParams) (SessionReadResult, error) {
-		ran++
+		ran.Add(1)
 		if p.Session == "nobody" {
 			return SessionReadResult{}, Errorf(CodeNotFound, "no Session %s", p.Session)
 		}
@@ -145,7 +146,96 @@ func TestMethodCallAndHandle(t *testing.T) {
 	if err := c.Call(ctx, MethodSessionRead, map[string]any{"session": "x", "bogus": 1}, &raw); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("unknown member: %v", err)
 	}
-	if ran != 2 {
-		t.Fatalf("the handler ran %d times, want 2", ran)
+	if n := ran.Load(); n != 2 {
+		t.Fatalf("the handler ran %d times, want 2", n)
+	}
+}
+
+// ticks is a stream of n lines acknowledged with a SubscribeAck.
+type ticks struct{ n int }
+
+func (s ticks) Ack() SubscribeAck { return SubscribeAck{Subscribed: true, After: 7} }
+
+func (s ticks) Run(ctx context.Context, emit func([]byte) error) error {
+	for i := 0; i < s.n; i++ {
+		if err := emit([]byte(`{"tick":true}`)); err != nil {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// later is a Deferred that answers with a *SessionListResult at once.
+type later struct{ res *SessionListResult }
+
+func (l later) Start(respond func(any, error)) func() {
+	respond(l.res, nil)
+	return func() {}
+}
+
+// HandleReply sends each form of a Reply as an R: a value, a pointer,
+// a later answer, pre-encoded members, and a stream's typed ack; an
+// error answers alone.
+func TestHandleReplyForms(t *testing.T) {
+	list := SessionListResult{Sessions: []Session{{ID: "claude:a", State: StateIdle}}}
+	listBytes, _ := Marshal(list)
+	form := map[string]func() Reply[SessionListResult]{
+		"value":   func() Reply[SessionListResult] { return Value(list) },
+		"ref":     func() Reply[SessionListResult] { return Ref(&list) },
+		"later":   func() Reply[SessionListResult] { return Later[SessionListResult](later{&list}) },
+		"encoded": func() Reply[SessionListResult] { return Encoded[SessionListResult](json.RawMessage(listBytes)) },
+	}
+	h := mux{}
+	for name, f := range form {
+		h[name] = func(ctx context.Context, peer Peer, req *Request) (any, error) {
+			return Method[SessionListParams, SessionListResult]{name}.HandleReply(func(context.Context, Peer, SessionListParams) (Reply[SessionListResult], error) {
+				return f(), nil
+			})(ctx, peer, req.Params)
+		}
+	}
+	h["fails"] = func(ctx context.Context, peer Peer, req *Request) (any, error) {
+		return SessionList.HandleReply(func(context.Context, Peer, SessionListParams) (Reply[SessionListResult], error) {
+			return Value(list), Errorf(CodeNotFound, "gone")
+		})(ctx, peer, req.Params)
+	}
+	h["stream"] = func(ctx context.Context, peer Peer, req *Request) (any, error) {
+		return EventSubscribe.HandleReply(func(context.Context, Peer, EventReadParams) (Reply[SubscribeAck], error) {
+			return Streamed[SubscribeAck](ticks{2}), nil
+		})(ctx, peer, req.Params)
+	}
+	_, path := startServer(t, h, Limits{})
+	ctx := context.Background()
+	c, err := Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for name := range form {
+		var raw json.RawMessage
+		if err := c.Call(ctx, name, nil, &raw); err != nil || !bytes.Equal(raw, listBytes) {
+			t.Errorf("%s: %s, %v; want %s", name, raw, err, listBytes)
+		}
+	}
+	var raw json.RawMessage
+	if err := c.Call(ctx, "fails", nil, &raw); !errors.Is(err, ErrNotFound) || raw != nil {
+		t.Errorf("fails: %s, %v", raw, err)
+	}
+	if err := c.Call(ctx, "value", map[string]any{"bogus": true}, &raw); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("unknown member: %v", err)
+	}
+	sc, err := Dial(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	ack, next, err := sc.Subscribe(ctx, "stream", nil)
+	if err != nil || string(ack) != `{"subscribed":true,"after":7}` {
+		t.Fatalf("ack %s, %v", ack, err)
+	}
+	for i := 0; i < 2; i++ {
+		if line, err := next(); err != nil || string(line) != `{"tick":true}` {
+			t.Fatalf("line %d: %s, %v", i, line, err)
+		}
 	}
 }
