@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
@@ -148,58 +147,54 @@ func newUID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionCreateParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.SessionCreateParams) (rpc.Receipt, error) {
 	if err := validateRequestID(p.RequestID); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	h, err := rt.harness(p.Harness)
 	if err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if err := validateTitle(p.Title); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if err := validatePrompt(p.Prompt); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if len(p.HarnessOptions) > maxOptions {
-		return nil, rpc.InvalidField("harness_options", "more than %d entries", maxOptions)
+		return rpc.Receipt{}, rpc.InvalidField("harness_options", "more than %d entries", maxOptions)
 	}
 	if err := h.ValidateOptions(p.HarnessOptions); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if err := validateEnv(p.Environment); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if !strings.HasPrefix(p.Cwd, "/") {
-		return nil, rpc.InvalidField("cwd", "must be an absolute path (the client resolves relative paths)")
+		return rpc.Receipt{}, rpc.InvalidField("cwd", "must be an absolute path (the client resolves relative paths)")
 	}
 	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
-		return nil, rpc.InvalidField("cwd", "%s is not a directory", clipRef(p.Cwd))
+		return rpc.Receipt{}, rpc.InvalidField("cwd", "%s is not a directory", clipRef(p.Cwd))
 	}
 	alias := normalizeAlias(p.Alias)
 	if p.Alias != "" && !aliasPattern.MatchString(alias) {
-		return nil, rpc.InvalidField("alias", "must match %s (an optional leading @ is allowed)", aliasPattern)
+		return rpc.Receipt{}, rpc.InvalidField("alias", "must match %s (an optional leading @ is allowed)", aliasPattern)
 	}
 	rows, cols, err := validateSize(p.Rows, p.Cols)
 	if err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	timeout, err := startupTimeout(p.StartupTimeoutMS)
 	if err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
-	digest, err := payloadDigest(rpc.MethodSessionCreate, params)
+	digest, err := payloadDigest(rpc.MethodSessionCreate, acceptanceParams(ctx))
 	if err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	replay, res, err := rt.receipts.reserve(p.RequestID, digest)
 	if err != nil {
-		return nil, rt.reserveError(err)
+		return rpc.Receipt{}, rt.reserveError(err)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
@@ -213,10 +208,10 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, params json
 	}
 	st, err := rt.create(ctx, rec, p.Alias != "", launchOpts{env: p.Environment, rows: rows, cols: cols, timeout: timeout}, p.Prompt)
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
-		return nil, rt.receiptError(st, ferr)
+		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
 	if err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	return st.Receipt, nil
 }
@@ -360,7 +355,7 @@ func (rt *runtime) receiptCursorLocked(s *session, fromCreate bool) uint64 {
 	if fromCreate {
 		return rt.positions.mintSession(s.uid, sessionMark{})
 	}
-	return rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
+	return rt.positions.mintSession(s.uid, s.markLocked())
 }
 
 // startExecLocked makes prompt s's next, active execution. s.mu held.
@@ -390,7 +385,7 @@ func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, c
 		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 	}}
 	s.mu.Unlock()
-	rt.fillSubmission(&st.Receipt, e)
+	fillSubmission(&st.Receipt, e)
 	return st
 }
 
@@ -413,7 +408,7 @@ func sendableLocked(s *session) error {
 
 // fillSubmission sets submission (and the recovery hint when pending)
 // from the live execution.
-func (rt *runtime) fillSubmission(r *rpc.Receipt, e *execution) {
+func fillSubmission(r *rpc.Receipt, e *execution) {
 	confirmed := e == nil || e.isConfirmed()
 	if e != nil {
 		select {
@@ -450,40 +445,36 @@ func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
 		}
 		s.mu.Unlock()
 	}
-	rt.fillSubmission(&r, e)
+	fillSubmission(&r, e)
 	return r
 }
 
 func itoa(n uint64) string { return rpc.FormatPosition(n) }
 
-func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionSendParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.SessionSendParams) (rpc.Receipt, error) {
 	if err := validateRequestID(p.RequestID); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if err := validatePrompt(p.Prompt); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if err := validateEnv(p.Environment); err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	if !p.Resume && (p.Title != "" || p.Alias != "" || p.Cwd != "" || p.Model != "" || p.Effort != "" || p.HarnessOptions != nil || p.AutoApprove != nil || p.StartupTimeoutMS != 0) {
-		return nil, rpc.InvalidField("resume", "launch options are accepted only with resume:true")
+		return rpc.Receipt{}, rpc.InvalidField("resume", "launch options are accepted only with resume:true")
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil && !p.Resume {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
-	digest, derr := payloadDigest(rpc.MethodSessionSend, params)
+	digest, derr := payloadDigest(rpc.MethodSessionSend, acceptanceParams(ctx))
 	if derr != nil {
-		return nil, derr
+		return rpc.Receipt{}, derr
 	}
 	replay, res, rerr := rt.receipts.reserve(p.RequestID, digest)
 	if rerr != nil {
-		return nil, rt.reserveError(rerr)
+		return rpc.Receipt{}, rt.reserveError(rerr)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
@@ -496,10 +487,10 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, params json.R
 		st, err = rt.accept(ctx, s, p.Prompt, false)
 	}
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
-		return nil, rt.receiptError(st, ferr)
+		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
 	if err != nil {
-		return nil, err
+		return rpc.Receipt{}, err
 	}
 	return st.Receipt, nil
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -125,24 +124,20 @@ func newAttachToken() string {
 }
 
 // terminalAttach starts an attach stream.
-func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p TerminalAttachParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p TerminalAttachParams) (rpc.Reply[TerminalAttachAck], error) {
 	switch p.Mode {
 	case "":
 		p.Mode = AttachWrite
 	case AttachWrite, AttachRead:
 	default:
-		return nil, rpc.InvalidField("mode", "must be write or read")
+		return rpc.Reply[TerminalAttachAck]{}, rpc.InvalidField("mode", "must be write or read")
 	}
 	if p.Rows < 0 || p.Cols < 0 || p.Rows > maxRows || p.Cols > maxCols {
-		return nil, rpc.InvalidField("rows", "terminal size must be within 1..%d rows and 1..%d cols", maxRows, maxCols)
+		return rpc.Reply[TerminalAttachAck]{}, rpc.InvalidField("rows", "terminal size must be within 1..%d rows and 1..%d cols", maxRows, maxCols)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.Reply[TerminalAttachAck]{}, err
 	}
 	s.mu.Lock()
 	g := s.gen
@@ -157,13 +152,13 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params jso
 		} else {
 			msg += " yet; attach again once it has started"
 		}
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: msg}
+		return rpc.Reply[TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: msg}
 	}
 	st := &attachStream{rt: rt, s: s, g: g, mode: p.Mode}
 	if p.Mode == AttachWrite {
 		if s.attach != nil {
 			s.mu.Unlock()
-			return nil, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: s.rec.ID, Message: "another client holds the attach lease (attach with --read-only to watch)"}
+			return rpc.Reply[TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: s.rec.ID, Message: "another client holds the attach lease (attach with --read-only to watch)"}
 		}
 		lease := &attachLease{token: newAttachToken()}
 		s.attach = lease
@@ -198,7 +193,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, params jso
 	_, ack.Offset = s.raw.Bounds()
 	s.termMu.Unlock()
 	st.ack, st.offset = ack, ack.Offset
-	return st, nil
+	return rpc.Streamed[TerminalAttachAck](st), nil
 }
 
 // cursorer is the part of vt.Screen repaint needs.
@@ -231,7 +226,7 @@ type attachStream struct {
 	offset int64
 }
 
-func (a *attachStream) Ack() any { return a.ack }
+func (a *attachStream) Ack() TerminalAttachAck { return a.ack }
 
 func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	if a.lease != nil {
@@ -390,79 +385,59 @@ func leaseHolder(s *session, token string) (*generation, error) {
 	return g, nil
 }
 
-func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p TerminalInputParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, p TerminalInputParams) (TerminalInputResult, error) {
 	if base64.StdEncoding.DecodedLen(len(p.DataBase64)) > maxAttachInput+3 {
-		return nil, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
+		return TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
 	}
 	data, err := base64.StdEncoding.DecodeString(p.DataBase64)
 	if err != nil {
-		return nil, rpc.InvalidField("data_base64", "not base64: %v", err)
+		return TerminalInputResult{}, rpc.InvalidField("data_base64", "not base64: %v", err)
 	}
 	if len(data) > maxAttachInput {
-		return nil, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
+		return TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return TerminalInputResult{}, err
 	}
 	g, err := leaseHolder(s, p.Token)
 	if err != nil {
-		return nil, err
+		return TerminalInputResult{}, err
 	}
 	if len(data) > 0 {
 		if _, err := g.proc.Write(data); err != nil {
-			return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.snapshot().ID, Message: "writing to the harness: " + err.Error()}
+			return TerminalInputResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.snapshot().ID, Message: "writing to the harness: " + err.Error()}
 		}
 	}
-	return struct {
-		Written int `json:"written"`
-	}{len(data)}, nil
+	return TerminalInputResult{Written: len(data)}, nil
 }
 
-func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p TerminalResizeParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, p TerminalResizeParams) (TerminalResizeResult, error) {
 	if p.Rows < 1 || p.Rows > maxRows {
-		return nil, rpc.InvalidField("rows", "must be within 1..%d", maxRows)
+		return TerminalResizeResult{}, rpc.InvalidField("rows", "must be within 1..%d", maxRows)
 	}
 	if p.Cols < 1 || p.Cols > maxCols {
-		return nil, rpc.InvalidField("cols", "must be within 1..%d", maxCols)
+		return TerminalResizeResult{}, rpc.InvalidField("cols", "must be within 1..%d", maxCols)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return TerminalResizeResult{}, err
 	}
 	g, err := leaseHolder(s, p.Token)
 	if err != nil {
-		return nil, err
+		return TerminalResizeResult{}, err
 	}
 	rt.resizeTerminal(s, g, p.Rows, p.Cols)
-	return struct {
-		Rows int `json:"rows"`
-		Cols int `json:"cols"`
-	}{p.Rows, p.Cols}, nil
+	return TerminalResizeResult{Rows: p.Rows, Cols: p.Cols}, nil
 }
 
-func (rt *runtime) terminalDetach(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p TerminalDetachParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) terminalDetach(ctx context.Context, peer rpc.Peer, p TerminalDetachParams) (TerminalDetachResult, error) {
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return TerminalDetachResult{}, err
 	}
 	if !rt.releaseLease(s, p.Token) {
-		return nil, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: s.snapshot().ID, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
+		return TerminalDetachResult{}, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: s.snapshot().ID, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
 	}
-	return struct {
-		Detached bool        `json:"detached"`
-		Session  rpc.Session `json:"session"`
-	}{true, s.snapshot()}, nil
+	return TerminalDetachResult{Detached: true, Session: s.snapshot()}, nil
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -94,12 +93,13 @@ func (rt *runtime) revive(s *session, alias string) error {
 		rt.aliases[s.rec.Alias] = s
 	}
 	rt.mu.Unlock()
-	rt.newEpochLocked(s, "restart")
+	s.newEpochLocked("restart")
 	rt.transitionLocked(s, stRestarting, rpc.Event{Type: rpc.EventSessionRestarting})
 	return nil
 }
 
-func (rt *runtime) newEpochLocked(s *session, reason string) {
+// newEpochLocked starts a new screen epoch. s.mu held.
+func (s *session) newEpochLocked(reason string) {
 	s.rec.Epoch++
 	s.rec.ResetReason = reason
 }
@@ -214,14 +214,10 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 	return nil
 }
 
-func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionStopParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, p rpc.SessionStopParams) (rpc.SessionResult, error) {
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	// Without force, a stop never kills work in progress: a Session in
 	// transition is SESSION_UNAVAILABLE and one with an active execution
@@ -242,25 +238,21 @@ func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, params json.R
 		return nil
 	}
 	if err := rt.stopSessionIf(s, p.Force, "stopped", refuse); err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	return rpc.SessionResult{Session: s.snapshot()}, nil
 }
 
-func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionRestartParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, p rpc.SessionRestartParams) (rpc.SessionResult, error) {
 	if err := validateEnv(p.Environment); err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	if err := unknownHarnessError(s); err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	s.mu.Lock()
 	rows, cols := s.rec.Rows, s.rec.Cols
@@ -273,18 +265,18 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 	}
 	rows, cols, err = validateSize(rows, cols)
 	if err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	timeout, err := startupTimeout(p.StartupTimeoutMS)
 	if err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	s.mu.Lock()
 	switch s.rec.State {
 	case rpc.StateStarting, rpc.StateRestarting, rpc.StateStopping, rpc.StateCanceling:
 		st := s.rec.State
 		s.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
+		return rpc.SessionResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
 	}
 	g := s.gen
 	restarting := rpc.Event{Type: rpc.EventSessionRestarting}
@@ -301,7 +293,7 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 		<-g.exited
 	}
 	s.mu.Lock()
-	rt.newEpochLocked(s, "restart")
+	s.newEpochLocked("restart")
 	rt.persistLocked(s)
 	if s.rec.Alias != "" {
 		rt.mu.Lock()
@@ -319,10 +311,10 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 		if re, ok := err.(*rpc.Error); ok {
 			re.SessionID, re.LaunchID = s.rec.ID, ""
 		}
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	s.mu.Lock()
-	cursor := rt.positions.mintSession(s.uid, rt.currentMarkLocked(s))
+	cursor := rt.positions.mintSession(s.uid, s.markLocked())
 	snap := s.snapshotLocked(time.Now())
 	s.mu.Unlock()
 	return rpc.SessionResult{Session: snap, Cursor: rpc.FormatPosition(cursor)}, nil
@@ -331,21 +323,17 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, params jso
 // defaultCancelTimeout is the spec's default bound on session.cancel.
 const defaultCancelTimeout = 30 * time.Second
 
-func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionCancelParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, p rpc.SessionCancelParams) (rpc.SessionResult, error) {
 	timeout := defaultCancelTimeout
 	if p.TimeoutMS != nil {
 		if *p.TimeoutMS < 0 || *p.TimeoutMS > 600000 {
-			return nil, rpc.InvalidField("timeout_ms", "must be between 0 and 600000")
+			return rpc.SessionResult{}, rpc.InvalidField("timeout_ms", "must be between 0 and 600000")
 		}
 		timeout = time.Duration(*p.TimeoutMS) * time.Millisecond
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.SessionResult{}, err
 	}
 	s.mu.Lock()
 	e, g := s.exec, s.gen
@@ -358,7 +346,7 @@ func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json
 	case s.rec.State != rpc.StateBusy && s.rec.State != rpc.StateBlocked && s.rec.State != rpc.StateCanceling:
 		st := s.rec.State
 		s.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
+		return rpc.SessionResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
 	}
 	wasBlocked := s.rec.State == rpc.StateBlocked
 	if !e.canceling {
@@ -386,8 +374,8 @@ func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, params json
 		s.mu.Unlock()
 		return rpc.SessionResult{Session: snap, Result: e.result}, nil
 	case <-t.C:
-		return nil, &rpc.Error{Code: rpc.CodeCancelTimeout, SessionID: s.rec.ID, Message: "the harness has not confirmed the interrupt within " + timeout.String() + "; cancellation continues"}
+		return rpc.SessionResult{}, &rpc.Error{Code: rpc.CodeCancelTimeout, SessionID: s.rec.ID, Message: "the harness has not confirmed the interrupt within " + timeout.String() + "; cancellation continues"}
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return rpc.SessionResult{}, ctx.Err()
 	}
 }

@@ -6,7 +6,10 @@
 // # What it owns, by file
 //
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at
-//     start, method dispatch; session.go the Session and its execution.
+//     start; session.go the Session and its execution.
+//   - api.go: the wire layer: the dispatch table, every method routed
+//     through its typed descriptor (rpc.Public and Internal), which decodes
+//     the params before the typed domain function runs.
 //   - accept.go, launch.go, launch_prompt.go, deliver.go: acceptances
 //     (create, send) and the harness launches and prompt delivery behind
 //     them; receipts.go the idempotency table.

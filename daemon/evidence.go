@@ -19,15 +19,8 @@ import (
 // unknown or older generation, or naming another provider session, is
 // logged as a diagnostic and changes nothing. The harness always gets a
 // quick success so it never stalls on dlgt.
-func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.HookParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
-	ack := struct {
-		Accepted bool `json:"accepted"`
-	}{rt.deliverHook(ctx, p)}
-	return ack, nil
+func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (HookAck, error) {
+	return HookAck{Accepted: rt.deliverHook(ctx, p)}, nil
 }
 
 // deliverHook applies one hook callback, however it arrived (the hook

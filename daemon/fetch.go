@@ -106,27 +106,24 @@ func parseFetch(p *rpc.SessionFetchParams) (*fetchReq, error) {
 	return fr, nil
 }
 
-func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionFetchParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, p rpc.SessionFetchParams) (rpc.Reply[rpc.FetchDocument], error) {
 	if p.All == (p.Session != "") {
-		return nil, rpc.InvalidField("session", "give exactly one of session or all:true")
+		return rpc.Reply[rpc.FetchDocument]{}, rpc.InvalidField("session", "give exactly one of session or all:true")
 	}
 	fr, err := parseFetch(&p)
 	if err != nil {
-		return nil, err
+		return rpc.Reply[rpc.FetchDocument]{}, err
 	}
 	if p.All {
 		if fr.hasAfter {
-			return nil, rpc.InvalidField("after_execution", "applies to one Session, not all:true")
+			return rpc.Reply[rpc.FetchDocument]{}, rpc.InvalidField("after_execution", "applies to one Session, not all:true")
 		}
-		return rt.fetchAll(ctx, fr)
+		doc, err := rt.fetchAll(ctx, fr)
+		return rpc.Ref(doc), err
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.Reply[rpc.FetchDocument]{}, err
 	}
 	return rt.fetchSession(ctx, s, fr)
 }
@@ -135,7 +132,7 @@ func (rt *runtime) runtimeInfo() rpc.Runtime {
 	return rpc.Runtime{Version: Version, InstanceID: rt.instanceID}
 }
 
-func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (any, error) {
+func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (rpc.Reply[rpc.FetchDocument], error) {
 	var pos *position
 	if fr.hasAfter {
 		fr.cursor, pos = rt.afterExecutionPosition(s, fr.after)
@@ -143,7 +140,7 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 	} else if fr.hasCursor {
 		p, err := rt.positions.get(s.uid, fr.cursor)
 		if err != nil {
-			return nil, err
+			return rpc.Reply[rpc.FetchDocument]{}, err
 		}
 		pos = p
 	}
@@ -152,7 +149,8 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 	bound := s.rec.LastExecSeq
 	s.mu.Unlock()
 	if pos == nil {
-		return rt.fetchBaseline(ctx, s, fr, bound)
+		doc, err := rt.fetchBaseline(ctx, s, fr, bound)
+		return rpc.Ref(doc), err
 	}
 	lp := &longPoll{rt: rt, s: s, pos: pos, fr: fr, bound: bound}
 	if fr.wait > 0 {
@@ -161,10 +159,10 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 	st := &stepResult{}
 	rt.evalStep(st, s, pos, fr)
 	if res, done, err := lp.decide(st); done {
-		return res, err
+		return rpc.Ref(res), err
 	}
 	lp.first = st
-	return lp, nil
+	return rpc.Later[rpc.FetchDocument](lp), nil
 }
 
 // afterExecutionPosition is the position from which a fetch returns every
@@ -174,7 +172,7 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 // returned).
 func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *position) {
 	s.mu.Lock()
-	m := rt.currentMarkLocked(s)
+	m := s.markLocked()
 	s.mu.Unlock()
 	m.Result = min(max(after, rt.db.ResultsEvictedThrough(s.uid)), m.Result)
 	m.TextOff = 0
@@ -186,7 +184,7 @@ func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *po
 
 // fetchBaseline answers a cursorless fetch: a baseline, which until:result
 // holds back until the bound execution ends (or blocks, or the wait ends).
-func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchReq, bound uint64) (any, error) {
+func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchReq, bound uint64) (*rpc.FetchDocument, error) {
 	var deadline <-chan time.Time
 	if fr.wait > 0 {
 		t := time.NewTimer(fr.wait)
@@ -219,7 +217,7 @@ func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchReq, 
 }
 
 // baselineDoc renders a cursorless document and mints its position.
-func (rt *runtime) baselineDoc(s *session, fr *fetchReq, reason string) (any, error) {
+func (rt *runtime) baselineDoc(s *session, fr *fetchReq, reason string) (*rpc.FetchDocument, error) {
 	st, err := rt.takeBaseline(s, fr)
 	if err != nil {
 		return nil, err

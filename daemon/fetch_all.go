@@ -83,7 +83,7 @@ func (rt *runtime) stateful() []*session {
 
 // fetchAll is session.fetch with all:true. It pages at 32 Sessions and
 // rejects screen aggregation and until:"result".
-func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (any, error) {
+func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (*rpc.FetchDocument, error) {
 	if fr.untilRes {
 		return nil, rpc.InvalidField("until", "all:true does not support until:\"result\"")
 	}

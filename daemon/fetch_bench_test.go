@@ -69,7 +69,7 @@ func benchFetchWake(b *testing.B, n int) {
 		parked.Store(0)
 		params, _ := json.Marshal(map[string]any{"session": "claude:w", "cursor": doc.Cursor, "until": "result", "wait_ms": 60000, "screen": false})
 		for w := 0; w < n; w++ {
-			res, err := rt.sessionFetch(context.Background(), rpc.Peer{}, params)
+			res, err := rt.methodOf[rpc.MethodSessionFetch](context.Background(), rpc.Peer{}, params)
 			d, ok := res.(rpc.Deferred)
 			if err != nil || !ok {
 				b.Fatalf("the long poll did not wait: %v %v", res, err)
@@ -270,7 +270,7 @@ func benchIdlePoll(b *testing.B, all bool, n int) {
 	id := json.RawMessage(`1`)
 	ctx := context.Background()
 	poll := func() *rpc.FetchDocument {
-		res, err := rt.sessionFetch(ctx, rpc.Peer{}, params)
+		res, err := rt.methodOf[rpc.MethodSessionFetch](ctx, rpc.Peer{}, params)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -327,7 +327,7 @@ func BenchmarkFetchChangedPoll(b *testing.B) {
 				tx0 := rt.db.ReadTxns()
 				syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 				b.StartTimer()
-				res, err := rt.sessionFetch(ctx, rpc.Peer{}, params)
+				res, err := rt.methodOf[rpc.MethodSessionFetch](ctx, rpc.Peer{}, params)
 				rpc.MarshalResponse(json.RawMessage(`1`), res, nil)
 				b.StopTimer()
 				syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)

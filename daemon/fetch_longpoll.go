@@ -122,7 +122,7 @@ func (lp *longPoll) finishLocked(res any, err error) {
 
 // decide turns an evaluation into the answer, or reports that the long
 // poll waits on (done false) for a later change.
-func (lp *longPoll) decide(st *stepResult) (res any, done bool, err error) {
+func (lp *longPoll) decide(st *stepResult) (res *rpc.FetchDocument, done bool, err error) {
 	rt, pos, fr := lp.rt, lp.pos, lp.fr
 	if st.err != nil {
 		return nil, true, st.err

@@ -12,11 +12,8 @@ import (
 // it to simulate an overrun without appending 50,000 events.
 var eventsEvictedThrough = func(db *store.DB) uint64 { return db.EventsEvictedThrough() }
 
-// currentMarkLocked is the watermark of everything recorded for s so far.
+// markLocked is the watermark of everything recorded for s so far.
 // s.mu held.
-func (rt *runtime) currentMarkLocked(s *session) sessionMark { return s.markLocked() }
-
-// markLocked is currentMarkLocked. s.mu held.
 func (s *session) markLocked() sessionMark {
 	m := sessionMark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent}
 	m.Result = s.rec.LastExecSeq

@@ -99,7 +99,7 @@ func runExec(rt *runtime, s *session, text string, rows ...string) uint64 {
 // fetchCall is session.fetch in-process, waiting out a long poll as the
 // server does (rpc.Deferred).
 func fetchCall(ctx context.Context, rt *runtime, params json.RawMessage) (any, error) {
-	res, err := rt.sessionFetch(ctx, rpc.Peer{}, params)
+	res, err := rt.methodOf[rpc.MethodSessionFetch](ctx, rpc.Peer{}, params)
 	d, ok := res.(rpc.Deferred)
 	if err != nil || !ok {
 		return res, err

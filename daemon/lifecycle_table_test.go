@@ -359,7 +359,7 @@ func TestOperationsMoveSession(t *testing.T) {
 			s.rec.State = from
 			seq := s.lastEvent
 			s.mu.Unlock()
-			_, err := rt.sessionCancel(context.Background(), rpc.Peer{}, json.RawMessage(`{"session":"`+s.rec.ID+`","timeout_ms":0}`))
+			_, err := rt.methodOf[rpc.MethodSessionCancel](context.Background(), rpc.Peer{}, json.RawMessage(`{"session":"`+s.rec.ID+`","timeout_ms":0}`))
 			if re, ok := err.(*rpc.Error); !ok || re.Code != rpc.CodeCancelTimeout {
 				t.Fatalf("cancel: %v", err)
 			}

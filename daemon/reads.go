@@ -14,11 +14,7 @@ import (
 	"github.com/dlgt-dev/dlgt/store"
 )
 
-func (rt *runtime) sessionList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionList(ctx context.Context, peer rpc.Peer, p rpc.SessionListParams) (rpc.SessionListResult, error) {
 	rt.mu.Lock()
 	all := make([]*session, 0, len(rt.sessions))
 	for _, s := range rt.sessions {
@@ -54,18 +50,14 @@ func (rt *runtime) latestResult(s *session) (*rpc.Result, error) {
 	return rt.resultAtOrBefore(s, last)
 }
 
-func (rt *runtime) sessionRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.SessionReadParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) sessionRead(ctx context.Context, peer rpc.Peer, p rpc.SessionReadParams) (rpc.SessionReadResult, error) {
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.SessionReadResult{}, err
 	}
 	res, err := rt.latestResult(s)
 	if err != nil {
-		return nil, err
+		return rpc.SessionReadResult{}, err
 	}
 	return rpc.SessionReadResult{Session: s.snapshot(), Result: res}, nil
 }
@@ -92,14 +84,10 @@ func decodeEvents(evs []store.Event) []json.RawMessage {
 	return out
 }
 
-func (rt *runtime) eventRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.EventReadParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) eventRead(ctx context.Context, peer rpc.Peer, p rpc.EventReadParams) (rpc.Reply[[]rpc.Event], error) {
 	uid, err := rt.eventFilter(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.Reply[[]rpc.Event]{}, err
 	}
 	var after uint64
 	if p.After != nil {
@@ -107,9 +95,9 @@ func (rt *runtime) eventRead(ctx context.Context, peer rpc.Peer, params json.Raw
 	}
 	evs, err := rt.db.ReadEvents(after, maxEventRead, uid)
 	if err != nil {
-		return nil, err
+		return rpc.Reply[[]rpc.Event]{}, err
 	}
-	return decodeEvents(evs), nil
+	return rpc.Encoded[[]rpc.Event](decodeEvents(evs)), nil
 }
 
 // eventStream is event.subscribe: an ack, then every event after the
@@ -122,7 +110,9 @@ type eventStream struct {
 	after uint64
 }
 
-func (es *eventStream) Ack() any { return rpc.SubscribeAck{Subscribed: true, After: es.after} }
+func (es *eventStream) Ack() rpc.SubscribeAck {
+	return rpc.SubscribeAck{Subscribed: true, After: es.after}
+}
 
 func (es *eventStream) Run(ctx context.Context, emit func([]byte) error) error {
 	rt := es.rt
@@ -156,20 +146,16 @@ func (es *eventStream) Run(ctx context.Context, emit func([]byte) error) error {
 	}
 }
 
-func (rt *runtime) eventSubscribe(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.EventReadParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) eventSubscribe(ctx context.Context, peer rpc.Peer, p rpc.EventReadParams) (rpc.Reply[rpc.SubscribeAck], error) {
 	uid, err := rt.eventFilter(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.Reply[rpc.SubscribeAck]{}, err
 	}
 	after := rt.db.LastEventSeq()
 	if p.After != nil {
 		after = *p.After
 	}
-	return &eventStream{rt: rt, uid: uid, after: after}, nil
+	return rpc.Streamed[rpc.SubscribeAck](&eventStream{rt: rt, uid: uid, after: after}), nil
 }
 
 // Scrollback bounds.
@@ -223,20 +209,16 @@ func scrollbackLines(lines int) int {
 	return max(1, min(lines, maxScrollback))
 }
 
-func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.ScrollbackReadParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, p rpc.ScrollbackReadParams) (rpc.ScrollbackPage, error) {
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.ScrollbackPage{}, err
 	}
 	n := scrollbackLines(p.Lines)
 	before, liveLeft := s.rows.Committed()+1, -1 // -1: the whole live grid
 	if p.Before != "" {
 		if before, liveLeft, err = parseScrollbackCursor(p.Before); err != nil {
-			return nil, err
+			return rpc.ScrollbackPage{}, err
 		}
 		if before != s.rows.Committed()+1 {
 			liveLeft = 0 // the grid has scrolled since: history only
@@ -266,7 +248,7 @@ func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, params jso
 	if want := n - len(live); want > 0 {
 		rows, err := s.rows.ReadBefore(before, want)
 		if err != nil {
-			return nil, err
+			return rpc.ScrollbackPage{}, err
 		}
 		for _, r := range rows {
 			out.Lines = append(out.Lines, r.Text)
@@ -325,30 +307,26 @@ func (s *session) liveRows() []string {
 	return rows
 }
 
-func (rt *runtime) transcriptReadRaw(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.TranscriptReadRawParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) transcriptReadRaw(ctx context.Context, peer rpc.Peer, p rpc.TranscriptReadRawParams) (rpc.RawPage, error) {
 	if p.After < 0 {
-		return nil, rpc.InvalidField("after", "must not be negative")
+		return rpc.RawPage{}, rpc.InvalidField("after", "must not be negative")
 	}
 	limit := p.LimitBytes
 	switch {
 	case limit == 0:
 		limit = store.DefaultRawPage
 	case limit < 0:
-		return nil, rpc.InvalidField("limit_bytes", "must be positive")
+		return rpc.RawPage{}, rpc.InvalidField("limit_bytes", "must be positive")
 	case limit > store.MaxRawPage:
 		limit = store.MaxRawPage
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return nil, err
+		return rpc.RawPage{}, err
 	}
 	data, start, next, more, err := s.raw.ReadAt(p.After, limit)
 	if err != nil {
-		return nil, err
+		return rpc.RawPage{}, err
 	}
 	return rpc.RawPage{
 		SessionID: s.snapshot().ID, DataBase64: base64.StdEncoding.EncodeToString(data),

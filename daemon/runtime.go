@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -401,7 +400,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	res := &rpc.Result{
 		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
 		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
-		Usage: rt.execUsageLocked(s, e),
+		Usage: s.execUsageLocked(e),
 	}
 	if status == rpc.StatusCompleted || text != "" {
 		t := text
@@ -460,72 +459,14 @@ func (rt *runtime) dropSessionLocked(s *session) {
 	rt.sessionsGen++
 }
 
-// method is one RPC implementation: it decodes its own parameters.
-type method func(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error)
-
-// methods is the dispatch table, built once in newRuntime (each entry is a
-// method value, an allocation: building the table per request was a
-// measurable part of a cheap request's cost).
-func (rt *runtime) methods() map[string]method {
-	return map[string]method{
-		rpc.MethodSessionCreate:     rt.sessionCreate,
-		rpc.MethodSessionSend:       rt.sessionSend,
-		rpc.MethodSessionRestart:    rt.sessionRestart,
-		rpc.MethodSessionFetch:      rt.sessionFetch,
-		rpc.MethodSessionCancel:     rt.sessionCancel,
-		rpc.MethodSessionList:       rt.sessionList,
-		rpc.MethodSessionRead:       rt.sessionRead,
-		rpc.MethodSessionStop:       rt.sessionStop,
-		rpc.MethodEventRead:         rt.eventRead,
-		rpc.MethodEventSubscribe:    rt.eventSubscribe,
-		rpc.MethodScrollbackRead:    rt.scrollbackRead,
-		rpc.MethodTranscriptReadRaw: rt.transcriptReadRaw,
-		rpc.MethodModelList:         rt.modelList,
-		rpc.MethodProfileList:       rt.profileList,
-		rpc.MethodHarnessList:       rt.harnessList,
-		rpc.MethodHookDeliver:       rt.hookDeliver,
-		rpc.MethodDaemonStatus:      rt.daemonStatus,
-		rpc.MethodDaemonShutdown:    rt.daemonShutdown,
-		rpc.MethodTerminalAttach:    rt.terminalAttach,
-		rpc.MethodTerminalInput:     rt.terminalInput,
-		rpc.MethodTerminalResize:    rt.terminalResize,
-		rpc.MethodTerminalDetach:    rt.terminalDetach,
-	}
-}
-
-// ServeRPC dispatches one request. Unknown methods are INVALID_ARGUMENT.
-func (rt *runtime) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request) (any, error) {
-	m, ok := rt.methodOf[req.Method]
-	if !ok {
-		return nil, rpc.InvalidField("method", "unknown method %q", clipRef(req.Method))
-	}
-	rt.log.Debug("rpc", "method", req.Method, "peer_uid", peer.UID, "peer_pid", peer.PID)
-	res, err := m(ctx, peer, req.Params)
-	if err != nil {
-		var re *rpc.Error
-		if !errors.As(err, &re) {
-			rt.log.Error("internal error", "method", req.Method, "err", err)
-		}
-	}
-	return res, err
-}
-
 // profileList: profiles are client-side; the daemon does not reread
 // mutable client configuration, so it answers with none and points at the
 // proxy.
-func (rt *runtime) profileList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.ProfileListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
-	return nil, rpc.Errorf(rpc.CodeInvalidArgument, "profile.list is answered by the client (dlgt rpc --stdio or dlgt profiles), not the daemon")
+func profileList(ctx context.Context, peer rpc.Peer, p rpc.ProfileListParams) (rpc.ProfileListResult, error) {
+	return rpc.ProfileListResult{}, rpc.Errorf(rpc.CodeInvalidArgument, "profile.list is answered by the client (dlgt rpc --stdio or dlgt profiles), not the daemon")
 }
 
-func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.HarnessListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, p rpc.HarnessListParams) (rpc.HarnessListResult, error) {
 	names := make([]string, 0, len(rt.opts.Harnesses))
 	for n := range rt.opts.Harnesses {
 		names = append(names, n)
@@ -546,7 +487,7 @@ func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, params json.R
 		res.Harnesses = append(res.Harnesses, info)
 	}
 	if p.Harness != "" && len(res.Harnesses) == 0 {
-		return nil, rpc.InvalidField("harness", "unknown harness %q (have %s)", clipRef(p.Harness), strings.Join(names, ", "))
+		return rpc.HarnessListResult{}, rpc.InvalidField("harness", "unknown harness %q (have %s)", clipRef(p.Harness), strings.Join(names, ", "))
 	}
 	return res, nil
 }
@@ -561,14 +502,10 @@ func (rt *runtime) defaultEnv() map[string]string {
 	return env
 }
 
-func (rt *runtime) modelList(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p rpc.ModelListParams
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) modelList(ctx context.Context, peer rpc.Peer, p rpc.ModelListParams) (rpc.ModelListResult, error) {
 	h, err := rt.harness(p.Harness)
 	if err != nil {
-		return nil, err
+		return rpc.ModelListResult{}, err
 	}
 	return h.Models(p.IncludeHidden), nil
 }
@@ -600,11 +537,7 @@ type DaemonStatus struct {
 	Sessions    int    `json:"sessions"`
 }
 
-func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p struct{}
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (DaemonStatus, error) {
 	st := DaemonStatus{
 		Version: Version, Commit: Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
 		Socket: rt.paths.Socket, Home: rt.paths.Home,
@@ -619,15 +552,9 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, params json.
 	return st, nil
 }
 
-func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error) {
-	var p struct{}
-	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
-	}
+func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, p struct{}) (ShutdownResult, error) {
 	rt.log.Info("shutdown requested", "peer_uid", peer.UID, "peer_pid", peer.PID)
 	// Answer first; stop serving just after, so the reply is flushed.
 	time.AfterFunc(50*time.Millisecond, rt.shutdown)
-	return struct {
-		Stopping bool `json:"stopping"`
-	}{true}, nil
+	return ShutdownResult{Stopping: true}, nil
 }

@@ -96,7 +96,7 @@ func turnBeingWritten(src harness.UsageSource, path string, from int64, turn str
 
 // execUsageLocked is e's usage as a result's usage value; nil (JSON null)
 // when there is none. s.mu held.
-func (rt *runtime) execUsageLocked(s *session, e *execution) json.RawMessage {
+func (s *session) execUsageLocked(e *execution) json.RawMessage {
 	src, ok := s.h.(harness.UsageSource)
 	if !ok || s.gen == nil {
 		return nil
