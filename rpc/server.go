@@ -234,6 +234,11 @@ func (s *Server) Close() error {
 	if s.cancel != nil {
 		s.cancel()
 	}
+	// The listener closes here, not only in Serve's goroutine that watches
+	// the context: a dial that follows Close must be refused.
+	if s.listener != nil {
+		s.listener.Close()
+	}
 	for c := range s.conns {
 		c.close()
 	}
