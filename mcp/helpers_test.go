@@ -157,7 +157,7 @@ func testClient(t *testing.T, d *fakeDaemon, vars map[string]string, environ []s
 // testServer connects an MCP client to the server of a testClient.
 func testServer(t *testing.T, d *fakeDaemon, vars map[string]string, environ []string, waitMax time.Duration) *sdk.ClientSession {
 	t.Helper()
-	return connect(t, NewServer(testClient(t, d, vars, environ), Options{WaitMax: waitMax, UsageText: func(u json.RawMessage) string { return "usage " + string(u) }}))
+	return connect(t, NewServer(testClient(t, d, vars, environ), Options{WaitMax: waitMax}))
 }
 
 // connect runs s on in-memory transports and returns the client's end.

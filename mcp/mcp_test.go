@@ -141,7 +141,7 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 	}
 	if !strings.Contains(text, "Execution 2 completed.") || !strings.Contains(text, "Final text:\nhello world\n") ||
 		!strings.Contains(text, `Session claude:01 (claude, "t", alias rev) is idle.`) ||
-		!strings.Contains(text, "\nUsage: usage {\"input_tokens\":10,\"cache_read_input_tokens\":1200,\"output_tokens\":3,\"total_tokens\":1213,\"requests\":1}\n") || strings.Count(text, "hello") != 1 {
+		!strings.Contains(text, "\nUsage: 1,213 tokens in 1 model request (input 10, cache read 1,200, cache write 0, output 3)\n") || strings.Count(text, "hello") != 1 {
 		t.Errorf("wait text:\n%s", text)
 	}
 	if st["status"] != "completed" || st["cursor"] != "12" {

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,10 +40,6 @@ type Options struct {
 	// Harnesses are the harnesses the instructions and tool descriptions
 	// name; nil is harness.All().
 	Harnesses []harness.Descriptor
-	// UsageText renders a result's token usage for the model, in the
-	// words of the CLI's text output; nil shows the usage document as
-	// compact JSON.
-	UsageText func(usage json.RawMessage) string
 }
 
 func (o Options) harnesses() []harness.Descriptor {

@@ -11,6 +11,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -150,7 +151,7 @@ func (t *tools) waitText(w *client.Wait) string {
 	var b strings.Builder
 	sessionLine(&b, &w.Session)
 	for i := range w.Results {
-		t.resultText(&b, &w.Results[i])
+		resultText(&b, &w.Results[i])
 	}
 	switch w.Status {
 	case client.WaitStatusRunning:
@@ -178,14 +179,14 @@ func sessionLine(w io.Writer, s *rpc.Session) {
 
 // resultText renders one execution result: status, error, usage and the
 // final text last, verbatim.
-func (t *tools) resultText(b *strings.Builder, r *rpc.Result) {
+func resultText(b *strings.Builder, r *rpc.Result) {
 	fmt.Fprintf(b, "Execution %d %s.\n", r.ExecutionSeq, r.Status)
 	if r.Error != nil {
 		fmt.Fprintf(b, "Error: %s: %s\n", r.Error.Code, r.Error.Message)
 	}
 	if u := bytes.TrimSpace(r.Usage); len(u) > 0 && string(u) != "null" {
 		// The CLI's words (session read -o text), not the raw keys.
-		fmt.Fprintf(b, "Usage: %s\n", t.usageText(r.Usage))
+		fmt.Fprintf(b, "Usage: %s\n", render.Usage(r.Usage))
 	}
 	switch {
 	case r.FinalText != nil:
@@ -205,20 +206,7 @@ func (t *tools) sessionResultText(verb string, r *rpc.SessionResult) *sdk.CallTo
 	fmt.Fprintf(&b, "%s. ", verb)
 	sessionLine(&b, &r.Session)
 	if r.Result != nil {
-		t.resultText(&b, r.Result)
+		resultText(&b, r.Result)
 	}
 	return textResult(b.String())
-}
-
-// usageText is Options.UsageText, else the usage document as compact
-// JSON.
-func (t *tools) usageText(usage json.RawMessage) string {
-	if t.opts.UsageText != nil {
-		return t.opts.UsageText(usage)
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, usage) != nil {
-		return string(usage)
-	}
-	return b.String()
 }

@@ -173,7 +173,7 @@ func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in sessionIn) 
 	if r.Result == nil {
 		b.WriteString("No result yet.\n")
 	} else {
-		t.resultText(&b, r.Result)
+		resultText(&b, r.Result)
 	}
 	return withJSON(textResult(b.String()), r), nil, nil
 }

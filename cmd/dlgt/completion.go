@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -62,7 +63,7 @@ func (e *env) sessionCandidates(cmd *cobra.Command, prefix string) []string {
 	}
 	var out []string
 	for _, s := range list.Sessions {
-		desc := "\t" + oneLine(s.Title, 40) + " (" + s.State + ")"
+		desc := "\t" + render.OneLine(s.Title, 40) + " (" + s.State + ")"
 		alias := s.Alias
 		if s.State == rpc.StateStopped || s.State == rpc.StateFailed {
 			alias = ""

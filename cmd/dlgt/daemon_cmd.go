@@ -12,6 +12,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/doctor"
+	"github.com/dlgt-dev/dlgt/internal/render"
 )
 
 func newDaemonCommand(e *env) *cobra.Command {
@@ -134,8 +135,8 @@ branch on "running". A socket that cannot be reached for another reason
 func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
 	up := (time.Duration(st.UptimeMS) * time.Millisecond).Round(time.Second)
 	_, err := fmt.Fprintf(w, "running  dlgt %s (commit %s), pid %d, up %s\nholds    %d %s, %d %s open\nsocket   %s\nhome     %s\n",
-		st.Version, st.Commit, st.PID, up, st.Sessions, plural(st.Sessions, "Session", "Sessions"),
-		st.Connections, plural(st.Connections, "connection", "connections"), st.Socket, st.Home)
+		st.Version, st.Commit, st.PID, up, st.Sessions, render.Plural(st.Sessions, "Session", "Sessions"),
+		st.Connections, render.Plural(st.Connections, "connection", "connections"), st.Socket, st.Home)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/internal/doctor"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -51,7 +52,7 @@ func newDoctorCommand(e *env) *cobra.Command {
 				ok = ok && c.OK
 			}
 			if text {
-				writeDoctorText(cmd.OutOrStdout(), checks)
+				render.Doctor(cmd.OutOrStdout(), checks)
 				if !ok {
 					return exitStatus{exitError}
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/internal/follow"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -65,7 +66,7 @@ stopping the follow.`,
 					if following {
 						received = time.Now()
 					}
-					return writeEventText(out, line, received)
+					return render.Event(out, line, received)
 				}
 				_, err := out.Write(append(line, '\n'))
 				return err

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -15,7 +16,7 @@ func newHarnessesCommand(e *env) *cobra.Command {
   dlgt harnesses -o text`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callAndPrintAs(e, cmd, rpc.MethodHarnessList, rpc.HarnessListParams{Harness: harness}, writeHarnessTable)
+			return callAndPrintAs(e, cmd, rpc.MethodHarnessList, rpc.HarnessListParams{Harness: harness}, render.HarnessTable)
 		},
 	}
 	cmd.Flags().StringVar(&harness, "harness", "", "only this harness")

@@ -59,5 +59,5 @@ func mcpDialer(e *env) (*client.Client, error) {
 // mcpOptions are the server's texts that come from the command line: the
 // registry's harnesses and the CLI's words for token usage.
 func mcpOptions(e *env, waitMax time.Duration) mcp.Options {
-	return mcp.Options{WaitMax: waitMax, Harnesses: e.registry(), UsageText: usageText}
+	return mcp.Options{WaitMax: waitMax, Harnesses: e.registry()}
 }

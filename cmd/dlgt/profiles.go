@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -63,7 +64,7 @@ Environment values are never printed, only their names.`,
 			if list, ok := res.(rpc.ProfileListResult); ok && text {
 				c, _ := e.client() // it was built to list them
 				file, _ := c.ProfilesPath()
-				return writeProfileTable(cmd.OutOrStdout(), list, file)
+				return render.ProfileTable(cmd.OutOrStdout(), list, file)
 			}
 			return printOK(cmd, res)
 		},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -91,7 +92,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 			}
 			params.Prompt, params.RequestID = prompt, requestID
 			if !cmd.Flags().Changed("wait") {
-				return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, writeReceiptText)
+				return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, render.Receipt)
 			}
 			return e.createAndWait(cmd, params, wait, waitMS)
 		},

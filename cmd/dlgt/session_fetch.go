@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -99,7 +100,7 @@ func (e *env) printFetch(cmd *cobra.Command, p rpc.SessionFetchParams, text bool
 		return printFailure(cmd, err)
 	}
 	e.progress.Stop()
-	return writeFetchText(cmd.OutOrStdout(), raw, time.Now())
+	return render.Fetch(cmd.OutOrStdout(), raw, time.Now())
 }
 
 // screenParam spells --screen on the wire: a boolean or a line count.

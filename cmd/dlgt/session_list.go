@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -60,7 +61,7 @@ in "errors" without hiding the others (exit status 1).`,
 			if err := json.Unmarshal(raw, &res); err != nil {
 				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err))
 			}
-			return writeSessionTable(cmd.OutOrStdout(), res.Sessions, time.Now(), nil, e.tableWidth(cmd.OutOrStdout()))
+			return render.SessionTable(cmd.OutOrStdout(), res.Sessions, time.Now(), nil, e.tableWidth(cmd.OutOrStdout()))
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include stopped and failed Sessions")
@@ -118,7 +119,7 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 			width = max(width, len(h))
 		}
 		var buf bytes.Buffer
-		writeSessionTable(&buf, rows, time.Now(), nil, e.tableWidth(w)-width-tableGap)
+		render.SessionTable(&buf, rows, time.Now(), nil, e.tableWidth(w)-width-render.TableGap)
 		for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
 			host := "HOST"
 			if i > 0 && i-1 < len(rowHosts) {

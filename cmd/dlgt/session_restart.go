@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -24,7 +25,7 @@ client's current environment.`,
 			}
 			return callAndPrintAs(e, cmd, rpc.MethodSessionRestart, rpc.SessionRestartParams{
 				Session: args[0], StartupTimeoutMS: ms, Environment: e.clientEnvironment(),
-			}, writeSessionResultText)
+			}, render.SessionResult)
 		},
 	}
 	cmd.Flags().DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the harness to start")

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/render"
 )
 
 func newSessionResultsCommand(e *env) *cobra.Command {
@@ -54,12 +55,12 @@ position after the last result returned, to fetch from for later ones.
 
 // writeResultsText prints each result for a person.
 func writeResultsText(w io.Writer, out *client.SessionResults, now time.Time) {
-	fmt.Fprintf(w, "session  %s: %d retained %s\n", out.Session, len(out.Results), plural(len(out.Results), "result", "results"))
+	fmt.Fprintf(w, "session  %s: %d retained %s\n", out.Session, len(out.Results), render.Plural(len(out.Results), "result", "results"))
 	for _, r := range out.Results {
-		fmt.Fprintf(w, "\nresult   #%d %s, finished %s\n", r.ExecutionSeq, r.Status, relTime(r.CompletedAtMS, now))
+		fmt.Fprintf(w, "\nresult   #%d %s, finished %s\n", r.ExecutionSeq, r.Status, render.RelTime(r.CompletedAtMS, now))
 		if r.Error != nil {
-			fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, oneLine(r.Error.Message, 400))
+			fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, render.OneLine(r.Error.Message, 400))
 		}
-		writeFinalText(w, &r)
+		render.FinalText(w, &r)
 	}
 }

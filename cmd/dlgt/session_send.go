@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -56,7 +57,7 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 				launch.Prompt, launch.RequestID = prompt, requestID
 				params = client.Launch{Params: launch}.ResumeParams(args[0])
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionSend, params, writeReceiptText)
+			return callAndPrintAs(e, cmd, rpc.MethodSessionSend, params, render.Receipt)
 		},
 	}
 	opts.register(cmd)

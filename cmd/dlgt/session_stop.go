@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -24,7 +25,7 @@ interrupted (error code "stopped") and the process group is killed at once.`,
   dlgt session stop review --force`,
 		Args: jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callAndPrintAs(e, cmd, rpc.MethodSessionStop, rpc.SessionStopParams{Session: args[0], Force: force}, writeSessionResultText)
+			return callAndPrintAs(e, cmd, rpc.MethodSessionStop, rpc.SessionStopParams{Session: args[0], Force: force}, render.SessionResult)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "stop even while an execution is active (interrupting it) and kill at once")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -115,12 +116,12 @@ func (e *env) watchFrame(ctx context.Context, all bool, width int) ([]byte, erro
 		}
 		var rd rpc.SessionReadResult
 		if json.Unmarshal(raw, &rd) == nil {
-			last[s.ID] = resultSummary(rd.Result)
+			last[s.ID] = render.ResultSummary(rd.Result)
 		}
 	}
 	now := time.Now()
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "dlgt sessions at %s (Ctrl-C to quit)\n\n", now.Format("15:04:05"))
-	err = writeSessionTable(&buf, list.Sessions, now, func(s rpc.Session) string { return last[s.ID] }, width)
+	err = render.SessionTable(&buf, list.Sessions, now, func(s rpc.Session) string { return last[s.ID] }, width)
 	return buf.Bytes(), err
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -476,7 +477,7 @@ func TestResultTextContinuedPieceEndsWithOneAddedBreak(t *testing.T) {
 	} {
 		var b bytes.Buffer
 		text := tc.piece
-		writeResultText(&b, rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: &text, FinalTextComplete: tc.complete, FinalTextOffset: &off}, time.Now())
+		render.Result(&b, rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: &text, FinalTextComplete: tc.complete, FinalTextOffset: &off}, time.Now())
 		_, body, _ := strings.Cut(b.String(), "\n")
 		if body != tc.want {
 			t.Errorf("piece %q complete %v: printed %q, want %q", tc.piece, *tc.complete, body, tc.want)

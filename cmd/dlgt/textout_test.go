@@ -9,26 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
-
-func TestRelTime(t *testing.T) {
-	now := time.UnixMilli(1_000_000_000_000)
-	for _, tc := range []struct {
-		ago  time.Duration
-		want string
-	}{
-		{0, "just now"}, {30 * time.Second, "30s ago"}, {5 * time.Minute, "5m ago"},
-		{3 * time.Hour, "3h ago"}, {72 * time.Hour, "3d ago"}, {-time.Minute, "now"},
-	} {
-		if got := relTime(now.Add(-tc.ago).UnixMilli(), now); got != tc.want {
-			t.Errorf("%v ago: %q, want %q", tc.ago, got, tc.want)
-		}
-	}
-	if relTime(0, now) != "-" {
-		t.Error("a zero time is not -")
-	}
-}
 
 func TestSessionListText(t *testing.T) {
 	d := newFakeDaemon(t)
@@ -104,7 +87,7 @@ func TestSessionTableFitsWidth(t *testing.T) {
 	}
 	for _, width := range []int{120, 100, 80} {
 		var b strings.Builder
-		if err := writeSessionTable(&b, sessions, now, last, width); err != nil {
+		if err := render.SessionTable(&b, sessions, now, last, width); err != nil {
 			t.Fatal(err)
 		}
 		checkFits(t, b.String(), width)
@@ -114,7 +97,7 @@ func TestSessionTableFitsWidth(t *testing.T) {
 	}
 	// Width 0 is no bound: the cells as they are (titles at most 40).
 	var b strings.Builder
-	writeSessionTable(&b, sessions, now, nil, 0)
+	render.SessionTable(&b, sessions, now, nil, 0)
 	if !strings.Contains(b.String(), "investigate-the-race-condition-in-the-ev-672cf0") || !strings.Contains(b.String(), "Investigate the race condition in the e…") {
 		t.Fatalf("unbounded table clipped:\n%s", b.String())
 	}
@@ -253,7 +236,7 @@ func TestEventsText(t *testing.T) {
 	}
 	// A follower stamps each line with the local time it printed it.
 	var buf strings.Builder
-	if err := writeEventText(&buf, []byte(`{"seq":7,"type":"session.idle","session_id":"claude:1"}`), time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)); err != nil || buf.String() != "15:04:05       7  session.idle           claude:1\n" {
+	if err := render.Event(&buf, []byte(`{"seq":7,"type":"session.idle","session_id":"claude:1"}`), time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)); err != nil || buf.String() != "15:04:05       7  session.idle           claude:1\n" {
 		t.Fatalf("followed line %q %v", buf.String(), err)
 	}
 }
@@ -356,16 +339,6 @@ func TestCancelNothingToCancel(t *testing.T) {
 	text, _, isErr = callTool(t, cs, "cancel", map[string]any{"session": "review"})
 	if isErr || !strings.HasPrefix(text, "Canceled.") {
 		t.Fatalf("MCP cancel: %v %q", isErr, text)
-	}
-}
-
-func TestShellWord(t *testing.T) {
-	for in, want := range map[string]string{
-		"review": "review", "claude:0199a4c2-1111": "claude:0199a4c2-1111", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
-	} {
-		if got := shellWord(in); got != want {
-			t.Errorf("shellWord(%q) = %s, want %s", in, got, want)
-		}
 	}
 }
 

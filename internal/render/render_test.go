@@ -1,0 +1,42 @@
+package render
+
+import (
+	"testing"
+	"time"
+)
+
+func TestRelTime(t *testing.T) {
+	now := time.UnixMilli(1_000_000_000_000)
+	for _, tc := range []struct {
+		ago  time.Duration
+		want string
+	}{
+		{0, "just now"}, {30 * time.Second, "30s ago"}, {5 * time.Minute, "5m ago"},
+		{3 * time.Hour, "3h ago"}, {72 * time.Hour, "3d ago"}, {-time.Minute, "now"},
+	} {
+		if got := RelTime(now.Add(-tc.ago).UnixMilli(), now); got != tc.want {
+			t.Errorf("%v ago: %q, want %q", tc.ago, got, tc.want)
+		}
+	}
+	if RelTime(0, now) != "-" {
+		t.Error("a zero time is not -")
+	}
+}
+
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"review": "review", "claude:0199a4c2-1111": "claude:0199a4c2-1111", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "$HOME": "'$HOME'",
+	} {
+		if got := ShellWord(in); got != want {
+			t.Errorf("ShellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
