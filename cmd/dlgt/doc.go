@@ -10,7 +10,8 @@
 //     remote.go: the same protocol to another machine through ssh.
 //   - session_*.go, events*.go, scrollback.go, transcript.go, models.go,
 //     harnesses.go, doctor.go, attach.go: one file per command; output.go
-//     and textout.go: the JSON and -o text renderings.
+//     and textout.go: the JSON output and the -o text flag (the texts
+//     themselves are package internal/render's).
 //   - mcp.go: `dlgt mcp`, package mcp's server on stdio over a
 //     client.Client; mcp_config.go, mcp_install.go: the commands that
 //     configure a leader harness for it (the file edits are package

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,21 +112,7 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 	}
 	if text {
 		w := cmd.OutOrStdout()
-		width := len("HOST")
-		for _, h := range hosts {
-			width = max(width, len(h))
-		}
-		var buf bytes.Buffer
-		render.SessionTable(&buf, rows, time.Now(), nil, e.tableWidth(w)-width-render.TableGap)
-		for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
-			host := "HOST"
-			if i > 0 && i-1 < len(rowHosts) {
-				host = rowHosts[i-1]
-			} else if i > 0 {
-				host = ""
-			}
-			fmt.Fprintf(w, "%-*s  %s\n", width, host, line)
-		}
+		render.HostSessionTable(w, rows, rowHosts, hosts, time.Now(), e.tableWidth(w))
 		for _, he := range errs {
 			fmt.Fprintf(cmd.ErrOrStderr(), "dlgt: %s: %s: %s\n", he.Host, he.Error.Code, he.Error.Message)
 		}

@@ -130,6 +130,27 @@ func SessionTable(w io.Writer, sessions []rpc.Session, now time.Time, last func(
 	return nil
 }
 
+// HostSessionTable prints sessions asked of several hosts as one
+// SessionTable (fitting width) with a HOST column in front: rowHosts[i] is
+// the host of sessions[i]; hosts, all the hosts asked, size the column.
+func HostSessionTable(w io.Writer, sessions []rpc.Session, rowHosts, hosts []string, now time.Time, width int) {
+	hw := len("HOST")
+	for _, h := range hosts {
+		hw = max(hw, len(h))
+	}
+	var buf strings.Builder
+	SessionTable(&buf, sessions, now, nil, width-hw-TableGap)
+	for i, line := range strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n") {
+		host := "HOST"
+		if i > 0 && i-1 < len(rowHosts) {
+			host = rowHosts[i-1]
+		} else if i > 0 {
+			host = ""
+		}
+		fmt.Fprintf(w, "%-*s  %s\n", hw, host, line)
+	}
+}
+
 // fitColumns narrows widths (of the session table's columns) until their
 // sum with the gaps is at most width, or nothing more may give. In turn:
 // title and last result (the wider of them each step) down to 20 columns,

@@ -1,8 +1,11 @@
 package render
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestRelTime(t *testing.T) {
@@ -38,5 +41,16 @@ func TestThousands(t *testing.T) {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+func TestHostSessionTable(t *testing.T) {
+	var b strings.Builder
+	now := time.UnixMilli(1_000_000_000_000)
+	HostSessionTable(&b, []rpc.Session{{ID: "claude:01", State: "idle", Harness: "claude", Title: "t"}}, []string{"box"}, []string{"box", "longerhost"}, now, 120)
+	want := "HOST        SESSION    STATE  HARNESS  TITLE  CREATED  UPDATED\n" +
+		"box         claude:01  idle   claude   t      -        -\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
 	}
 }
