@@ -337,3 +337,63 @@ func hasKind(reqs []mockapi.Request, kind mockapi.RequestKind, prompt string) bo
 	}
 	return false
 }
+
+func geminiBin(t *testing.T) string {
+	return findBin(t, "DLGT_GEMINI_BIN", "..", "gemini", "node_modules", ".bin", "gemini")
+}
+
+// Gemini CLI 0.61.0 headless against the mock: a reply streamed in many
+// chunks comes out whole, a shell tool call runs (yolo) and its output
+// goes back to the model, and the requests carry the key and the prompt
+// byte-exact.
+func TestRealGeminiHeadless(t *testing.T) {
+	bin := geminiBin(t)
+	text := mockapi.Lines("gemini chunked line", 12)
+	srv := mockapi.NewGemini(t, mockapi.Script{
+		mockapi.Prefix("CHUNKS", mockapi.Reply{Text: text, Chunk: 7}),
+		mockapi.Prefix("TOOL", mockapi.Reply{Tool: "printf 'SHELL-%s\\n' 42", Text: "TOOL-DONE"}),
+	})
+	home, work := t.TempDir(), t.TempDir()
+	if err := mockapi.WriteGeminiHome(home, work); err != nil {
+		t.Fatal(err)
+	}
+	env := append(mockapi.GeminiEnv(srv.URL()), "HOME="+home, "GEMINI_CLI_HOME="+home)
+	out, err := run(t, bin, work, "", env, "-p", "CHUNKS please", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Response string `json:"response"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Response != text {
+		t.Errorf("response %q, want %q", res.Response, text)
+	}
+	out, err = run(t, bin, work, "", env, "-p", "TOOL run", "--approval-mode", "yolo", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "TOOL-DONE") {
+		t.Errorf("tool turn output: %s", out)
+	}
+	var sawResult bool
+	for _, r := range srv.Requests() {
+		if r.Header.Get("x-goog-api-key") != "mock-gemini-key" && r.Kind != mockapi.KindOther {
+			t.Errorf("%s without the key: %v", r.Path, r.Header)
+		}
+		if r.Kind == mockapi.KindToolResult && len(r.ToolResults) == 1 && strings.Contains(r.ToolResults[0], "SHELL-42") {
+			sawResult = true
+		}
+	}
+	if !sawResult {
+		for _, r := range srv.Requests() {
+			t.Logf("%s %s %q", r.Kind, r.Path, r.ToolResults)
+		}
+		t.Errorf("no request carried the command's output")
+	}
+	if p := srv.Prompts(); len(p) != 2 || p[0] != "CHUNKS please" || p[1] != "TOOL run" {
+		t.Errorf("prompts %q", p)
+	}
+}

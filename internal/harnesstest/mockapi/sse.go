@@ -93,3 +93,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // obj is shorthand for JSON objects in event payloads.
 type obj = map[string]any
+
+// data writes one unnamed "data: json" frame, ended by CRLF CRLF as the
+// Gemini API's SSE is, and flushes it.
+func (e *sse) data(v any) {
+	if e.err == nil {
+		e.err = e.ctx.Err()
+	}
+	if e.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		e.err = err
+		return
+	}
+	if _, e.err = fmt.Fprintf(e.w, "data: %s\r\n\r\n", b); e.err != nil {
+		return
+	}
+	e.err = http.NewResponseController(e.w).Flush()
+}
