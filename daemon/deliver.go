@@ -160,6 +160,49 @@ func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys 
 		if _, err := g.proc.Write(k.Data); err != nil {
 			return err
 		}
+		if k.Retry != nil {
+			if err := rt.retryUnconfirmed(ctx, s, g, k); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// retryUnconfirmed writes k again (k.Retry) while s's execution is not
+// confirmed: a TUI that dropped the key gets it again, and one that took
+// it has confirmed the prompt by then.
+func (rt *runtime) retryUnconfirmed(ctx context.Context, s *session, g *generation, k harness.Keystroke) error {
+	s.mu.Lock()
+	e := s.exec
+	s.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	for i := 0; i < k.Retry.Max; i++ {
+		t := time.NewTimer(k.Retry.After)
+		select {
+		case <-e.submitted:
+			t.Stop()
+			return nil
+		case <-e.done:
+			t.Stop()
+			return nil
+		case <-g.exited:
+			t.Stop()
+			return errGenerationExited
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		s.mu.Lock()
+		id := s.rec.ID
+		s.mu.Unlock()
+		rt.log.Info("prompt not confirmed; writing the key again", "session", id, "after", k.Retry.After, "attempt", i+1)
+		if _, err := g.proc.Write(k.Data); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		}
 		return false
 	case harness.KindStop, harness.KindStopFailure:
-		if e == nil {
+		if e == nil || staleEnd(e, ev) {
 			return false
 		}
 		e.confirm()
@@ -163,7 +163,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 	case harness.KindInterrupted:
 		// The provider's own report that the turn was interrupted: a
 		// cancel's proof, or an interrupt made at the terminal.
-		if e == nil || (ev.TurnID != "" && e.turnID != "" && ev.TurnID != e.turnID) {
+		if e == nil || (ev.TurnID != "" && e.turnID != "" && ev.TurnID != e.turnID) || staleEnd(e, ev) {
 			return false
 		}
 		e.confirm()
@@ -194,6 +194,14 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		return true // the process exit decides what it means
 	}
 	return false
+}
+
+// staleEnd reports a turn end that names its turn's prompt (Gemini's
+// AfterAgent does) and names another than e's: the end of a turn that
+// was already closed (a cancel proven by the transcript first), arriving
+// after e started and before its prompt was confirmed.
+func staleEnd(e *execution, ev harness.Evidence) bool {
+	return ev.Prompt != nil && !promptMatches(*ev.Prompt, e.prompt)
 }
 
 // endTurnLocked retains the active execution's result and makes s idle:
@@ -252,6 +260,9 @@ const maxTranscriptScan = 32 << 20
 // after the execution started, else nothing.
 func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (string, string) {
 	if ev.FinalText != nil {
+		if ev.TextSource != "" {
+			return *ev.FinalText, ev.TextSource // the adapter read its transcript
+		}
 		return *ev.FinalText, rpc.TextSourceHook
 	}
 	if ev.Transcript != "" {

@@ -257,6 +257,7 @@ func TestEvidenceMovesSession(t *testing.T) {
 		canceling bool
 	}
 	typed := "typed at the terminal"
+	own, other := "p", "an earlier turn's prompt"
 	for i, c := range []struct {
 		in      setup
 		ev      harness.Evidence
@@ -285,6 +286,14 @@ func TestEvidenceMovesSession(t *testing.T) {
 		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindIdlePrompt}, false, stBusy, nil},
 		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindActivity}, false, stBusy, nil},
 		{setup{state: stStopped}, harness.Evidence{Kind: harness.KindStop}, false, stStopped, nil},
+		// A turn end naming its prompt (Gemini's AfterAgent) ends only
+		// the execution of that prompt: a late one for a closed turn
+		// leaves the next execution running.
+		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindStop, Prompt: &own}, true, stIdle, []string{rpc.EventSessionIdle}},
+		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindStop, Prompt: &other}, false, stBusy, nil},
+		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindStopFailure, Prompt: &other}, false, stBusy, nil},
+		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindInterrupted, Prompt: &other}, false, stBusy, nil},
+		{setup{state: stBusy, exec: true}, harness.Evidence{Kind: harness.KindInterrupted, Prompt: &own}, true, stIdle, []string{rpc.EventSessionIdle}},
 	} {
 		name := fmt.Sprintf("%d-%s-%d", i, c.in.state, c.ev.Kind)
 		t.Run(name, func(t *testing.T) {

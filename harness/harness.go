@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"time"
+
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -77,6 +79,17 @@ type LaunchPrompter interface {
 type Keystroke struct {
 	Data  []byte
 	Await *Await
+	// Retry, when set, writes Data again while the prompt being
+	// submitted is not confirmed by the harness (a TUI that can drop the
+	// key: Gemini's Enter right after a paste).
+	Retry *Retry
+}
+
+// Retry repeats a keystroke: After each write, while the execution is
+// still unconfirmed, at most Max more times.
+type Retry struct {
+	After time.Duration
+	Max   int
 }
 
 // Harness is one coding agent CLI. Implementations are stateless; the
@@ -142,6 +155,10 @@ type Evidence struct {
 	TurnID     string
 	Prompt     *string
 	FinalText  *string
+	// TextSource is where FinalText was read (rpc.TextSourceTranscript
+	// when the adapter read it from the transcript itself); empty: the
+	// hook's payload.
+	TextSource string
 	Transcript string // provider transcript path, when given
 	Reason     string
 	Tool       string

@@ -13,6 +13,7 @@ import (
 var registry = []func() Descriptor{
 	claudeDescriptor,
 	codexDescriptor,
+	geminiDescriptor,
 }
 
 // Descriptor is what the rest of dlgt knows about one harness: everything
@@ -49,11 +50,13 @@ type Descriptor struct {
 	LegacyFlag bool
 }
 
-// ConfigDir is a user configuration directory: $Env when set (it must be
-// absolute), else $HOME/Home.
+// ConfigDir is a user configuration directory: $Env (joined with EnvSub,
+// when the variable names a home rather than the directory itself) when
+// set (it must be absolute), else $HOME/Home.
 type ConfigDir struct {
-	Env  string // "CLAUDE_CONFIG_DIR"
-	Home string // ".claude"
+	Env    string // "CLAUDE_CONFIG_DIR"
+	EnvSub string // "" (Gemini: ".gemini", GEMINI_CLI_HOME stands for the home)
+	Home   string // ".claude"
 }
 
 // Resolve finds the directory with getenv, or says which variable to fix.
@@ -62,7 +65,7 @@ func (c ConfigDir) Resolve(getenv func(string) string) (string, error) {
 		if !filepath.IsAbs(dir) {
 			return "", fmt.Errorf("%s is %q, not an absolute path", c.Env, dir)
 		}
-		return dir, nil
+		return filepath.Join(dir, c.EnvSub), nil
 	}
 	home := getenv("HOME")
 	if !filepath.IsAbs(home) {
@@ -72,7 +75,11 @@ func (c ConfigDir) Resolve(getenv func(string) string) (string, error) {
 }
 
 // Describe is Config.Env's default for people: "${CLAUDE_CONFIG_DIR:-~/.claude}".
+// With EnvSub: "${GEMINI_CLI_HOME:-~}/.gemini".
 func (c ConfigDir) Describe() string {
+	if c.EnvSub != "" && c.EnvSub == c.Home {
+		return "${" + c.Env + ":-~}/" + c.EnvSub
+	}
 	return "${" + c.Env + ":-~/" + c.Home + "}"
 }
 
