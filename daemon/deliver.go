@@ -173,6 +173,10 @@ func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys 
 // confirmed: a TUI that dropped the key gets it again, and one that took
 // it has confirmed the prompt by then.
 func (rt *runtime) retryUnconfirmed(ctx context.Context, s *session, g *generation, k harness.Keystroke) error {
+	return rt.retryUnconfirmedWith(ctx, s, g, k, g.proc.Write)
+}
+
+func (rt *runtime) retryUnconfirmedWith(ctx context.Context, s *session, g *generation, k harness.Keystroke, write func([]byte) (int, error)) error {
 	s.mu.Lock()
 	e := s.exec
 	s.mu.Unlock()
@@ -200,7 +204,7 @@ func (rt *runtime) retryUnconfirmed(ctx context.Context, s *session, g *generati
 		id := s.rec.ID
 		s.mu.Unlock()
 		rt.log.Info("prompt not confirmed; writing the key again", "session", id, "after", k.Retry.After, "attempt", i+1)
-		if _, err := g.proc.Write(k.Data); err != nil {
+		if _, err := write(k.Data); err != nil {
 			return err
 		}
 	}
@@ -236,6 +240,9 @@ func (rt *runtime) await(ctx context.Context, s *session, g *generation, a harne
 		waiting := ""
 		if a.PasteMode && !st.pasteMode && !st.pasteFellBack {
 			waiting = "bracketed paste mode"
+		}
+		if waiting == "" && len(a.Shown) > 0 && !rt.shownAnywhere(s, a.Shown) {
+			waiting = "the input box on the screen"
 		}
 		if waiting == "" && !echoed {
 			if st.chunks > mark && rt.echoShown(s, echo) {
@@ -297,6 +304,22 @@ func (rt *runtime) echoShown(s *session, echo []string) bool {
 		}
 		for _, e := range echo {
 			if strings.Contains(live[r], e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// shownAnywhere reports whether the live grid shows one of shown (empty
+// strings ignored) on any row.
+func (rt *runtime) shownAnywhere(s *session, shown []string) bool {
+	s.termMu.Lock()
+	live := s.screen.Live()
+	s.termMu.Unlock()
+	for _, row := range live {
+		for _, w := range shown {
+			if w != "" && strings.Contains(row, w) {
 				return true
 			}
 		}

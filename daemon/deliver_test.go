@@ -218,3 +218,55 @@ func TestAwaitEchoWithoutQuiet(t *testing.T) {
 		t.Fatalf("fell back: %s", logs)
 	}
 }
+
+// Shown waits for the input box anywhere on the grid (a resumed Gemini
+// turns bracketed paste on and reports ready before it has drawn it), and
+// is met at once by a box already on the screen, with no new output.
+func TestAwaitShown(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	a := harness.Await{PasteMode: true, Shown: []string{"", "Type your message"}, Timeout: noFallback}
+	play(s, g, "\x1b[?2004h")
+	done := awaitAsync(rt, s, g, a, g.out.state().chunks)
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the input box was drawn: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	play(s, g, "history\r\n >   Type your message or @path\r\n footer")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.await(context.Background(), s, g, a, g.out.state().chunks); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "fell back") {
+		t.Fatalf("fell back: %s", logs)
+	}
+}
+
+// A keystroke with Retry is written again while the execution is not
+// confirmed, at most Max times, and no more once it is.
+func TestDeliverRetriesUntilConfirmed(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	e := &execution{seq: 1, prompt: "p", submitted: make(chan struct{}), done: make(chan struct{})}
+	s.exec = e
+	write := func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) }
+	key := harness.Keystroke{Data: []byte("\r"), Retry: &harness.Retry{After: time.Millisecond, Max: 3}}
+	if err := rt.retryUnconfirmedWith(context.Background(), s, g, key, write); err != nil {
+		t.Fatal(err)
+	}
+	if got := buf.String(); got != "\r\r\r" || strings.Count(logs.String(), "writing the key again") != 3 {
+		t.Fatalf("wrote %q after an unconfirmed prompt, want 3 more Enters; log %s", got, logs)
+	}
+	buf.Reset()
+	e.confirm()
+	key.Retry.After = noFallback
+	if err := rt.retryUnconfirmedWith(context.Background(), s, g, key, write); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 0 {
+		t.Fatalf("wrote %q after the prompt was confirmed", buf.String())
+	}
+}

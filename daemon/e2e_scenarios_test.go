@@ -32,8 +32,9 @@ import (
 //	go test -race -count=1 -run 'TestE2EScenarios/codex/DaemonKill9' ./daemon/
 
 // e2eHarnesses is the table's rows: Claude Code (e2e_claude_test.go),
-// Codex (e2e_codex_test.go) and the fake Claude (e2e_claude_test.go).
-var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eFakeClaude}
+// Codex (e2e_codex_test.go), Gemini CLI (e2e_gemini_test.go) and the fake
+// Claude (e2e_claude_test.go).
+var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eGeminiCLI, &e2eFakeClaude}
 
 // e2eAdapter is one harness under the scenario table.
 type e2eAdapter struct {
@@ -67,6 +68,8 @@ type e2eAdapter struct {
 	// resuming Session id.
 	resumed func(argv, id string) bool
 	caps    e2eCaps
+	// extra are steps only this harness runs, after the table's.
+	extra []e2eStep
 }
 
 // e2eCaps is where the harnesses' behaviour differs in what a scenario
@@ -98,6 +101,9 @@ type e2eRig struct {
 	// requests lists every prompt the model received, in order, with
 	// what came with it (a request body, or the fake's transcript so far).
 	requests func() []e2eRequest
+	// textSource is where a completed result's final text comes from
+	// (empty: the hook, rpc.TextSourceHook).
+	textSource string
 }
 
 // e2eClaude is e2eRig under the name other real-CLI tests use.
@@ -200,7 +206,7 @@ func runE2EScenarios(t *testing.T, a *e2eAdapter) {
 	t.Cleanup(rig.td.stop)
 	s := &e2eScenario{e2eRig: rig, a: a, cwd: gitRepo(t)}
 	failed := ""
-	for _, st := range e2eSteps {
+	for _, st := range append(append([]e2eStep{}, e2eSteps...), a.extra...) {
 		if failed != "" && !st.standalone {
 			t.Logf("%s skipped: %s failed and it continues that conversation", st.name, failed)
 			continue
@@ -272,7 +278,7 @@ func stepCreateFetch(t *testing.T, s *e2eScenario) {
 	if doc.Reason != rpc.ReasonResult {
 		t.Fatalf("reason = %q", doc.Reason)
 	}
-	checkText(t, doc, res, s.id, mockapi.DefaultText(prompt), seq)
+	s.checkText(t, doc, res, s.id, mockapi.DefaultText(prompt), seq)
 	s.promptOnce(t, prompt)
 	// completed_at_ms is stamped when the Stop hook is applied.
 	t.Logf("latency: create -> confirmed receipt %v; Stop hook -> fetch response %v",
@@ -578,7 +584,7 @@ func stepDaemonKill9(t *testing.T, s *e2eScenario) {
 		t.Fatalf("resume receipt = %+v", r2)
 	}
 	doc, res := e.waitResult(t, id, r2.Cursor)
-	checkText(t, doc, res, id, mockapi.DefaultText(prompt), 2)
+	e.checkText(t, doc, res, id, mockapi.DefaultText(prompt), 2)
 	e.promptOnce(t, prompt)
 	if rd := td.read(t, id); rd.Session.ID != id || rd.Result == nil || rd.Result.ExecutionSeq != 2 || rd.Result.Status != rpc.StatusCompleted {
 		t.Fatalf("read after resume = %+v result %+v", rd.Session, rd.Result)
@@ -709,17 +715,21 @@ func (e *e2eRig) expectReply(t *testing.T, id, cursor, prompt string, seq uint64
 func (e *e2eRig) expectText(t *testing.T, id, cursor, want string, seq uint64) rpc.Result {
 	t.Helper()
 	doc, res := e.waitResult(t, id, cursor)
-	checkText(t, doc, res, id, want, seq)
+	e.checkText(t, doc, res, id, want, seq)
 	return res
 }
 
 // checkText checks that res, in doc, completed execution seq of Session
-// id with the final text want reported by the Stop hook, and the usage
-// the mock charged for it.
-func checkText(t *testing.T, doc rpc.FetchDocument, res rpc.Result, id, want string, seq uint64) {
+// id with the final text want reported by the Stop hook (or where the
+// rig's harness reads it), and the usage the mock charged for it.
+func (e *e2eRig) checkText(t *testing.T, doc rpc.FetchDocument, res rpc.Result, id, want string, seq uint64) {
 	t.Helper()
-	if res.Status != rpc.StatusCompleted || res.FinalTextSource != rpc.TextSourceHook || res.FinalText == nil || *res.FinalText != want || res.ExecutionSeq != seq {
-		t.Fatalf("result = %+v text=%q, want %q from the hook for execution %d", res, derefText(&res), want, seq)
+	source := e.textSource
+	if source == "" {
+		source = rpc.TextSourceHook
+	}
+	if res.Status != rpc.StatusCompleted || res.FinalTextSource != source || res.FinalText == nil || *res.FinalText != want || res.ExecutionSeq != seq {
+		t.Fatalf("result = %+v text=%q, want %q from the %s for execution %d", res, derefText(&res), want, source, seq)
 	}
 	if got := doc.Sessions[0].Session.ID; got != id {
 		t.Fatalf("the result came back on session %q, want %q", got, id)

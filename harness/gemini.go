@@ -427,11 +427,27 @@ const (
 // paste once the TUI reads bracketed paste, then sends Enter separately
 // once the input box shows the paste, and again if BeforeAgent does not
 // confirm it (see geminiEnterRetry).
+//
+// The first write also waits for the idle input box: a resumed Gemini
+// runs its SessionStart hook (and turns bracketed paste on) well before
+// it has drawn the conversation and its input box, and a paste written
+// then is lost.
 func (Gemini) Submit(prompt string) []Keystroke {
 	keys := pasteSubmit(prompt, geminiPastePlaceholder)
+	keys[0].Await.Shown = []string{geminiInputBox}
+	keys[0].Await.Timeout = geminiInputBoxTimeout
 	keys[len(keys)-1].Retry = &Retry{After: geminiEnterRetry, Max: geminiEnterRetries}
 	return keys
 }
+
+// geminiInputBox is the placeholder of Gemini CLI's empty input box
+// (" >   Type your message or @path/to/file"); geminiInputBoxTimeout
+// bounds the wait for it (a fallback: a draft typed by an attached human
+// hides the placeholder, and the prompt then goes after the timeout).
+const (
+	geminiInputBox        = "Type your message"
+	geminiInputBoxTimeout = 15 * time.Second
+)
 
 // Interrupt is Esc: it cancels a streaming turn ("Request cancelled.")
 // and declines an approval box, ending the turn, in one press. (The first

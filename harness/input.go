@@ -20,6 +20,11 @@ type Await struct {
 	// (the input box: the cursor sits at the end of the draft). Empty
 	// strings are ignored.
 	Echo []string
+	// Shown: the live grid shows one of these strings on any row, whether
+	// or not output arrived since the previous write (a TUI's idle input
+	// box, drawn some time after the harness reported itself ready).
+	// Empty strings are ignored.
+	Shown []string
 	// Quiet: once the rest holds, the output has been quiet this long, so
 	// the frame showing the echo is complete.
 	Quiet time.Duration

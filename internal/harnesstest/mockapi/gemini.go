@@ -35,7 +35,7 @@ func NewGemini(t testing.TB, script Script) *Server {
 // Gemini's per-request usage as the mock reports it: GeminiPromptTokens
 // prompt tokens for every request, and one candidate token per streamed
 // piece plus one.
-const GeminiPromptTokens = 100
+const GeminiPromptTokens = 10
 
 // geminiSessionContext starts the context block Gemini CLI sends as the
 // first text part of a conversation's first user content.
