@@ -64,7 +64,7 @@ func dlgtBinary(t testing.TB) string {
 }
 
 var (
-	agentSessionRe = regexp.MustCompile(`Session ((?:claude|codex):[0-9a-f-]+)`)
+	agentSessionRe = regexp.MustCompile(`Session ((?:claude|codex|gemini):[0-9a-f-]+)`)
 	agentCursorRe  = regexp.MustCompile(`(?i)cursor[^"\n]*"([0-9]+)"`)
 )
 
@@ -175,6 +175,23 @@ func newAgentRigScript(t *testing.T, counterpart string, script mockapi.Script) 
 	switch counterpart {
 	case "claude":
 		r.cp, r.env = e2eClaudeEnv(t, script)
+	case "gemini":
+		bin := e2eGeminiBin(t)
+		r.cp = mockapi.NewGemini(t, script)
+		// The user's Gemini home, named by GEMINI_CLI_HOME: a leader
+		// passes the variable on even where it sets HOME itself.
+		gemHome := t.TempDir()
+		if err := mockapi.WriteGeminiHome(gemHome); err != nil {
+			t.Fatal(err)
+		}
+		r.env = map[string]string{
+			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "GEMINI_CLI_HOME": gemHome,
+			"DLGT_GEMINI_BIN": bin, "TERM": "xterm-256color",
+		}
+		for _, kv := range mockapi.GeminiEnv(r.cp.URL()) {
+			k, v, _ := strings.Cut(kv, "=")
+			r.env[k] = v
+		}
 	case "codex":
 		bin := e2eCodexBin(t)
 		r.cp = mockapi.NewResponses(t, script)
@@ -234,6 +251,42 @@ func (r *agentRig) codexLeader(t *testing.T, agent func([]string) (*mockapi.Tool
 	}
 	lenv["CODEX_HOME"], lenv["MOCK_API_KEY"] = codexHome, "mock-key"
 	return leader, lenv
+}
+
+// geminiLeader starts the leader Gemini's mock, scripted by agent, and
+// returns it with the leader's environment: the rig's, with a Gemini home
+// of its own (GEMINI_CLI_HOME) pointed at that mock, holding the server
+// entry `dlgt mcp install --harness gemini --approve` writes (Gemini has
+// no per-launch MCP flag). The counterpart's own Gemini home, if any, is
+// not the leader's.
+func (r *agentRig) geminiLeader(t *testing.T, agent func([]string) (*mockapi.ToolCall, string)) (*mockapi.Server, map[string]string) {
+	t.Helper()
+	leader := mockapi.NewGemini(t, mockapi.Script{mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: agent})})
+	home := t.TempDir()
+	if err := mockapi.WriteGeminiHome(home); err != nil {
+		t.Fatal(err)
+	}
+	lenv := map[string]string{}
+	for k, v := range r.env {
+		lenv[k] = v
+	}
+	lenv["GEMINI_CLI_HOME"] = home
+	for _, kv := range mockapi.GeminiEnv(leader.URL()) {
+		k, v, _ := strings.Cut(kv, "=")
+		lenv[k] = v
+	}
+	cmd := exec.Command(r.dlgt, "mcp", "install", "--harness", "gemini", "--approve", "--wait-max", agentWaitMax)
+	cmd.Env = []string{"HOME=" + lenv["HOME"], "GEMINI_CLI_HOME=" + home, "PATH=" + lenv["PATH"]}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dlgt mcp install --harness gemini: %v\n%s", err, out)
+	}
+	return leader, lenv
+}
+
+// geminiLeaderArgs runs Gemini headless in the project (trusted for the
+// run: it loads no user MCP server in an untrusted folder).
+func geminiLeaderArgs(prompt string) []string {
+	return []string{"-p", prompt, "--skip-trust", "-o", "json"}
 }
 
 // runLeader runs the leader CLI to completion and returns its stdout.
@@ -341,6 +394,38 @@ func TestAgentsCodexLeadsClaudeMCP(t *testing.T) {
 	args = append(args, "LEADER-TASK: delegate to claude")
 	out := r.runLeader(t, lenv, e2eCodexBin(t), args...)
 	r.checkDelegation(t, leader, out)
+}
+
+func TestAgentsClaudeLeadsGeminiMCP(t *testing.T) {
+	r := newAgentRig(t, "gemini")
+	leader, lenv := r.claudeLeader(t, mcpLeaderPlan("gemini"))
+	args := append([]string{"-p", "LEADER-TASK: delegate to gemini", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
+	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
+	r.checkDelegation(t, leader, out)
+}
+
+func TestAgentsGeminiLeadsClaudeMCP(t *testing.T) {
+	r := newAgentRig(t, "claude")
+	claudeKeyHelper(t, r.home)
+	leader, lenv := r.geminiLeader(t, mcpLeaderPlan("claude"))
+	out := r.runLeader(t, lenv, e2eGeminiBin(t), geminiLeaderArgs("LEADER-TASK: delegate to claude")...)
+	r.checkDelegation(t, leader, out)
+}
+
+// claudeKeyHelper gives the counterpart Claude Code its key from its own
+// settings (apiKeyHelper) under home: Gemini CLI redacts variables that
+// look secret (ANTHROPIC_API_KEY among them) from an MCP server's
+// environment, so a counterpart started through a Gemini leader gets no
+// key from it (docs/agents.md).
+func claudeKeyHelper(t *testing.T, home string) {
+	t.Helper()
+	dir := filepath.Join(home, ".claude")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(`{"apiKeyHelper": "echo `+e2eClaudeKey+`"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // shellLeaderPlan: the leader's model runs dlgt in its shell tool: create,

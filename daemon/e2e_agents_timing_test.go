@@ -133,6 +133,13 @@ func roundTrip(t *testing.T, leaderName, counterpart string) []rtStep {
 		leader, lenv = r.claudeLeader(t, rtLeaderPlan(counterpart))
 		args := append([]string{"-p", "LEADER-TASK: round trip", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
 		out = r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
+	case "gemini":
+		if counterpart == "claude" {
+			claudeKeyHelper(t, r.home)
+		}
+		var lenv map[string]string
+		leader, lenv = r.geminiLeader(t, rtLeaderPlan(counterpart))
+		out = r.runLeader(t, lenv, e2eGeminiBin(t), geminiLeaderArgs("LEADER-TASK: round trip")...)
 	case "codex":
 		var lenv map[string]string
 		leader, lenv = r.codexLeader(t, rtLeaderPlan(counterpart))
@@ -224,7 +231,7 @@ func TestAgentsRoundTripTiming(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DLGT_AGENTS_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
-	for _, dir := range []struct{ leader, counterpart string }{{"claude", "codex"}, {"codex", "claude"}} {
+	for _, dir := range []struct{ leader, counterpart string }{{"claude", "codex"}, {"codex", "claude"}, {"claude", "gemini"}, {"gemini", "claude"}} {
 		t.Run(dir.leader+"_leads_"+dir.counterpart, func(t *testing.T) {
 			var all [][]rtStep
 			for i := 0; i < rounds; i++ {

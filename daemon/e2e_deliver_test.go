@@ -51,12 +51,17 @@ func TestE2EDeliveryEvidence(t *testing.T) {
 	}
 }
 
-// patientClaude and patientCodex are the adapters with their delivery
+// patientClaude, patientCodex and patientGemini are the adapters with their delivery
 // fallbacks at 2 minutes.
 type (
 	patientClaude struct{ harness.Claude }
 	patientCodex  struct{ harness.Codex }
+	patientGemini struct{ harness.Gemini }
 )
+
+func (h patientGemini) Submit(prompt string) []harness.Keystroke {
+	return patient(h.Gemini.Submit(prompt))
+}
 
 func (h patientClaude) Submit(prompt string) []harness.Keystroke {
 	return patient(h.Claude.Submit(prompt))
@@ -82,7 +87,7 @@ func patient(keys []harness.Keystroke) []harness.Keystroke {
 func startPatientDaemon(t *testing.T, env map[string]string, logs *logBuffer) *testDaemon {
 	t.Helper()
 	td := newTestDaemon(t, env)
-	td.opts.Harnesses = map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}}
+	td.opts.Harnesses = map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}, "gemini": patientGemini{}}
 	td.logTo = logs
 	td.start()
 	t.Cleanup(td.stop)

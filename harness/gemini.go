@@ -81,7 +81,7 @@ func geminiDescriptor() Descriptor {
 		// Gemini directory is $GEMINI_CLI_HOME/.gemini, else ~/.gemini.
 		Config:      ConfigDir{Env: "GEMINI_CLI_HOME", EnvSub: ".gemini", Home: ".gemini"},
 		SkillsDir:   "skills",
-		MCP:         MCPNone,
+		MCP:         MCPGeminiJSON,
 		ProviderEnv: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_APPLICATION_CREDENTIALS"},
 	}
 }

@@ -95,6 +95,9 @@ const (
 	// MCPCodexTOML: -c mcp_servers.NAME TOML overrides per launch; the
 	// user config's [mcp_servers.NAME] in config.toml.
 	MCPCodexTOML
+	// MCPGeminiJSON: the user settings' "mcpServers" in settings.json;
+	// there is no per-launch form (Gemini CLI has no flag for it).
+	MCPGeminiJSON
 )
 
 // All returns the registered harnesses in registry order; each call

@@ -226,7 +226,7 @@ func TestHarnessFlags(t *testing.T) {
 		{"mcp", "config", "--harness", "claude", "--codex"},
 		{"mcp", "install", "--claude", "--codex"},
 	} {
-		if code, out := runOut(false, args...); code != exitError || !strings.Contains(out, "give exactly one harness: --harness claude or codex") {
+		if code, out := runOut(false, args...); code != exitError || !strings.Contains(out, "give exactly one harness: --harness claude, codex or gemini") {
 			t.Errorf("%v: exit %d %s", args, code, out)
 		}
 	}
@@ -238,10 +238,7 @@ func TestHarnessFlags(t *testing.T) {
 	// The aliases are hidden; --harness is documented with the registry's names.
 	for _, args := range [][]string{{"skill", "install", "--help"}, {"mcp", "config", "--help"}, {"mcp", "install", "--help"}} {
 		_, help := runOut(false, args...)
-		names := "claude or codex" // the harnesses with an MCP format
-		if args[0] == "skill" {
-			names = "claude, codex or gemini"
-		}
+		names := "claude, codex or gemini"
 		if strings.Contains(help, "--claude") || strings.Contains(help, "--codex") || !strings.Contains(help, "--harness") || !strings.Contains(help, names) {
 			t.Errorf("%v help:\n%s", args, help)
 		}

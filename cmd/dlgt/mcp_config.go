@@ -44,6 +44,9 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
+			if d.MCP == harness.MCPGeminiJSON {
+				return printFailure(cmd, usageError("--harness %s: %s takes MCP servers only from its settings files, not per launch: run `dlgt mcp install --harness %s`", d.Name, d.DisplayName, d.Name))
+			}
 			spec, err := e.mcpServerSpec(cmd, d, approve, waitMax, forward)
 			if err != nil {
 				return printFailure(cmd, err)

@@ -54,6 +54,9 @@ func mcpInstallTarget(d harness.Descriptor) string {
           %s/settings.json)`, d.Config.Env, d.Config.Describe())
 	case harness.MCPCodexTOML:
 		return d.Config.Describe() + "/config.toml, [mcp_servers.dlgt]"
+	case harness.MCPGeminiJSON:
+		return d.Config.Describe() + `/settings.json, "mcpServers"."dlgt"
+          (with --approve "trust": true: no confirmation for its tools)`
 	}
 	return ""
 }
@@ -91,6 +94,8 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 				files, err = setup.InstallClaude(d, spec, e.configDir)
 			case harness.MCPCodexTOML:
 				files, err = setup.InstallCodex(d, spec, e.configDir)
+			case harness.MCPGeminiJSON:
+				files, err = setup.InstallGemini(d, spec, e.configDir)
 			}
 			if err != nil {
 				return printFailure(cmd, err)

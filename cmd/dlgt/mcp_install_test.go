@@ -363,3 +363,56 @@ func TestMCPInstallSeenByRealCLIs(t *testing.T) {
 		t.Errorf("claude mcp get dlgt:\n%s", out)
 	}
 }
+
+// Gemini CLI: the entry goes to its user settings.json ($GEMINI_CLI_HOME
+// standing for the home), the rest of the file kept; --approve trusts
+// the server (no confirmation of its tools). mcp config refuses: Gemini
+// has no per-launch form. The pinned CLI lists the entry.
+func TestMCPInstallGemini(t *testing.T) {
+	home := t.TempDir()
+	dir := filepath.Join(home, ".gemini")
+	os.MkdirAll(dir, 0o700)
+	user := `{
+  "model": {"name": "gemini-2.5-pro"},
+  "privacy": {"usageStatisticsEnabled": false},
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "mcpServers": {"other": {"command": "other-server"}}
+}
+`
+	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(user), 0o600)
+	vars := map[string]string{"HOME": home}
+	code, d := runInstall(t, vars, "--harness", "gemini", "--approve")
+	if code != exitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != filepath.Join(dir, "settings.json") || d.Files[0].Backup == "" {
+		t.Fatalf("install: exit %d %+v", code, d)
+	}
+	var got map[string]any
+	data, _ := os.ReadFile(filepath.Join(dir, "settings.json"))
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("%v:\n%s", err, data)
+	}
+	servers := got["mcpServers"].(map[string]any)
+	want := map[string]any{"command": "/opt/dlgt/bin/dlgt", "args": []any{"mcp"}, "trust": true}
+	if !reflect.DeepEqual(servers["dlgt"], want) || servers["other"] == nil || got["model"].(map[string]any)["name"] != "gemini-2.5-pro" {
+		t.Fatalf("settings.json:\n%s", data)
+	}
+	if code, d := runInstall(t, vars, "--harness", "gemini", "--approve"); code != exitOK || d.Files[0].Status != setup.Unchanged {
+		t.Fatalf("second install: exit %d %+v", code, d)
+	}
+	// GEMINI_CLI_HOME stands for the home.
+	alt := t.TempDir()
+	if code, d := runInstall(t, map[string]string{"HOME": home, "GEMINI_CLI_HOME": alt}, "--harness", "gemini"); code != exitOK || d.Files[0].Path != filepath.Join(alt, ".gemini", "settings.json") {
+		t.Fatalf("with GEMINI_CLI_HOME: exit %d %+v", code, d)
+	}
+	if code, out := runMCP(t, vars, "config", "--harness", "gemini"); code != exitError || !strings.Contains(out, "dlgt mcp install --harness gemini") {
+		t.Fatalf("mcp config --harness gemini: exit %d %s", code, out)
+	}
+
+	bin := pinnedCLI(t, "DLGT_GEMINI_BIN", "..", "gemini", "node_modules", ".bin", "gemini")
+	cmd := exec.Command(bin, "mcp", "list")
+	cmd.Dir = home
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "dlgt: /opt/dlgt/bin/dlgt mcp") || !strings.Contains(string(out), "other") {
+		t.Errorf("gemini mcp list: %v\n%s", err, out)
+	}
+}

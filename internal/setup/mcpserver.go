@@ -125,6 +125,33 @@ func InstallCodex(d harness.Descriptor, s ServerSpec, configDir func(harness.Con
 	return []File{f}, nil
 }
 
+// geminiServer is the server's entry under Gemini CLI's "mcpServers"
+// (what `gemini mcp add --trust` writes): trust skips the confirmation
+// of its tools.
+type geminiServer struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Trust   bool     `json:"trust,omitempty"`
+}
+
+// InstallGemini writes "mcpServers"."dlgt" into Gemini CLI's user
+// settings.json (a Session dlgt hosts carries it too: its settings are
+// the user's).
+func InstallGemini(d harness.Descriptor, s ServerSpec, configDir func(harness.ConfigDir) (string, error)) ([]File, error) {
+	dir, err := configDir(d.Config)
+	if err != nil {
+		return nil, err
+	}
+	entry := geminiServer{Command: s.Exe, Args: s.ServerArgs, Trust: s.Approve}
+	f, err := EditFile(filepath.Join(dir, "settings.json"), func(old []byte) ([]byte, error) {
+		return jsonWithMember(old, []string{"mcpServers", mcp.ServerName}, entry)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return []File{f}, nil
+}
+
 // InstallClaude writes "mcpServers"."dlgt" into Claude Code's
 // .claude.json and, with approve, the permission rule into settings.json.
 func InstallClaude(d harness.Descriptor, s ServerSpec, configDir func(harness.ConfigDir) (string, error)) ([]File, error) {
