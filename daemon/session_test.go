@@ -223,10 +223,28 @@ func (td *testDaemon) accept(t testing.TB, method string, params any, r *rpc.Rec
 		if err := td.call(method, params, r); err != nil {
 			t.Fatalf("%s: %v", method, err)
 		}
-		if r.Submission != rpc.SubmissionPending || time.Now().After(deadline) {
+		if r.Submission != rpc.SubmissionPending {
+			return
+		}
+		if time.Now().After(deadline) {
+			td.logLiveScreen(t, r.Session.ID)
 			return
 		}
 		t.Logf("%s: receipt pending, refreshing it", method)
+	}
+}
+
+// logLiveScreen logs a Session's live screen: what a harness that never
+// confirmed a prompt was showing.
+func (td *testDaemon) logLiveScreen(t testing.TB, id string) {
+	t.Helper()
+	var doc rpc.FetchDocument
+	if err := td.call(rpc.MethodSessionFetch, map[string]any{"session": id, "screen": true}, &doc); err != nil {
+		t.Logf("no screen of %s: %v", id, err)
+		return
+	}
+	if len(doc.Sessions) == 1 && doc.Sessions[0].Screen != nil {
+		t.Logf("live screen of %s:\n%s", id, strings.Join(doc.Sessions[0].Screen.Live, "\n"))
 	}
 }
 
