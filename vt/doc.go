@@ -22,7 +22,9 @@
 //   - After a reset or a size change, rows that scroll off repeating the
 //     end of the history row for row are an inline TUI's reprint (Codex
 //     prints its whole transcript again after CSI 3 J; Claude Code reprints
-//     the tail that fits) and are not emitted again (reprint.go).
+//     the tail that fits) and are not emitted again (reprint.go). So are
+//     rows repeating it after a cursor-up of a whole screen to the top row
+//     (Claude Code repainting a frame taller than the screen).
 //   - Rows are plain text with trailing blanks trimmed. Wide characters take
 //     two cells and render once; combining marks stay with their base
 //     character; invalid UTF-8 becomes U+FFFD.

@@ -1,10 +1,13 @@
 package vt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +33,11 @@ var inlineCaptures = []inlineCapture{
 	{"claude-inline-stream-100x40", 40, 100},
 	{"codex-inline-stream-100x40", 40, 100},
 }
+
+// overflowCapture is Claude Code repainting a frame taller than the screen
+// (TestInlineOverflowRepaint): its history is tmux's less the repeated
+// rows.
+var overflowCapture = inlineCapture{"claude-inline-overflow-100x40", 40, 100}
 
 const gridMark = "==== grid ===="
 
@@ -140,4 +148,100 @@ func diffRows(got, want []string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The inline captures fed in chunks cut at seeded random places (inside
+// escape sequences and UTF-8 too) give the same history and grid as one
+// Write: what the daemon stores from its PTY reads, whose boundaries
+// depend on timing, is what a one-shot replay of the raw log gives.
+func TestInlineSplitAnywhere(t *testing.T) {
+	for _, c := range append(slices.Clone(inlineCaptures), overflowCapture) {
+		t.Run(c.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "captures", c.name+".bin"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantHist, wantGrid := replayHistory(data, c.rows, c.cols)
+			r := rand.New(rand.NewPCG(uint64(len(data)), 7))
+			for i := range 30 {
+				var hist []string
+				s := New(c.rows, c.cols, Callbacks{
+					Stable: func(rows []string) { hist = append(hist, rows...) },
+					Reset:  func(reason ResetReason) { hist = append(hist, "<reset "+string(reason)+">") },
+				})
+				maxChunk := 1 + r.IntN(4096)
+				for off := 0; off < len(data); {
+					n := 1 + r.IntN(maxChunk)
+					s.Write(data[off:min(len(data), off+n)])
+					off += n
+				}
+				if d := diffRows(hist, wantHist); d != "" {
+					t.Fatalf("chunking %d (up to %d bytes): history differs from one Write:\n%s", i, maxChunk, d)
+				}
+				if d := diffRows(trimBlankTail(s.Live()), wantGrid); d != "" {
+					t.Fatalf("chunking %d (up to %d bytes): grid differs from one Write:\n%s", i, maxChunk, d)
+				}
+			}
+		})
+	}
+}
+
+// claude-inline-overflow-100x40 is Claude Code streaming the long reply on
+// a starved CPU: it drew a frame taller than the screen and repainted it
+// from the top row (CSI 39 A), so 7 reply lines that had already scrolled
+// off were on the screen again and scrolled off a second time. tmux keeps
+// them twice (the golden); vt keeps each line once (the reprint filter,
+// armed by the cursor's move to the top row, drops the repeat), whatever
+// the PTY reads' boundaries, including every cut around that repaint.
+func TestInlineOverflowRepaint(t *testing.T) {
+	c := overflowCapture
+	data, err := os.ReadFile(filepath.Join("testdata", "captures", c.name+".bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "captures", c.name+".tmux")
+	if *update {
+		ts, err := vttest.TmuxReplay(data, c.rows, c.cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, []byte(formatTmuxGolden(ts)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update and tmux on PATH)", err)
+	}
+	tmuxHist, tmuxGrid, err := parseTmuxGolden(string(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// tmux's history: reply lines 39..45 at rows 45..51 and again at
+	// 52..58. vt's is the same without the second copy.
+	const first, again, n = 45, 52, 7
+	if !slices.Equal(tmuxHist[first:first+n], tmuxHist[again:again+n]) || !strings.Contains(tmuxHist[again], "row 039 of") {
+		t.Fatalf("tmux's history does not repeat rows %d..%d at %d: the capture changed", first, first+n-1, again)
+	}
+	wantHist := slices.Concat(tmuxHist[:again], tmuxHist[again+n:])
+	hist, grid := replayHistory(data, c.rows, c.cols)
+	if d := diffRows(hist, wantHist); d != "" {
+		t.Errorf("history: vt %d rows, tmux less its repeat %d:\n%s", len(hist), len(wantHist), d)
+	}
+	if d := diffRows(grid, tmuxGrid); d != "" {
+		t.Errorf("grid differs from tmux's:\n%s", d)
+	}
+	repaint := bytes.Index(data, []byte("\x1b[39A"))
+	if repaint < 0 {
+		t.Fatal("no CSI 39 A in the capture")
+	}
+	for cut := max(1, repaint-300); cut < min(len(data), repaint+1500); cut++ {
+		var h []string
+		s := New(c.rows, c.cols, Callbacks{Stable: func(rows []string) { h = append(h, rows...) }})
+		s.Write(data[:cut])
+		s.Write(data[cut:])
+		if d := diffRows(h, hist); d != "" {
+			t.Fatalf("cut at %d: history differs from one Write:\n%s", cut, d)
+		}
+	}
 }

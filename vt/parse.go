@@ -396,7 +396,13 @@ func (t *term) csiDispatch(final byte) {
 	case '@': // ICH
 		t.shiftRight(t.line(), t.x, t.param(0, 1))
 	case 'A': // CUU
-		t.cursorUp(t.param(0, 1))
+		n := t.param(0, 1)
+		t.cursorUp(n)
+		if n >= t.rows-1 && t.y == 0 && !t.inAlt {
+			// A whole screen up to the top row: an inline TUI repainting
+			// a frame taller than the screen (see screenEvents.repaintTop).
+			t.ev.repaintTop()
+		}
 	case 'B', 'e': // CUD, VPR
 		t.cursorDown(t.param(0, 1))
 	case 'C', 'a': // CUF, HPR

@@ -25,7 +25,8 @@ const maxReprintLead = 256
 // the reprint in place of the old scrollback (or next to it); dlgt keeps
 // every stable row, so the reprint would be history twice.
 //
-// The rule: after a reset or a size change the filter is armed. Rows that
+// The rule: after a reset or a size change, or a cursor-up of a whole
+// screen to the top row (screenEvents.repaintTop), the filter is armed. Rows that
 // scroll off from then on are held while their words repeat, in order, a
 // run of the remembered history's words (compared word by word, so a
 // paragraph wrapped again for a new width still matches; blank rows carry

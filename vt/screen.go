@@ -112,6 +112,21 @@ func (e *screenEvents) scrolledOff(text []byte) {
 	s.emitted += int64(len(s.pending) - n)
 }
 
+// repaintTop arms the reprint filter when an inline TUI moves the cursor
+// up a whole screen to the top row. Claude Code does so when its frame
+// has grown taller than the screen (a slow reply on a starved CPU): it
+// repaints the frame from the top row, the frame's first rows are rows
+// that had already scrolled off, and they would scroll off a second time
+// (a terminal keeps them twice; tmux does). Rows that scroll off next
+// repeating the end of the history are therefore dropped as after a
+// resize. A watch already running is left alone (arm drops held rows).
+func (e *screenEvents) repaintTop() {
+	s := (*Screen)(e)
+	if !s.rp.armed {
+		s.rp.arm()
+	}
+}
+
 func (e *screenEvents) reply(b []byte) {
 	s := (*Screen)(e)
 	if s.cb.Reply != nil {

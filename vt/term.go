@@ -110,6 +110,7 @@ type events interface {
 	scrolledOff(text []byte) // a main-screen row left the top; text is trimmed and only valid during the call
 	reply(b []byte)
 	reset(reason ResetReason)
+	repaintTop() // CUU moved the cursor a whole screen up to the top row
 }
 
 // term is dlgt's own VT emulator: a byte-level DEC/xterm parser over a grid of
