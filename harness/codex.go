@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -406,4 +407,53 @@ func codexError(raw json.RawMessage) string {
 		return clipText(obj.Message, 1024)
 	}
 	return sanitizeError(raw)
+}
+
+// maxCodexDenyMessage bounds the message a denial hands to the model.
+const maxCodexDenyMessage = 4096
+
+// CodexPermissionDecision is what a Codex PermissionRequest hook prints
+// on stdout to answer the request itself (the shape of Codex 0.171.0's
+// permission-request.command.output schema, which is Claude Code's):
+// allow runs the command with no approval overlay; deny never runs it and
+// the model receives `exec_command failed: CreateProcess { message:
+// "Rejected(\"<message>\")" }` and goes on with the turn (an empty message
+// becomes Codex's "PermissionRequest hook denied approval"). Measured in
+// docs/approvals-harnesses.md. A message with allow, or one that is not
+// valid UTF-8 or too long, is refused.
+func CodexPermissionDecision(allow bool, message string) ([]byte, error) {
+	type decision struct {
+		Behavior string `json:"behavior"`
+		Message  string `json:"message,omitempty"`
+	}
+	d := decision{Behavior: "deny", Message: message}
+	switch {
+	case allow && message != "":
+		return nil, rpc.InvalidField("message", "a message goes with a denial only")
+	case !utf8.ValidString(message):
+		return nil, rpc.InvalidField("message", "is not valid UTF-8")
+	case len(message) > maxCodexDenyMessage:
+		return nil, rpc.InvalidField("message", "is %d bytes; at most %d", len(message), maxCodexDenyMessage)
+	case allow:
+		d.Behavior = "allow"
+	}
+	return json.Marshal(map[string]any{
+		"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": d},
+	})
+}
+
+// CodexApprovalKeys answers Codex 0.171.0's command approval overlay
+// ("Would you like to run the following command?") from the terminal,
+// where no hook answered: allow is "y" (Yes, proceed: the command runs,
+// then PostToolUse); otherwise Esc, the overlay's only refusal ("No, and
+// tell Codex what to do differently"; "n" does the same): it aborts the
+// whole turn (the rollout's turn_aborted, reason "interrupted"; no Stop
+// hook, and the model gets no tool result). A denial the model reads
+// and continues from exists only as a hook decision
+// (CodexPermissionDecision).
+func CodexApprovalKeys(allow bool) []Keystroke {
+	if allow {
+		return []Keystroke{{Data: []byte("y")}}
+	}
+	return []Keystroke{{Data: []byte{0x1b}}}
 }
