@@ -42,8 +42,9 @@ the local time it was printed.
 says so on stderr, waits for it (it never starts one itself) and subscribes
 again after the last seq it printed, so no event is lost or printed twice.
 --state FILE makes the follower restartable itself: it starts after the seq
-stored in FILE (unless --after is given) and stores the last seq it has
-handled (printed, and its --exec command finished) after each event.
+stored in FILE (unless --after is given; a missing FILE means from now, and
+that seq is stored once subscribed) and stores the last seq it has handled
+(printed, and its --exec command finished) after each event.
 
 --exec CMD runs CMD with /bin/sh once per event, with the event JSON on stdin
 and DLGT_EVENT_TYPE, DLGT_EVENT_SEQ, DLGT_SESSION_ID, DLGT_EXECUTION_SEQ and

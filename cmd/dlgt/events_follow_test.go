@@ -224,3 +224,46 @@ func TestEventsFollowAcrossRestarts(t *testing.T) {
 	}
 	d.stop()
 }
+
+// A follower started at the latest event with --state stores that seq as
+// soon as it has subscribed, so an event that happens while it is down
+// is delivered by the next follower on the same file, even when none came
+// before.
+func TestEventsFollowStateBeforeAnyEvent(t *testing.T) {
+	dir, err := os.MkdirTemp("", "dlgt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	d := &restartingDaemon{socket: filepath.Join(dir, "s"), grew: make(chan struct{})}
+	d.add(ev(1, "session.created", 0, ""), ev(2, "session.busy", 1, ""))
+	d.start(t)
+	defer d.stop()
+	state := filepath.Join(t.TempDir(), "state")
+	follower := func() (*syncBuf, func()) {
+		e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": d.socket}, "")
+		stdout := &syncBuf{}
+		e.stdout, e.stderr = stdout, &syncBuf{}
+		e.signals = make(chan os.Signal, 1)
+		done := make(chan int, 1)
+		go func() { done <- run([]string{"events", "--follow", "--state", state}, e) }()
+		return stdout, func() {
+			e.signals <- os.Interrupt
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the follower did not stop")
+			}
+		}
+	}
+	_, stop := follower()
+	waitFor(t, "the state file at 2", func() bool { b, _ := os.ReadFile(state); return strings.TrimSpace(string(b)) == "2" })
+	stop()
+	d.add(ev(3, "session.idle", 1, "completed"))
+	stdout, stop := follower()
+	waitFor(t, "event 3", func() bool { return strings.Contains(stdout.String(), `"seq":3`) })
+	stop()
+	if n := strings.Count(stdout.String(), "\n"); n != 1 {
+		t.Fatalf("printed %q, want event 3 once", stdout)
+	}
+}

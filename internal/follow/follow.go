@@ -148,6 +148,22 @@ func (w *watermark) handled(seq uint64) {
 	w.saveLocked()
 }
 
+// start records where a follow that began at the latest event starts,
+// storing it even when nothing was stored before (seq 0 included).
+func (w *watermark) start(seq uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = seq
+	if w.path == "" {
+		return
+	}
+	if err := WriteState(w.path, seq); err != nil {
+		fmt.Fprintf(w.stderr, "dlgt events: cannot store the last seq in %s: %v\n", w.path, err)
+		return
+	}
+	w.stored = seq
+}
+
 func (w *watermark) saveLocked() {
 	through := w.last
 	if len(w.inflight) > 0 {
@@ -202,7 +218,16 @@ func Run(ctx context.Context, c *client.Client, ref string, opts Options) error 
 	for {
 		p := opts.Params
 		p.After = after
-		progressed, err := subscribeOnce(ctx, c, ref, p, reconnecting || dialed, func(line []byte) error {
+		progressed, err := subscribeOnce(ctx, c, ref, p, reconnecting || dialed, func(ack rpc.SubscribeAck) {
+			if after == nil {
+				// Started at the latest: that seq is where a restart
+				// (--state) or a resubscription goes on from, even before
+				// any event has come, so none in between is lost.
+				a := ack.After
+				after = &a
+				wm.start(a)
+			}
+		}, func(line []byte) error {
 			var f Fields
 			if err := json.Unmarshal(line, &f); err != nil {
 				return rpc.Errorf(rpc.CodeInternal, "unexpected event line: %v", err)
@@ -280,7 +305,7 @@ func retryable(err error) bool {
 
 // subscribeOnce subscribes once and handles lines until the stream ends.
 // progressed reports whether the subscription was acknowledged.
-func subscribeOnce(ctx context.Context, cl *client.Client, ref string, p rpc.EventReadParams, redial bool, handle func([]byte) error) (progressed bool, err error) {
+func subscribeOnce(ctx context.Context, cl *client.Client, ref string, p rpc.EventReadParams, redial bool, acked func(rpc.SubscribeAck), handle func([]byte) error) (progressed bool, err error) {
 	// A follower must not bring back a daemon someone stopped: a redial
 	// never starts one (it waits for it instead).
 	var c *rpc.Client
@@ -293,9 +318,13 @@ func subscribeOnce(ctx context.Context, cl *client.Client, ref string, p rpc.Eve
 		return false, err
 	}
 	defer c.Close()
-	_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, p)
+	raw, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, p)
 	if err != nil {
 		return false, err
+	}
+	var ack rpc.SubscribeAck
+	if json.Unmarshal(raw, &ack) == nil && ack.Subscribed {
+		acked(ack)
 	}
 	for {
 		line, err := next()
