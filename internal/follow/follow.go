@@ -365,11 +365,11 @@ func runExec(opts Options, j execJob) {
 		"DLGT_EXECUTION_SEQ="+uintOrEmpty(j.f.ExecutionSeq),
 		"DLGT_RESULT_STATUS="+j.f.ResultStatus,
 	)
-	out := &capped{n: execOutputCap}
+	out := &Capped{N: execOutputCap}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
-	if out.Len() > 0 {
+	if len(out.Bytes()) > 0 {
 		opts.Stderr.Write(out.Bytes())
 		if !bytes.HasSuffix(out.Bytes(), []byte("\n")) {
 			fmt.Fprintln(opts.Stderr)
@@ -390,15 +390,20 @@ func uintOrEmpty(n uint64) string {
 	return strconv.FormatUint(n, 10)
 }
 
-// capped keeps the first n bytes written to it.
-type capped struct {
-	bytes.Buffer
-	n int
+// Capped keeps the first N bytes written to it and counts the rest as
+// written. It has no ReadFrom, so io.Copy (os/exec's copy of a command's
+// output) goes through Write and the bound.
+type Capped struct {
+	N   int
+	buf bytes.Buffer
 }
 
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.n - c.Len(); room > 0 {
-		c.Buffer.Write(p[:min(len(p), room)])
+func (c *Capped) Write(p []byte) (int, error) {
+	if room := c.N - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
 }
+
+// Bytes is what was kept.
+func (c *Capped) Bytes() []byte { return c.buf.Bytes() }

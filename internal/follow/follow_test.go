@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -43,5 +44,17 @@ func TestWatermark(t *testing.T) {
 	w.done(5)
 	if n, _, _ := ReadState(path); n != 6 {
 		t.Fatalf("stored %d after both, want 6", n)
+	}
+}
+
+// An --exec command's output costs at most execOutputCap bytes, however
+// it is written (os/exec copies a pipe with io.Copy, which would use a
+// buffer's ReadFrom and bypass a bound on Write alone).
+func TestExecOutputBounded(t *testing.T) {
+	var stderr strings.Builder
+	opts := Options{Exec: "head -c 1000000 /dev/zero | tr '\\0' x", ExecTimeout: time.Minute, Stderr: &stderr}
+	runExec(opts, execJob{seq: 1, line: []byte(`{"seq":1}`), f: Fields{Seq: 1, Type: "session.idle"}})
+	if n := stderr.Len(); n > execOutputCap+1 || n < execOutputCap {
+		t.Fatalf("the command's output cost %d bytes, want the first %d", n, execOutputCap)
 	}
 }
