@@ -248,6 +248,7 @@ func newRootCommand(e *env) *cobra.Command {
 		session,
 		newDoctorCommand(e),
 		newEventsCommand(e),
+		newNotifyCommand(e),
 		newScrollbackCommand(e),
 		newTranscriptCommand(e),
 		newModelsCommand(e),

@@ -57,6 +57,9 @@ type Options struct {
 	Emit func(line []byte) error
 	// RetryMin is the first reconnect delay (0: 100 ms).
 	RetryMin time.Duration
+	// Wait, when set, waits for a daemon that is not running at the
+	// start (it never starts one) instead of failing.
+	Wait bool
 }
 
 // Fields are the members of an event the follower reads, and what Exec
@@ -218,7 +221,7 @@ func Run(ctx context.Context, c *client.Client, ref string, opts Options) error 
 	for {
 		p := opts.Params
 		p.After = after
-		progressed, err := subscribeOnce(ctx, c, ref, p, reconnecting || dialed, func(ack rpc.SubscribeAck) {
+		progressed, err := subscribeOnce(ctx, c, ref, p, reconnecting || dialed || opts.Wait, func(ack rpc.SubscribeAck) {
 			if after == nil {
 				// Started at the latest: that seq is where a restart
 				// (--state) or a resubscription goes on from, even before
@@ -256,7 +259,7 @@ func Run(ctx context.Context, c *client.Client, ref string, opts Options) error 
 			return nil
 		}
 		ever = ever || progressed
-		if !ever || !retryable(err) {
+		if (!ever && !opts.Wait) || !retryable(err) {
 			return err // never subscribed (no daemon to follow), or refused
 		}
 		dialed = true
@@ -267,7 +270,11 @@ func Run(ctx context.Context, c *client.Client, ref string, opts Options) error 
 			}
 		}
 		if !reconnecting {
-			fmt.Fprintf(opts.Stderr, "dlgt events: the daemon went away (%v); following again after seq %s once it is back\n", err, seqText(after))
+			if ever {
+				fmt.Fprintf(opts.Stderr, "dlgt events: the daemon went away (%v); following again after seq %s once it is back\n", err, seqText(after))
+			} else {
+				fmt.Fprintf(opts.Stderr, "dlgt events: no daemon to follow yet (%v); waiting for one\n", err)
+			}
 			reconnecting = true
 		}
 		select {
