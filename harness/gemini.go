@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -867,3 +868,41 @@ var geminiLaunchHints = []screenHint{
 
 // LaunchHint recognises Gemini CLI's auth and trust screens.
 func (Gemini) LaunchHint(rows []string) string { return matchScreen(rows, geminiLaunchHints) }
+
+// maxGeminiDenyReason bounds the reason a denial hands to the model.
+const maxGeminiDenyReason = 4096
+
+// GeminiToolDenial is what a Gemini CLI 0.61.0 BeforeTool hook prints to
+// refuse the tool call before any approval box is shown: the call is not
+// run, no AfterTool fires, the model receives "Tool execution blocked:
+// <reason>" and the turn goes on. Gemini has no hook answer that allows a
+// call (BeforeTool's {"decision":"allow"} still shows the box), so an allow
+// is GeminiApprovalKeys. Measured in docs/approvals-harnesses.md. An empty,
+// invalid UTF-8 or too long reason is refused.
+func GeminiToolDenial(reason string) ([]byte, error) {
+	switch {
+	case strings.TrimSpace(reason) == "":
+		return nil, rpc.InvalidField("message", "a Gemini denial needs a reason")
+	case !utf8.ValidString(reason):
+		return nil, rpc.InvalidField("message", "is not valid UTF-8")
+	case len(reason) > maxGeminiDenyReason:
+		return nil, rpc.InvalidField("message", "is %d bytes; at most %d", len(reason), maxGeminiDenyReason)
+	}
+	return json.Marshal(struct {
+		Decision string `json:"decision"`
+		Reason   string `json:"reason"`
+	}{"deny", reason})
+}
+
+// GeminiApprovalKeys answers Gemini CLI 0.61.0's approval box ("Allow
+// execution of [Shell]?", announced by Notification ToolPermission): allow
+// is "1" (Allow once; AfterTool follows); otherwise Esc ("No, suggest
+// changes"), which cancels the whole turn with no hook at all (the
+// transcript's "Request cancelled." proves it). A denial the model reads
+// and continues from exists only as GeminiToolDenial.
+func GeminiApprovalKeys(allow bool) []Keystroke {
+	if allow {
+		return []Keystroke{{Data: []byte("1")}}
+	}
+	return []Keystroke{{Data: []byte{0x1b}}}
+}
