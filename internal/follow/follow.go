@@ -60,6 +60,8 @@ type Options struct {
 	// Wait, when set, waits for a daemon that is not running at the
 	// start (it never starts one) instead of failing.
 	Wait bool
+	// Name starts the notices on Stderr ("": "dlgt events").
+	Name string
 }
 
 // Fields are the members of an event the follower reads, and what Exec
@@ -125,6 +127,7 @@ type watermark struct {
 	stored   uint64
 	path     string
 	stderr   io.Writer
+	name     string
 }
 
 func (w *watermark) queued(seq uint64) {
@@ -161,7 +164,7 @@ func (w *watermark) start(seq uint64) {
 		return
 	}
 	if err := WriteState(w.path, seq); err != nil {
-		fmt.Fprintf(w.stderr, "dlgt events: cannot store the last seq in %s: %v\n", w.path, err)
+		fmt.Fprintf(w.stderr, "%s: cannot store the last seq in %s: %v\n", w.name, w.path, err)
 		return
 	}
 	w.stored = seq
@@ -176,7 +179,7 @@ func (w *watermark) saveLocked() {
 		return
 	}
 	if err := WriteState(w.path, through); err != nil {
-		fmt.Fprintf(w.stderr, "dlgt events: cannot store the last seq in %s: %v\n", w.path, err)
+		fmt.Fprintf(w.stderr, "%s: cannot store the last seq in %s: %v\n", w.name, w.path, err)
 		return
 	}
 	w.stored = through
@@ -188,7 +191,10 @@ func (w *watermark) saveLocked() {
 // nil when ctx ends; an error it cannot follow through (never subscribed,
 // refused, or Emit's *HandleError) otherwise.
 func Run(ctx context.Context, c *client.Client, ref string, opts Options) error {
-	wm := &watermark{path: opts.StateFile, stderr: opts.Stderr}
+	if opts.Name == "" {
+		opts.Name = "dlgt events"
+	}
+	wm := &watermark{path: opts.StateFile, stderr: opts.Stderr, name: opts.Name}
 	var after *uint64
 	if opts.Params.After != nil {
 		a := *opts.Params.After
@@ -271,9 +277,9 @@ func Run(ctx context.Context, c *client.Client, ref string, opts Options) error 
 		}
 		if !reconnecting {
 			if ever {
-				fmt.Fprintf(opts.Stderr, "dlgt events: the daemon went away (%v); following again after seq %s once it is back\n", err, seqText(after))
+				fmt.Fprintf(opts.Stderr, "%s: the daemon went away (%v); following again after seq %s once it is back\n", opts.Name, err, seqText(after))
 			} else {
-				fmt.Fprintf(opts.Stderr, "dlgt events: no daemon to follow yet (%v); waiting for one\n", err)
+				fmt.Fprintf(opts.Stderr, "%s: no daemon to follow yet (%v); waiting for one\n", opts.Name, err)
 			}
 			reconnecting = true
 		}
@@ -386,7 +392,7 @@ func runExec(opts Options, j execJob) {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("killed after %s", opts.ExecTimeout)
 		}
-		fmt.Fprintf(opts.Stderr, "dlgt events: --exec for event %d (%s) failed: %v\n", j.f.Seq, j.f.Type, err)
+		fmt.Fprintf(opts.Stderr, "%s: --exec for event %d (%s) failed: %v\n", opts.Name, j.f.Seq, j.f.Type, err)
 	}
 }
 

@@ -287,7 +287,7 @@ func TestNotifyWaitsForDaemon(t *testing.T) {
 	defer c.Close()
 	state := filepath.Join(dir, "notify.seq")
 	n := startNotifier(t, c, Options{StateFile: state, RetryMin: 20 * time.Millisecond})
-	waitFor(t, "the waiting notice", func() bool { return strings.Contains(n.stderr.String(), "waiting for one") })
+	waitFor(t, "the waiting notice", func() bool { return strings.Contains(n.stderr.String(), "dlgt notify: no daemon to follow yet") })
 	if _, ok, _ := follow.ReadState(state); ok {
 		t.Fatal("a state stored with no daemon")
 	}

@@ -158,6 +158,9 @@ func Run(ctx context.Context, c *client.Client, opts Options) error {
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
 	if opts.ExecTimeout <= 0 {
 		opts.ExecTimeout = 30 * time.Second
 	}
@@ -188,7 +191,7 @@ func Run(ctx context.Context, c *client.Client, opts Options) error {
 		}
 	}
 	return follow.Run(ctx, c, opts.Ref, follow.Options{
-		Params: p, StateFile: opts.StateFile, Stderr: opts.Stderr, RetryMin: opts.RetryMin, Wait: !opts.NoWait,
+		Params: p, StateFile: opts.StateFile, Stderr: opts.Stderr, RetryMin: opts.RetryMin, Wait: !opts.NoWait, Name: "dlgt notify",
 		Emit: func(line []byte) error {
 			var ev rpc.Event
 			if err := json.Unmarshal(line, &ev); err != nil {
