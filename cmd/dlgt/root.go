@@ -218,7 +218,8 @@ private Unix socket. Client commands start the daemon when none is running.
 
 Control commands print one JSON line ({"ok":true,...} or {"ok":false,...}),
 or with -o text a form for people. The others print what they are for:
-events one JSON line per event, transcript --raw the terminal's raw bytes,
+events one JSON line per event, notify one line for a person per
+notification, transcript --raw the terminal's raw bytes,
 skill the agent guide, completion a shell script, session list --watch a
 live table; rpc --stdio and mcp speak their protocols on stdin and stdout,
 and session attach hands over the terminal before its JSON line. A failure is the {"ok":false,...} line (on stderr where stdout
