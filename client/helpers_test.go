@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon"
-	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 )
 
 // The test binary doubles as the fake Claude Code, the hook forwarder and
@@ -45,10 +45,9 @@ func hookMain(args []string) int {
 			event = args[i]
 		}
 	}
-	if err := harness.ForwardHook(context.Background(), socket, launch, event, os.Stdin); err != nil {
-		fmt.Fprintln(os.Stderr, "hook:", err)
-	}
-	return 0
+	// The production forwarder: it waits for a pending request's answer
+	// and prints the decision (hookfwd.Main).
+	return hookfwd.Main([]string{"--socket", socket, "--launch", launch, event}, os.Stdin, os.Stdout, os.Stderr)
 }
 
 // daemonMain is `dlgt daemon` as an autostart runs it: the paths from

@@ -59,6 +59,13 @@ func (c *Client) SessionCancel(ctx context.Context, p rpc.SessionCancelParams) (
 	return call(ctx, c, rpc.SessionCancel, p.Session, p)
 }
 
+// SessionRespond answers the request a blocked Session is waiting on
+// (session.respond): allow or deny a tool permission. Repeating a
+// request_id with the same params replays the first answer.
+func (c *Client) SessionRespond(ctx context.Context, p rpc.SessionRespondParams) (rpc.SessionRespondResult, error) {
+	return call(ctx, c, rpc.SessionRespond, p.Session, p)
+}
+
 // SessionList lists the daemon's Sessions (session.list).
 func (c *Client) SessionList(ctx context.Context, p rpc.SessionListParams) (rpc.SessionListResult, error) {
 	return call(ctx, c, rpc.SessionList, "", p)

@@ -33,13 +33,16 @@ var (
 
 // Internal lists the internal methods' descriptors.
 var Internal = []rpc.Descriptor{
-	HookMethod, DaemonStatusMethod, DaemonShutdownMethod,
+	HookMethod, HookDecisionMethod, DaemonStatusMethod, DaemonShutdownMethod,
 	TerminalAttachMethod, TerminalInputMethod, TerminalResizeMethod, TerminalDetachMethod,
 }
 
 // HookAck is the result of internal.hook.
 type HookAck struct {
 	Accepted bool `json:"accepted"`
+	// PendingID names the request this hook opened (pending.go): its
+	// forwarder waits for the answer with internal.hook.decision.
+	PendingID string `json:"pending_id,omitempty"`
 }
 
 // ShutdownResult is the result of internal.daemon.shutdown.
@@ -120,8 +123,10 @@ func (rt *runtime) routes() []route {
 		serve(rpc.ModelList, rt.modelList),
 		serve(rpc.ProfileList, profileList),
 		serve(rpc.HarnessList, rt.harnessList),
+		serve(rpc.SessionRespond, rt.sessionRespond),
 
 		serve(HookMethod, rt.hookDeliver),
+		serve(HookDecisionMethod, rt.hookDecision),
 		serve(DaemonStatusMethod, rt.daemonStatus),
 		serve(DaemonShutdownMethod, rt.daemonShutdown),
 		serveReply(TerminalAttachMethod, rt.terminalAttach),

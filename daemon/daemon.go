@@ -163,12 +163,13 @@ const hookConnections = 256
 // UserPromptSubmit was refused and the prompt never confirmed.
 const hookLineBytes = hookfwd.MaxPayload + 64<<10
 
-// hookOnly serves the hook socket: internal.hook and nothing else.
+// hookOnly serves the hook socket: internal.hook and the decision wait
+// of a hook that opened a pending request, nothing else.
 type hookOnly struct{ rt *runtime }
 
 func (h hookOnly) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request) (any, error) {
-	if req.Method != rpc.MethodHookDeliver {
-		return nil, rpc.InvalidField("method", "the hook socket serves only %s", rpc.MethodHookDeliver)
+	if req.Method != rpc.MethodHookDeliver && req.Method != rpc.MethodHookDecision {
+		return nil, rpc.InvalidField("method", "the hook socket serves only %s and %s", rpc.MethodHookDeliver, rpc.MethodHookDecision)
 	}
 	return h.rt.ServeRPC(ctx, peer, req)
 }

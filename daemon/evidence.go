@@ -20,7 +20,9 @@ import (
 // logged as a diagnostic and changes nothing. The harness always gets a
 // quick success so it never stalls on dlgt.
 func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (HookAck, error) {
-	return HookAck{Accepted: rt.deliverHook(ctx, p)}, nil
+	ack := HookAck{Accepted: rt.deliverHook(ctx, p)}
+	ack.PendingID = rt.claimPending(p.LaunchID, p.Event)
+	return ack, nil
 }
 
 // deliverHook applies one hook callback, however it arrived (the hook
@@ -129,8 +131,15 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 		if s.rec.State == rpc.StateBlocked {
+			if ev.Answerable && s.pending == nil {
+				// The dialog's Notification came first: what it asks
+				// is known now.
+				rt.openPendingLocked(s, launchID, ev)
+				s.notifyLocked()
+			}
 			return false // the same dialog reported twice (PermissionRequest, then Notification)
 		}
+		rt.openPendingLocked(s, launchID, ev)
 		rt.transitionLocked(s, stBlocked, rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: e.seq, Reason: ev.Reason, Tool: ev.Tool, Command: ev.Command})
 		return true
 	case harness.KindActivity:

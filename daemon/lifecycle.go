@@ -163,6 +163,9 @@ func (rt *runtime) transitionLocked(s *session, to lifecycleState, ev rpc.Event)
 		return false
 	}
 	s.rec.State = to
+	if to != stBlocked {
+		s.closePendingLocked(pendWithdrawn)
+	}
 	rt.persistLocked(s)
 	rt.emitLocked(s, ev)
 	return true

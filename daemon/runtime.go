@@ -74,8 +74,12 @@ type runtime struct {
 	instanceID string
 	startedAt  time.Time
 	receipts   *receipts
-	positions  *positions
-	versions   versionCache // harness binaries' --version, for harness.list
+	// responses are session.respond's answers by request_id, and
+	// respondMu serialises the responses (pending.go).
+	responses responses
+	respondMu sync.Mutex
+	positions *positions
+	versions  versionCache // harness binaries' --version, for harness.list
 
 	shutdown func()
 	server   *rpc.Server

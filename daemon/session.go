@@ -111,6 +111,10 @@ type session struct {
 	gen    *generation
 	exec   *execution
 	attach *attachLease
+	// pending is the request the Session asks (pending.go), and
+	// pastPending the last ones closed, for a late answer's error.
+	pending     *pendingReq
+	pastPending []*pendingReq
 	// changed is closed and replaced whenever something a fetch waiter
 	// could observe changed (events, results, committed rows).
 	changed chan struct{}
@@ -168,6 +172,7 @@ func (s *session) snapshotLocked(now time.Time) rpc.Session {
 		}
 		out.BusyForMS, out.PTYQuietForMS = &busy, &quiet
 	}
+	out.Pending = s.pendingSnapshotLocked()
 	return out
 }
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -52,10 +52,9 @@ func hookMain(args []string) int {
 			event = args[i]
 		}
 	}
-	if err := harness.ForwardHook(context.Background(), socket, launch, event, os.Stdin); err != nil {
-		fmt.Fprintln(os.Stderr, "hook:", err)
-	}
-	return 0
+	// The production forwarder: it waits for a pending request's answer
+	// and prints the decision (hookfwd.Main).
+	return hookfwd.Main([]string{"--socket", socket, "--launch", launch, event}, os.Stdin, os.Stdout, os.Stderr)
 }
 
 // testDaemon is a daemon running in-process on a private home, with the

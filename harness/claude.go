@@ -255,7 +255,19 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 // claudePostsHook reports whether Claude Code runs an http hook for ev:
 // for every event but SessionStart ("HTTP hooks are not supported for
 // SessionStart").
-func claudePostsHook(ev string) bool { return ev != "SessionStart" }
+//
+// PermissionRequest stays a command hook even then: its forwarder waits
+// for an answer given through session.respond and prints the decision
+// (ClaudePermissionWait), which an http hook's one exchange cannot.
+func claudePostsHook(ev string) bool { return ev != "SessionStart" && ev != "PermissionRequest" }
+
+// ClaudePermissionTimeout is the timeout (seconds) of the injected
+// PermissionRequest hook. Claude Code 2.1.332 runs that hook while its
+// permission dialog is on screen and takes whichever answers first: the
+// hook's decision or the person's keys; a hook that ends with no decision
+// leaves the dialog as it was. The forwarder waits for an answer for a
+// little less than this (hookfwd.DecisionWait).
+const ClaudePermissionTimeout = 600
 
 // claudeHookURLs are the URLs of the http hooks claudeSettings makes.
 func claudeHookURLs(web *HTTPHook) []string {
@@ -285,6 +297,9 @@ func claudeSettings(hookArgv []string, web *HTTPHook) map[string]any {
 			}
 		} else {
 			hook = map[string]any{"type": "command", "command": hookCommand(hookArgv, ev), "timeout": 30}
+			if ev == "PermissionRequest" {
+				hook["timeout"] = ClaudePermissionTimeout
+			}
 		}
 		entry := map[string]any{"hooks": []any{hook}}
 		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
@@ -583,6 +598,7 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		}
 	case "PermissionRequest":
 		ev.Kind, ev.Reason, ev.Tool, ev.Command = KindBlocked, "permission", h.ToolName, toolCommand(h.ToolInput)
+		ev.Input, ev.Answerable = ToolInputText(h.ToolInput), true
 	case "Notification":
 		switch h.NotificationType {
 		case "permission_prompt":
@@ -604,6 +620,28 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		ev.Kind = KindIgnored
 	}
 	return ev, nil
+}
+
+// DecisionOutput is the PermissionRequest hook's stdout for a decision
+// (the hookSpecificOutput format of Claude Code 2.1.332): allow, or deny
+// with the message the model receives. It grants this one call only (no
+// updatedPermissions, no updatedInput).
+func (Claude) DecisionOutput(event, decision, message string) ([]byte, bool) {
+	if event != "PermissionRequest" {
+		return nil, false
+	}
+	d := map[string]any{"behavior": decision}
+	switch decision {
+	case "allow":
+	case "deny":
+		if message != "" {
+			d["message"] = message
+		}
+	default:
+		return nil, false
+	}
+	out, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": d}})
+	return out, true
 }
 
 // unwrapClaudePastes undoes the tagging Claude Code (2.1.x) applies to

@@ -1,7 +1,11 @@
 package harness
 
 import (
+	"bytes"
+	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -163,6 +167,49 @@ type Evidence struct {
 	Reason     string
 	Tool       string
 	Command    string
+	// Input is a permission request's tool input as bounded, sanitized
+	// text (ToolInputText), and Answerable says the harness takes an
+	// answer to it through its hook (see Decider).
+	Input      string
+	Answerable bool
 	Error      string
 	Attempt    int
+}
+
+// Decider is implemented by a harness whose blocking hook takes a
+// decision: DecisionOutput is what the hook prints for decision ("allow"
+// or "deny", with message for a deny), or false when event takes none.
+type Decider interface {
+	DecisionOutput(event, decision, message string) ([]byte, bool)
+}
+
+// maxToolInputText bounds ToolInputText.
+const maxToolInputText = 2048
+
+// ToolInputText renders a tool's input for a person or a leader: a
+// command's text for a shell tool, else the compact JSON, with control
+// characters other than newline and tab removed, at most 2 KiB.
+func ToolInputText(raw json.RawMessage) string {
+	var in struct {
+		Command *string `json:"command"`
+	}
+	text := ""
+	if json.Unmarshal(raw, &in) == nil && in.Command != nil {
+		text = *in.Command
+	} else if len(raw) > 0 {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			text = buf.String()
+		}
+	}
+	if len(text) > 4*maxToolInputText {
+		text = text[:4*maxToolInputText]
+	}
+	text = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || (r >= 0x20 && r != 0x7f && !(r >= 0x80 && r < 0xa0) && r != utf8.RuneError) {
+			return r
+		}
+		return -1
+	}, text)
+	return clipText(text, maxToolInputText)
 }

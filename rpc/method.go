@@ -129,6 +129,7 @@ var (
 	ModelList         = Method[ModelListParams, ModelListResult]{MethodModelList}
 	ProfileList       = Method[ProfileListParams, ProfileListResult]{MethodProfileList}
 	HarnessList       = Method[HarnessListParams, HarnessListResult]{MethodHarnessList}
+	SessionRespond    = Method[SessionRespondParams, SessionRespondResult]{MethodSessionRespond}
 )
 
 // Public is the v1 contract's method list, in the order the contract
@@ -137,6 +138,7 @@ var Public = []Descriptor{
 	SessionCreate, SessionRestart, SessionSend, SessionFetch, SessionCancel,
 	SessionList, SessionRead, SessionStop, EventRead, EventSubscribe,
 	ScrollbackRead, TranscriptReadRaw, ModelList, ProfileList, HarnessList,
+	SessionRespond,
 }
 
 func descriptorNames(ds []Descriptor) []string {

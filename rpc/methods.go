@@ -18,6 +18,7 @@ const (
 	MethodModelList         = "model.list"
 	MethodProfileList       = "profile.list"
 	MethodHarnessList       = "harness.list"
+	MethodSessionRespond    = "session.respond"
 )
 
 // Internal methods are served on the daemon socket for dlgt's own
@@ -31,6 +32,7 @@ const (
 	MethodTerminalInput  = "internal.terminal.input"
 	MethodTerminalResize = "internal.terminal.resize"
 	MethodTerminalDetach = "internal.terminal.detach"
+	MethodHookDecision   = "internal.hook.decision"
 )
 
 // PublicMethods is the fixed allowlist of the v1 contract, in the order the

@@ -218,6 +218,63 @@ type Session struct {
 	// BusyForMS and PTYQuietForMS are present only when State is busy.
 	BusyForMS     *int64 `json:"busy_for_ms,omitempty"`
 	PTYQuietForMS *int64 `json:"pty_quiet_for_ms,omitempty"`
+	// Pending is the request the Session is blocked on, present only
+	// while it is blocked on one dlgt knows (a documented extension:
+	// docs/rpc.md, "Pending requests"); session.respond answers it.
+	Pending *Pending `json:"pending,omitempty"`
+}
+
+// Pending request kinds.
+const (
+	PendingPermission = "permission"
+	PendingQuestion   = "question"
+)
+
+// Pending is what a blocked Session asks: a tool permission (Tool and
+// Input) or a question (Question and Options). Input and Question are the
+// harness's untrusted text, bounded and stripped of control characters.
+type Pending struct {
+	ID        string          `json:"id"`
+	Kind      string          `json:"kind"`
+	Tool      string          `json:"tool,omitempty"`
+	Input     string          `json:"input,omitempty"`
+	Question  string          `json:"question,omitempty"`
+	Options   []PendingOption `json:"options,omitempty"`
+	AskedAtMS int64           `json:"asked_at_ms"`
+}
+
+// PendingOption is one answer a pending request offers.
+type PendingOption struct {
+	ID    string `json:"id"`
+	Label string `json:"label"`
+}
+
+// Decisions of session.respond.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+)
+
+// SessionRespondParams are the parameters of session.respond: Decision
+// for a permission (Message only with deny), Option or Text for a
+// question. PendingID, when given, must name the current request.
+type SessionRespondParams struct {
+	Session   string `json:"session" rpc:"required"`
+	PendingID string `json:"pending_id,omitempty"`
+	Decision  string `json:"decision,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Option    string `json:"option,omitempty"`
+	Text      string `json:"text,omitempty"`
+	RequestID string `json:"request_id" rpc:"required"`
+}
+
+// SessionRespondResult is the result of session.respond.
+type SessionRespondResult struct {
+	Session   Session `json:"session"`
+	PendingID string  `json:"pending_id"`
+	Decision  string  `json:"decision,omitempty"`
+	Option    string  `json:"option,omitempty"`
+	Replayed  bool    `json:"replayed,omitempty"`
 }
 
 // ResultError is the structured error of a non-completed execution.
@@ -522,4 +579,21 @@ type HookParams struct {
 	LaunchID string          `json:"launch_id" rpc:"required"`
 	Event    string          `json:"event" rpc:"required"`
 	Payload  json.RawMessage `json:"payload" rpc:"required"`
+}
+
+// HookDecisionParams are the parameters of internal.hook.decision: the
+// hook forwarder of a request the daemon made pending (its internal.hook
+// answer named PendingID) waits up to WaitMS for an answer.
+type HookDecisionParams struct {
+	LaunchID  string `json:"launch_id" rpc:"required"`
+	PendingID string `json:"pending_id" rpc:"required"`
+	WaitMS    int64  `json:"wait_ms,omitempty"`
+}
+
+// HookDecision is the result of internal.hook.decision: Output is what
+// the hook prints on stdout (the harness's decision format), empty when
+// nobody answered (the harness's own dialog stays for a person).
+type HookDecision struct {
+	Output string `json:"output,omitempty"`
+	State  string `json:"state"` // answered, withdrawn, waiting
 }

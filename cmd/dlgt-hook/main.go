@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(hookfwd.Main(os.Args[1:], os.Stdin, os.Stderr))
+	os.Exit(hookfwd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

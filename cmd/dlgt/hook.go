@@ -22,7 +22,7 @@ func newHookCommand(e *env) *cobra.Command {
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			hookfwd.Main(args, cmd.InOrStdin(), cmd.ErrOrStderr())
+			hookfwd.Main(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 			return nil
 		},
 	}

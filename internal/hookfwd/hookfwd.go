@@ -32,16 +32,30 @@ const maxResponse = 64 << 10
 // Usage is the forwarder's command line after "hook".
 const Usage = "hook --socket PATH --launch ID EVENT"
 
+// DecisionWait bounds how long a forwarder whose hook opened a pending
+// request (a permission the daemon can answer: see session.respond) waits
+// for the answer. It is under the hook's own timeout (Claude Code's
+// PermissionRequest hook gets harness.ClaudePermissionTimeout, 600 s), so
+// the forwarder always ends before the harness would kill it.
+var DecisionWait = 570 * time.Second
+
 // Main is `dlgt hook --socket PATH --launch ID EVENT` with the hook's JSON
 // on stdin. It prints nothing on stdout (some harnesses take hook stdout
-// as model context) and always returns 0, so a daemon problem never
+// as model context) except the decision of a pending request answered
+// through the daemon, and always returns 0, so a daemon problem never
 // breaks the harness; failures go to stderr (the harness's hook log).
-func Main(args []string, stdin io.Reader, stderr io.Writer) int {
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	socket, launch, event, err := parseArgs(args)
 	if err == nil {
 		var payload []byte
 		if payload, err = readPayload(stdin); err == nil {
-			err = Forward(socket, launch, event, payload, Timeout)
+			var pending string
+			if pending, err = ForwardPending(socket, launch, event, payload, Timeout); err == nil && pending != "" {
+				var out string
+				if out, err = AwaitDecision(socket, launch, pending, DecisionWait); err == nil && out != "" {
+					_, err = io.WriteString(stdout, out+"\n")
+				}
+			}
 		}
 	}
 	if err != nil {
@@ -157,26 +171,82 @@ func appendString(dst []byte, s string) []byte {
 // for its answer (so that hooks a harness runs one after another reach
 // the daemon in order). It fails on a daemon error.
 func Forward(socket, launch, event string, payload []byte, timeout time.Duration) error {
+	_, err := ForwardPending(socket, launch, event, payload, timeout)
+	return err
+}
+
+// ForwardPending is Forward, and returns the id of the pending request
+// the hook opened, if the daemon made one (then the caller waits for its
+// answer with AwaitDecision).
+func ForwardPending(socket, launch, event string, payload []byte, timeout time.Duration) (string, error) {
 	line, err := Request(launch, event, payload)
 	if err != nil {
-		return err
+		return "", err
 	}
+	resp, err := exchange(socket, line, timeout)
+	if err != nil {
+		return "", err
+	}
+	if err := responseError(resp); err != nil {
+		return "", err
+	}
+	var ack struct {
+		Result struct {
+			PendingID string `json:"pending_id"`
+		} `json:"result"`
+	}
+	json.Unmarshal(resp, &ack)
+	return ack.Result.PendingID, nil
+}
+
+// AwaitDecision waits up to wait for the answer to pending and returns
+// the hook's output for it, "" when nobody answered (the harness's own
+// dialog stays for a person) or the request was withdrawn.
+func AwaitDecision(socket, launch, pending string, wait time.Duration) (string, error) {
+	line := make([]byte, 0, 160)
+	line = append(line, `{"id":"2","method":"internal.hook.decision","params":{"launch_id":`...)
+	line = appendString(line, launch)
+	line = append(line, `,"pending_id":`...)
+	line = appendString(line, pending)
+	line = append(line, `,"wait_ms":`...)
+	line = append(line, fmt.Sprint(wait.Milliseconds())...)
+	line = append(line, "}}\n"...)
+	resp, err := exchange(socket, line, wait+Timeout)
+	if err != nil {
+		return "", err
+	}
+	if err := responseError(resp); err != nil {
+		return "", err
+	}
+	var dec struct {
+		Result struct {
+			Output string `json:"output"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(resp, &dec); err != nil {
+		return "", fmt.Errorf("malformed answer from the daemon: %v", err)
+	}
+	return dec.Result.Output, nil
+}
+
+// exchange writes one request line to socket and reads the answer line.
+func exchange(socket string, line []byte, timeout time.Duration) ([]byte, error) {
 	if timeout <= 0 {
-		return errors.New("no time left to reach the daemon")
+		return nil, errors.New("no time left to reach the daemon")
 	}
 	fd, err := dial(socket, timeout)
 	if err != nil {
-		return fmt.Errorf("daemon socket %s: %w", socket, err)
+		return nil, fmt.Errorf("daemon socket %s: %w", socket, err)
 	}
 	defer syscall.Close(fd)
 	if err := writeAll(fd, line); err != nil {
-		return fmt.Errorf("daemon socket %s: %w", socket, err)
+		return nil, fmt.Errorf("daemon socket %s: %w", socket, err)
 	}
 	resp, err := readLine(fd)
 	if err != nil {
-		return fmt.Errorf("daemon socket %s: %w", socket, err)
+		return nil, fmt.Errorf("daemon socket %s: %w", socket, err)
 	}
-	return responseError(resp)
+	return resp, nil
 }
 
 // dial connects a Unix stream socket with send and receive timeouts.

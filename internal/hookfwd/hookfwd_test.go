@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -111,7 +112,7 @@ func TestForwardDelivers(t *testing.T) {
 	socket, got := hookServer(t, func(rpc.HookParams) (any, error) { return map[string]bool{"accepted": true}, nil })
 	var stderr bytes.Buffer
 	payload := "{\"session_id\":\"abc\",\n\"prompt\":\"x\"}"
-	if rc := Main([]string{"--socket", socket, "--launch", "internal:42", "UserPromptSubmit"}, strings.NewReader(payload), &stderr); rc != 0 || stderr.Len() != 0 {
+	if rc := Main([]string{"--socket", socket, "--launch", "internal:42", "UserPromptSubmit"}, strings.NewReader(payload), io.Discard, &stderr); rc != 0 || stderr.Len() != 0 {
 		t.Fatalf("rc %d, stderr %q", rc, stderr.String())
 	}
 	p := got()
@@ -152,11 +153,11 @@ func TestForwardReportsFailures(t *testing.T) {
 	}
 	// Main still exits 0 and says why on stderr; bad input reaches no daemon.
 	var stderr bytes.Buffer
-	if rc := Main([]string{"--socket", socket, "--launch", "internal:1", "Stop"}, strings.NewReader("oops"), &stderr); rc != 0 || !strings.Contains(stderr.String(), "dlgt hook: hook input is not JSON") {
+	if rc := Main([]string{"--socket", socket, "--launch", "internal:1", "Stop"}, strings.NewReader("oops"), io.Discard, &stderr); rc != 0 || !strings.Contains(stderr.String(), "dlgt hook: hook input is not JSON") {
 		t.Fatalf("rc %d, stderr %q", rc, stderr.String())
 	}
 	stderr.Reset()
-	if rc := Main([]string{"Stop"}, strings.NewReader("{}"), &stderr); rc != 0 || !strings.Contains(stderr.String(), "--socket and --launch are required") {
+	if rc := Main([]string{"Stop"}, strings.NewReader("{}"), io.Discard, &stderr); rc != 0 || !strings.Contains(stderr.String(), "--socket and --launch are required") {
 		t.Fatalf("rc %d, stderr %q", rc, stderr.String())
 	}
 }

@@ -26,7 +26,7 @@ func main() {
 		event = args[len(args)-1]
 	}
 	in := &eofTime{r: os.Stdin}
-	code := hookfwd.Main(args, in, os.Stderr)
+	code := hookfwd.Main(args, in, os.Stdout, os.Stderr)
 	// Written once the forwarder is done, so that writing it is not inside
 	// the time it measures.
 	if path := os.Getenv("DLGT_BENCH_STAMPS"); path != "" && in.at != 0 {

@@ -45,7 +45,24 @@ const doubleCtrlC = 2 * time.Second
 // tool; the main loop answers on reply.
 type askReq struct {
 	command string
-	reply   chan bool
+	reply   chan askAnswer
+}
+
+// askAnswer is how a permission dialog was answered: by the person's keys,
+// or (hook) by a PermissionRequest hook's decision, with the deny message
+// the model receives.
+type askAnswer struct {
+	ok      bool
+	hook    bool
+	message string
+}
+
+// hookAnswer is a PermissionRequest hook's decision for the dialog whose
+// reply channel it names; the main loop applies it only if that dialog is
+// still open (as the real CLI: whichever answers first wins).
+type hookAnswer struct {
+	reply chan askAnswer
+	ans   askAnswer
 }
 
 // turnResult is a turn goroutine's final report.
@@ -66,6 +83,7 @@ type fake struct {
 	scr     *screen
 	restore func()
 	asks    chan askReq
+	decided chan hookAnswer
 	done    chan turnResult
 
 	// Owned by the main loop goroutine only.
@@ -113,14 +131,15 @@ func Main(args []string) int {
 		return 1
 	}
 	f := &fake{
-		opts:   opts,
-		cfg:    cfg,
-		cwd:    cwd,
-		model:  opts.model,
-		effort: opts.effort,
-		scr:    &screen{out: os.Stdout},
-		asks:   make(chan askReq),
-		done:   make(chan turnResult),
+		opts:    opts,
+		cfg:     cfg,
+		cwd:     cwd,
+		model:   opts.model,
+		effort:  opts.effort,
+		scr:     &screen{out: os.Stdout},
+		asks:    make(chan askReq),
+		decided: make(chan hookAnswer),
+		done:    make(chan turnResult),
 	}
 	if f.model == "" {
 		f.model = defaultModel
@@ -229,6 +248,14 @@ func (f *fake) loop(input <-chan []byte, sigs <-chan os.Signal) int {
 			f.scr.setFooter("")
 			f.scr.println("Do you want to proceed?\r\n❯ 1. Yes\r\n  2. No")
 			permTimer = time.After(f.cfg.permNotify)
+
+		case h := <-f.decided:
+			if f.state == asking && f.ask != nil && f.ask.reply == h.reply {
+				f.ask.reply <- h.ans // buffered: never blocks
+				f.ask = nil
+				f.state = running
+				f.scr.setFooter("✻ Working… (esc to interrupt)")
+			}
 
 		case r := <-f.done:
 			f.state = idle
@@ -377,7 +404,7 @@ func (f *fake) submit(prompt string) {
 
 // answer resolves the permission dialog.
 func (f *fake) answer(ok bool) {
-	f.ask.reply <- ok // buffered: never blocks
+	f.ask.reply <- askAnswer{ok: ok} // buffered: never blocks
 	f.ask = nil
 	f.state = running
 	if ok {

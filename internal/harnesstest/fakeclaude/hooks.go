@@ -295,6 +295,130 @@ func (h *hookRunner) run(job hookJob) {
 	wg.Wait()
 }
 
+// hookDecision is a PermissionRequest hook's decision.
+type hookDecision struct {
+	allow   bool
+	message string
+}
+
+// decide runs event's matching command hooks now, outside the queue and
+// concurrently with whatever the caller shows (the real CLI runs
+// PermissionRequest hooks while its dialog is up), and sends the first
+// decision one prints as hookSpecificOutput (nil when none does) on the
+// returned channel. Canceling ctx kills the hooks still running, as the
+// real CLI's abort does.
+func (h *hookRunner) decide(ctx context.Context, event, matchKey string, payload obj) <-chan *hookDecision {
+	out := make(chan *hookDecision, 1)
+	data, err := marshal(payload)
+	if h.silent || len(h.groups[event]) == 0 || err != nil {
+		out <- nil
+		return out
+	}
+	job := hookJob{event: event, matchKey: matchKey, payload: data}
+	go func() {
+		var (
+			mu    sync.Mutex
+			first *hookDecision
+			wg    sync.WaitGroup
+		)
+		for _, g := range h.groups[event] {
+			if !matches(g.Matcher, matchKey) {
+				continue
+			}
+			for _, def := range g.Hooks {
+				if def.Type == "http" {
+					if h.policy.allowsURL(def.URL) {
+						wg.Add(1)
+						go func() { defer wg.Done(); h.post(job, def) }()
+					}
+					continue
+				}
+				if def.Type != "command" {
+					continue
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if d := parseDecision(event, h.runCapture(ctx, job, def)); d != nil {
+						mu.Lock()
+						if first == nil {
+							first = d
+							out <- d
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		mu.Lock()
+		if first == nil {
+			out <- nil
+		}
+		mu.Unlock()
+	}()
+	return out
+}
+
+// parseDecision reads a hook's stdout as the real CLI does for
+// PermissionRequest: a JSON object whose hookSpecificOutput names the
+// event and carries decision.behavior allow or deny (with message).
+// Anything else is no decision.
+func parseDecision(event string, stdout []byte) *hookDecision {
+	t := bytes.TrimSpace(stdout)
+	if len(t) == 0 || t[0] != '{' {
+		return nil
+	}
+	var o struct {
+		HookSpecificOutput *struct {
+			HookEventName string `json:"hookEventName"`
+			Decision      *struct {
+				Behavior string `json:"behavior"`
+				Message  string `json:"message"`
+			} `json:"decision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if json.Unmarshal(t, &o) != nil || o.HookSpecificOutput == nil || o.HookSpecificOutput.HookEventName != event || o.HookSpecificOutput.Decision == nil {
+		return nil
+	}
+	switch d := o.HookSpecificOutput.Decision; d.Behavior {
+	case "allow":
+		return &hookDecision{allow: true}
+	case "deny":
+		return &hookDecision{message: d.Message}
+	}
+	return nil
+}
+
+// runCapture is runOne for a hook whose stdout matters: it returns the
+// first 64 KiB of it.
+func (h *hookRunner) runCapture(ctx context.Context, job hookJob, def hookDef) []byte {
+	timeout := def.timeout()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", def.Command)
+	cmd.Dir = h.cwd
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+h.cwd)
+	cmd.Stdin = bytes.NewReader(job.payload)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &limitedWriter{w: &stdout, n: 64 << 10}
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if HookStarted != nil {
+		HookStarted(job.event, false)
+	}
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("ended after %v: %v", timeout, ctx.Err())
+		}
+		h.logf("%s hook [%s] failed: %v %s", job.event, def.Command, err, strings.TrimSpace(stderr.String()))
+		return nil
+	}
+	return stdout.Bytes()
+}
+
 // runOne runs one command hook through /bin/sh with the payload on stdin.
 // Its stdout is ignored; a failure is only logged.
 func (h *hookRunner) runOne(job hookJob, def hookDef) {

@@ -148,7 +148,7 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	reply := defaultReply(prompt)
 
 	if sc.hasTool {
-		ran, declined := f.toolCall(ctx, sc.tool, withEffort, promptID)
+		ran, declined, deniedBy := f.toolCall(ctx, sc.tool, withEffort, promptID)
 		if ctx.Err() != nil {
 			return interrupted()
 		}
@@ -160,6 +160,9 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 		}
 		if !ran {
 			reply = "MOCK-DECLINED: the Bash command was not run: " + sc.tool
+			if deniedBy != "" {
+				reply = "MOCK-DENIED: " + deniedBy
+			}
 		}
 	}
 	if sc.flood > 0 && !f.flood(ctx, sc.flood) {
@@ -242,9 +245,16 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 
 // toolCall plays one Bash tool call: PreToolUse, then (in permission modes
 // that ask) PermissionRequest and the dialog, then the command and
-// PostToolUse. It reports whether the command ran, and whether the user
-// declined it at the dialog (which interrupts the turn).
-func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID string) (ran, declined bool) {
+// PostToolUse. It reports whether the command ran, whether the user
+// declined it at the dialog (which interrupts the turn), and the message
+// the model received when a PermissionRequest hook denied it (the turn
+// goes on).
+//
+// As in the real CLI (2.1.332), the PermissionRequest hooks run while the
+// dialog is shown, and whichever answers first wins: a hook's allow or
+// deny closes the dialog; a hook that ends with no decision leaves it for
+// the person.
+func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID string) (ran, declined bool, deniedBy string) {
 	id := "toolu_" + randHex(10)
 	input := obj{{"command", command}, {"description", "Run the scripted command"}}
 	f.record(f.tr.toolUse(id, input))
@@ -260,7 +270,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 	case "dontAsk":
 		// Denied without asking; the model hears it and replies.
 		f.record(f.tr.toolResult(id, "Permission to use Bash has been denied.", true, promptID))
-		return false, false
+		return false, false, ""
 	default: // "default", "plan": ask
 		suggestion := obj{
 			{"type", "addRules"},
@@ -268,27 +278,50 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 			{"behavior", "allow"},
 			{"destination", "localSettings"},
 		}
-		<-f.hooks.fire("PermissionRequest", "Bash", tool("PermissionRequest").with("permission_suggestions", []obj{suggestion}))
-		reply := make(chan bool, 1)
+		decided := f.hooks.decide(ctx, "PermissionRequest", "Bash", tool("PermissionRequest").with("permission_suggestions", []obj{suggestion}))
+		reply := make(chan askAnswer, 1)
 		select {
 		case f.asks <- askReq{command: command, reply: reply}:
 		case <-ctx.Done():
-			return false, false
+			return false, false, ""
 		}
-		select {
-		case ok := <-reply:
-			if !ok {
-				return false, true
+	wait:
+		for {
+			select {
+			case a := <-reply:
+				switch {
+				case a.ok:
+					break wait
+				case a.hook:
+					msg := a.message
+					if msg == "" {
+						msg = "Permission denied by hook"
+					}
+					f.record(f.tr.toolResult(id, msg, true, promptID))
+					return false, false, msg
+				default:
+					return false, true, ""
+				}
+			case d := <-decided:
+				decided = nil
+				if d == nil {
+					continue // no decision: the dialog stays for the person
+				}
+				select {
+				case f.decided <- hookAnswer{reply: reply, ans: askAnswer{ok: d.allow, hook: true, message: d.message}}:
+				case <-ctx.Done():
+					return false, false, ""
+				}
+			case <-ctx.Done():
+				return false, false, ""
 			}
-		case <-ctx.Done():
-			return false, false
 		}
 	}
 
 	start := time.Now()
 	stdout, stderr := runShell(ctx, command, f.cwd)
 	if ctx.Err() != nil {
-		return false, false
+		return false, false, ""
 	}
 	out := strings.TrimSpace(stdout + stderr)
 	if out == "" {
@@ -303,7 +336,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 	<-f.hooks.fire("PostToolUse", "Bash", tool("PostToolUse").
 		with("tool_response", resp).with("tool_use_id", id).
 		with("duration_ms", time.Since(start).Milliseconds()))
-	return true, false
+	return true, false, ""
 }
 
 // runShell runs command with sh in dir; cancelling ctx kills its whole

@@ -1,0 +1,312 @@
+// Pending requests: what a blocked Session asks (a tool permission the
+// harness reported through a hook that takes a decision), session.respond
+// that answers it, and internal.hook.decision through which the waiting
+// hook forwarder takes the answer back to the harness.
+//
+// A request is made only from hook evidence (harness.Evidence.Answerable),
+// never from the screen. It is waiting until one of: an answer
+// (session.respond), or its withdrawal, when the Session leaves blocked
+// for any other reason (a person answered the dialog in the terminal, the
+// turn was canceled or ended, the process exited). An answer reaches the
+// harness only through the hook that asked, so nothing can allow more than
+// that one call, and a Session created with auto_approve never asks.
+
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// HookDecisionMethod is internal.hook.decision (the hook socket serves it
+// besides internal.hook).
+var HookDecisionMethod = rpc.Method[rpc.HookDecisionParams, rpc.HookDecision]{Name: rpc.MethodHookDecision}
+
+// Pending request states.
+const (
+	pendWaiting   = "waiting"
+	pendAnswered  = "answered"
+	pendWithdrawn = "withdrawn"
+)
+
+// Bounds: a deny message, a question's free text, the requests a Session
+// remembers after they close (for the typed errors of a late answer), the
+// responses remembered for request_id replay, and one decision wait.
+const (
+	maxRespondMessage = 4096
+	maxPastPending    = 16
+	maxResponses      = 1024
+	maxDecisionWait   = 10 * time.Minute
+)
+
+// pendingReq is one request. Its fields are guarded by the session's mu.
+type pendingReq struct {
+	p       rpc.Pending
+	event   string // the hook event that asked
+	launch  string
+	state   string
+	claimed bool // a forwarder waits for it
+	output  []byte
+	done    chan struct{} // closed when it stops waiting
+}
+
+func newPendingID() string {
+	var b [9]byte
+	rand.Read(b[:])
+	return "prq_" + hex.EncodeToString(b[:])
+}
+
+// openPendingLocked makes the request ev asks, if the harness takes an
+// answer to it and none is open. s.mu held.
+func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evidence) {
+	if !ev.Answerable || s.pending != nil {
+		return
+	}
+	if _, ok := s.h.(harness.Decider); !ok {
+		return
+	}
+	s.pending = &pendingReq{
+		p: rpc.Pending{
+			ID: newPendingID(), Kind: rpc.PendingPermission, Tool: ev.Tool, Input: ev.Input,
+			Options:   []rpc.PendingOption{{ID: rpc.DecisionAllow, Label: "Allow this call once"}, {ID: rpc.DecisionDeny, Label: "Deny it (with an optional message for the model)"}},
+			AskedAtMS: nowMS(),
+		},
+		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}),
+	}
+}
+
+// closePendingLocked ends the open request, if any, as state (answered or
+// withdrawn) and remembers it. s.mu held.
+func (s *session) closePendingLocked(state string) {
+	p := s.pending
+	if p == nil {
+		return
+	}
+	s.pending = nil
+	if p.state == pendWaiting {
+		p.state = state
+		close(p.done)
+	}
+	s.pastPending = append(s.pastPending, p)
+	if len(s.pastPending) > maxPastPending {
+		s.pastPending = s.pastPending[len(s.pastPending)-maxPastPending:]
+	}
+}
+
+// pendingSnapshotLocked is the open request as the Session snapshot shows
+// it: only while the Session is blocked and nobody answered it.
+func (s *session) pendingSnapshotLocked() *rpc.Pending {
+	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked {
+		return nil
+	}
+	p := s.pending.p
+	p.Options = append([]rpc.PendingOption(nil), p.Options...)
+	return &p
+}
+
+// claimPending reports the id of the request launch's event hook just
+// opened, once: the forwarder that delivered it waits for its answer.
+func (rt *runtime) claimPending(launch, event string) string {
+	rt.mu.Lock()
+	s := rt.byLaunch[launch]
+	rt.mu.Unlock()
+	if s == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending
+	if p == nil || p.claimed || p.launch != launch || p.event != event || p.state != pendWaiting {
+		return ""
+	}
+	p.claimed = true
+	return p.p.ID
+}
+
+// hookDecision is internal.hook.decision: it waits up to WaitMS for the
+// request's answer. An answer moves the Session back to busy (the harness
+// has it now); no answer leaves everything as it is.
+func (rt *runtime) hookDecision(ctx context.Context, peer rpc.Peer, p rpc.HookDecisionParams) (rpc.HookDecision, error) {
+	wait := time.Duration(p.WaitMS) * time.Millisecond
+	if wait < 0 || wait > maxDecisionWait {
+		return rpc.HookDecision{}, rpc.InvalidField("wait_ms", "must be between 0 and %d", maxDecisionWait.Milliseconds())
+	}
+	rt.mu.Lock()
+	s := rt.byLaunch[p.LaunchID]
+	rt.mu.Unlock()
+	if s == nil {
+		return rpc.HookDecision{State: pendWithdrawn}, nil
+	}
+	s.mu.Lock()
+	req := s.findPendingLocked(p.PendingID)
+	s.mu.Unlock()
+	if req == nil || req.launch != p.LaunchID {
+		return rpc.HookDecision{State: pendWithdrawn}, nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-req.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch req.state {
+	case pendAnswered:
+		if e := s.exec; e != nil && s.rec.State == rpc.StateBlocked && s.gen != nil && s.gen.launchID == p.LaunchID {
+			rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
+		}
+		return rpc.HookDecision{State: pendAnswered, Output: string(req.output)}, nil
+	case pendWithdrawn:
+		return rpc.HookDecision{State: pendWithdrawn}, nil
+	}
+	return rpc.HookDecision{State: pendWaiting}, nil
+}
+
+func (s *session) findPendingLocked(id string) *pendingReq {
+	if s.pending != nil && s.pending.p.ID == id {
+		return s.pending
+	}
+	for _, p := range s.pastPending {
+		if p.p.ID == id {
+			return p
+		}
+	}
+	return nil
+}
+
+// responses remembers session.respond answers by request_id.
+type responses struct {
+	mu    sync.Mutex
+	byID  map[string]respondRecord
+	order []string
+}
+
+type respondRecord struct {
+	digest string
+	res    rpc.SessionRespondResult
+}
+
+func (r *responses) get(id string) (respondRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.byID[id]
+	return rec, ok
+}
+
+func (r *responses) put(id string, rec respondRecord) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil {
+		r.byID = map[string]respondRecord{}
+	}
+	if _, ok := r.byID[id]; !ok {
+		r.order = append(r.order, id)
+	}
+	r.byID[id] = rec
+	for len(r.order) > maxResponses {
+		delete(r.byID, r.order[0])
+		r.order = r.order[1:]
+	}
+}
+
+// respondDigest identifies a response's payload for replay: every field
+// but request_id.
+func respondDigest(p rpc.SessionRespondParams) string {
+	p.RequestID = ""
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+// validateRespond checks the params' shape before anything is looked up.
+func validateRespond(p rpc.SessionRespondParams) error {
+	if err := validateRequestID(p.RequestID); err != nil {
+		return err
+	}
+	switch {
+	case p.Option != "" || p.Text != "":
+		return &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "option", Message: "option and text answer a question; this daemon's pending requests are permissions: use decision allow or deny"}
+	case p.Decision != rpc.DecisionAllow && p.Decision != rpc.DecisionDeny:
+		return rpc.InvalidField("decision", "must be allow or deny")
+	case p.Message != "" && p.Decision != rpc.DecisionDeny:
+		return rpc.InvalidField("message", "is given only with decision deny")
+	case len(p.Message) > maxRespondMessage:
+		return rpc.InvalidField("message", "longer than %d bytes", maxRespondMessage)
+	case strings.ContainsRune(p.Message, 0):
+		return rpc.InvalidField("message", "contains a NUL byte")
+	case len(p.PendingID) > 64:
+		return rpc.InvalidField("pending_id", "longer than 64 bytes")
+	}
+	return nil
+}
+
+// sessionRespond is session.respond.
+func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.SessionRespondParams) (rpc.SessionRespondResult, error) {
+	if err := validateRespond(p); err != nil {
+		return rpc.SessionRespondResult{}, err
+	}
+	s, err := rt.resolve(p.Session)
+	if err != nil {
+		return rpc.SessionRespondResult{}, err
+	}
+	digest := s.uid + "\x00" + respondDigest(p)
+	rt.respondMu.Lock()
+	defer rt.respondMu.Unlock()
+	if rec, ok := rt.responses.get(p.RequestID); ok {
+		if rec.digest != digest {
+			return rpc.SessionRespondResult{}, errDifferentPayload
+		}
+		res := rec.res
+		res.Session = s.snapshot()
+		res.Replayed = true
+		return res, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.pending
+	if cur != nil && cur.state != pendWaiting {
+		cur = nil
+	}
+	switch {
+	case p.PendingID != "" && (cur == nil || cur.p.ID != p.PendingID):
+		if old := s.findPendingLocked(p.PendingID); old != nil {
+			return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID,
+				Message: "pending request " + p.PendingID + " was already " + old.state + "; read the Session for what it asks now"}
+		}
+		if cur == nil {
+			return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
+				Message: "the Session has no pending request " + p.PendingID}
+		}
+		return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
+			Message: "pending request " + p.PendingID + " is not the Session's; it waits on " + cur.p.ID}
+	case cur == nil || s.rec.State != rpc.StateBlocked:
+		msg := "the Session is " + string(s.rec.State) + " and has no pending request"
+		if s.rec.State == rpc.StateBlocked {
+			msg = "the Session is blocked on a request dlgt cannot answer for its harness; attach to answer it in the terminal"
+		}
+		return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: msg}
+	}
+	d := s.h.(harness.Decider) // openPendingLocked made cur only for a Decider
+	out, ok := d.DecisionOutput(cur.event, p.Decision, p.Message)
+	if !ok {
+		return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeInternal, SessionID: s.rec.ID, Message: "the harness takes no decision for " + cur.event}
+	}
+	cur.output = out
+	cur.state = pendAnswered
+	close(cur.done)
+	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.p.ID, "decision", p.Decision)
+	res := rpc.SessionRespondResult{PendingID: cur.p.ID, Decision: p.Decision}
+	rt.responses.put(p.RequestID, respondRecord{digest: digest, res: res})
+	s.notifyLocked()
+	res.Session = s.snapshotLocked(time.Now())
+	return res, nil
+}
