@@ -45,6 +45,10 @@ const (
 	maxPastPending    = 16
 	maxResponses      = 1024
 	maxDecisionWait   = 10 * time.Minute
+	// claimGrace is how long after a forwarder learned of its request it
+	// has to begin waiting for the answer; one that never does (it died
+	// in between) leaves the request withdrawn.
+	claimGrace = 15 * time.Second
 )
 
 // pendingReq is one request. Its fields are guarded by the session's mu.
@@ -53,7 +57,8 @@ type pendingReq struct {
 	event   string // the hook event that asked
 	launch  string
 	state   string
-	claimed bool // a forwarder waits for it
+	claimed bool // a forwarder delivered it and is to wait for it
+	waited  bool // that forwarder's decision wait began
 	output  []byte
 	done    chan struct{} // closed when it stops waiting
 }
@@ -128,6 +133,15 @@ func (rt *runtime) claimPending(launch, event string) string {
 		return ""
 	}
 	p.claimed = true
+	time.AfterFunc(claimGrace, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.pending == p && p.state == pendWaiting && !p.waited {
+			s.closePendingLocked(pendWithdrawn)
+			s.notifyLocked()
+			rt.log.Info("pending request withdrawn: its hook never waited for the answer", "session", s.rec.ID, "pending", p.p.ID)
+		}
+	})
 	return p.p.ID
 }
 
@@ -147,6 +161,9 @@ func (rt *runtime) hookDecision(ctx context.Context, peer rpc.Peer, p rpc.HookDe
 	}
 	s.mu.Lock()
 	req := s.findPendingLocked(p.PendingID)
+	if req != nil {
+		req.waited = true
+	}
 	s.mu.Unlock()
 	if req == nil || req.launch != p.LaunchID {
 		return rpc.HookDecision{State: pendWithdrawn}, nil
@@ -160,16 +177,24 @@ func (rt *runtime) hookDecision(ctx context.Context, peer rpc.Peer, p rpc.HookDe
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if req.state == pendWaiting && s.pending == req {
+		// The forwarder stops waiting (its bound, or it is gone: the
+		// harness killed it at its timeout, or canceled the tool): an
+		// answer could no longer reach the harness, so the request is
+		// withdrawn and the Session stays blocked for a person, as
+		// before dlgt could answer.
+		s.closePendingLocked(pendWithdrawn)
+		s.notifyLocked()
+		rt.log.Info("pending request withdrawn: its hook stopped waiting", "session", s.rec.ID, "pending", req.p.ID)
+	}
 	switch req.state {
 	case pendAnswered:
-		if e := s.exec; e != nil && s.rec.State == rpc.StateBlocked && s.gen != nil && s.gen.launchID == p.LaunchID {
+		if e := s.exec; e != nil && ctx.Err() == nil && s.rec.State == rpc.StateBlocked && s.gen != nil && s.gen.launchID == p.LaunchID {
 			rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
 		}
 		return rpc.HookDecision{State: pendAnswered, Output: string(req.output)}, nil
-	case pendWithdrawn:
-		return rpc.HookDecision{State: pendWithdrawn}, nil
 	}
-	return rpc.HookDecision{State: pendWaiting}, nil
+	return rpc.HookDecision{State: pendWithdrawn}, nil
 }
 
 func (s *session) findPendingLocked(id string) *pendingReq {

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +42,7 @@ func (td *testDaemon) waitIdleResult(t *testing.T, id string) rpc.SessionReadRes
 	t.Helper()
 	var read rpc.SessionReadResult
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		read = rpc.SessionReadResult{}
 		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
 		if read.Session.State == rpc.StateIdle && read.Result != nil {
 			return read
@@ -172,4 +175,62 @@ func TestRespondAfterPersonAnsweredIsWithdrawn(t *testing.T) {
 		t.Fatalf("late answer: %v", err)
 	}
 	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+}
+
+// A forwarder that stops waiting (the harness killed it at its hook
+// timeout, or it died) withdraws the request: the Session stays blocked
+// for a person, with no pending request an answer could be lost on.
+func TestRespondForwarderGoneWithdraws(t *testing.T) {
+	td := startTestDaemon(t)
+	id, p := td.blockedOnTool(t, "resp-gone-1", t.TempDir(), "touch gone-marker")
+	pid := forwarderPID(t, td.paths.HookSocket, "PermissionRequest")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var read rpc.SessionReadResult
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		read = rpc.SessionReadResult{} // decoding leaves an absent field as it was
+		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		if read.Session.Pending == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pending stayed after its forwarder died: %+v", read.Session)
+		}
+	}
+	if read.Session.State != rpc.StateBlocked {
+		t.Fatalf("state = %s, want blocked (the dialog is still there)", read.Session.State)
+	}
+	err := td.call(rpc.MethodSessionRespond, rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: rpc.DecisionAllow, RequestID: "gone-1"}, nil)
+	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("answer after the forwarder died: %v", err)
+	}
+	err = td.call(rpc.MethodSessionRespond, rpc.SessionRespondParams{Session: id, Decision: rpc.DecisionAllow, RequestID: "gone-2"}, nil)
+	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "attach") {
+		t.Fatalf("answer to a blocked Session with nothing pending: %v", err)
+	}
+}
+
+// forwarderPID finds the hook forwarder of event running against socket.
+func forwarderPID(t *testing.T, socket, event string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		dirs, _ := os.ReadDir("/proc")
+		for _, d := range dirs {
+			pid, err := strconv.Atoi(d.Name())
+			if err != nil {
+				continue
+			}
+			cmd, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+			if err != nil {
+				continue
+			}
+			argv := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+			if len(argv) > 2 && argv[len(argv)-1] == event && strings.Contains(string(cmd), "\x00"+socket+"\x00") {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no %s forwarder on %s", event, socket)
+	return 0
 }

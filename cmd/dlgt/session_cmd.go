@@ -33,6 +33,7 @@ the error code (see dlgt --help).`,
 		newSessionResultsCommand(e),
 		newSessionListCommand(e),
 		newSessionCancelCommand(e),
+		newSessionRespondCommand(e),
 		newSessionStopCommand(e),
 		newSessionRestartCommand(e),
 	)

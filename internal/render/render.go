@@ -445,6 +445,28 @@ func Cancel(w io.Writer, r rpc.SessionResult) error {
 	return nil
 }
 
+// Respond prints a session.respond answer for a person: what was
+// answered, and the Session's state now.
+func Respond(w io.Writer, r rpc.SessionRespondResult) error {
+	what := r.Decision
+	switch r.Decision {
+	case rpc.DecisionAllow:
+		what = "allowed"
+	case rpc.DecisionDeny:
+		what = "denied"
+	}
+	if r.Option != "" {
+		what = "answered " + r.Option
+	}
+	fmt.Fprintf(w, "%s  %s", what, r.PendingID)
+	if r.Replayed {
+		fmt.Fprint(w, "  (replayed: answered before)")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s  %s  %s\n", SessionName(r.Session), r.Session.State, r.Session.Harness)
+	return nil
+}
+
 // ShellWord is s as one word of a shell command line: as it is when it
 // needs no quoting (aliases, provider ids), else single-quoted.
 func ShellWord(s string) string {

@@ -1,0 +1,164 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// TestE2EClaudeRespond: the real Claude Code (2.1.332) as a counterpart
+// asks to run a command; session.respond answers it through its
+// PermissionRequest hook. Allow: the command runs and the turn completes;
+// deny with a message: the model receives the message as the tool's
+// result and the turn completes without running it. Each round logs the
+// time from the model's tool call to a long-polling fetch seeing the
+// pending request, and from the answer to the harness continuing (its next
+// model request). DLGT_RESPOND_ROUNDS sets the rounds (default 1).
+func TestE2EClaudeRespond(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLI")
+	}
+	mark := newE2EMark(t)
+	mock, env := e2eClaudeEnv(t, mockapi.Script{
+		mockapi.Prefix("RESPOND-TOOL", mockapi.Reply{Tool: "touch dlgt-respond-marker", Text: "AFTER-TOOL"}),
+	})
+	addMark(env, mark)
+	td := newTestDaemon(t, env)
+	td.start()
+	t.Cleanup(td.stop)
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("DLGT_RESPOND_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	var seen, cont = map[string][]time.Duration{}, map[string][]time.Duration{}
+	for i := 0; i < rounds; i++ {
+		for _, decision := range []string{rpc.DecisionAllow, rpc.DecisionDeny} {
+			a, b := claudeRespondRound(t, td, mock, env, decision, i)
+			seen[decision] = append(seen[decision], a)
+			cont[decision] = append(cont[decision], b)
+		}
+	}
+	for _, d := range []string{rpc.DecisionAllow, rpc.DecisionDeny} {
+		t.Logf("%s, %d rounds: tool call -> pending seen by a long-polling fetch: median %v (all %v); session.respond -> harness's next model request: median %v (all %v)",
+			d, rounds, median(seen[d]), seen[d], median(cont[d]), cont[d])
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func claudeRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env map[string]string, decision string, round int) (seen, cont time.Duration) {
+	t.Helper()
+	cwd := t.TempDir()
+	no := false
+	var r rpc.Receipt
+	req := "respond-" + decision + "-" + strconv.Itoa(round)
+	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "e2e respond", Harness: "claude", Cwd: cwd, Prompt: "RESPOND-TOOL " + req,
+		RequestID: req, Environment: env, AutoApprove: &no, HarnessOptions: []string{"permission-mode=default"},
+	}, &r)
+	id := r.Session.ID
+	defer func() {
+		var stopped rpc.SessionResult
+		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
+	}()
+	var doc rpc.FetchDocument
+	td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": r.Cursor, "until": "result", "wait_ms": 60000}, &doc)
+	fetched := time.Now()
+	if doc.Reason != rpc.ReasonBlocked {
+		t.Fatalf("reason = %s, events %+v", doc.Reason, doc.Sessions[0].Events)
+	}
+	p := doc.Sessions[0].Session.Pending
+	if p == nil || p.Kind != rpc.PendingPermission || p.Tool != "Bash" || p.Input != "touch dlgt-respond-marker" {
+		t.Fatalf("pending = %+v", p)
+	}
+	toolCall := lastAnswered(mock, "RESPOND-TOOL "+req, mockapi.KindPrompt)
+	seen = fetched.Sub(toolCall)
+	// The dialog is on the screen while the hook waits (first answer wins).
+	screenHas(t, td, id, "Do you want to proceed?")
+	params := rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: decision, RequestID: req + "-answer"}
+	const why = "not in this repository, use the sandbox"
+	if decision == rpc.DecisionDeny {
+		params.Message = why
+	}
+	var res rpc.SessionRespondResult
+	td.mustCall(rpc.MethodSessionRespond, params, &res)
+	answered := time.Now()
+	if res.PendingID != p.ID || res.Decision != decision {
+		t.Fatalf("respond = %+v", res)
+	}
+	_, result := td.waitResult(t, id, r.Cursor)
+	if result.Status != rpc.StatusCompleted || derefText(&result) != "AFTER-TOOL" {
+		t.Fatalf("result = %+v text %q", result, derefText(&result))
+	}
+	var next mockapi.Request
+	for _, q := range mock.Requests() {
+		if q.Kind == mockapi.KindToolResult && q.Prompt == "RESPOND-TOOL "+req {
+			next = q
+		}
+	}
+	if next.Kind == "" {
+		t.Fatal("the model never received the tool's result")
+	}
+	cont = next.Received.Sub(answered)
+	_, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
+	switch decision {
+	case rpc.DecisionAllow:
+		if ranErr != nil {
+			t.Fatalf("the allowed command did not run: %v", ranErr)
+		}
+	case rpc.DecisionDeny:
+		if ranErr == nil {
+			t.Fatal("the denied command ran")
+		}
+		if !strings.Contains(strings.Join(next.ToolResults, "\n"), why) {
+			t.Fatalf("the model did not receive the denial: %q", next.ToolResults)
+		}
+	}
+	// Answered once: a late different answer gets the typed error.
+	late := params
+	late.RequestID, late.Decision, late.Message = req+"-late", rpc.DecisionAllow, ""
+	if err := td.call(rpc.MethodSessionRespond, late, nil); !errors.Is(err, rpc.ErrSessionUnavailable) {
+		t.Fatalf("late answer: %v", err)
+	}
+	t.Logf("%s: tool call -> pending visible %v; respond -> next model request %v", decision, seen.Round(time.Millisecond), cont.Round(time.Millisecond))
+	return seen, cont
+}
+
+// lastAnswered is when the mock finished answering the newest request of
+// kind for prompt.
+func lastAnswered(mock *mockapi.Server, prompt string, kind mockapi.RequestKind) time.Time {
+	var at time.Time
+	for _, q := range mock.Requests() {
+		if q.Kind == kind && q.Prompt == prompt {
+			at = q.Answered
+		}
+	}
+	return at
+}
+
+// screenHas waits until the Session's live screen shows text.
+func screenHas(t *testing.T, td *testDaemon, id, text string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var base rpc.FetchDocument
+		td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
+		if strings.Contains(strings.Join(base.Sessions[0].Screen.Live, "\n"), text) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("screen never showed %q: %q", text, base.Sessions[0].Screen.Live)
+		}
+	}
+}
