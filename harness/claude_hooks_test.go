@@ -60,9 +60,14 @@ func TestClaudeHTTPHooks(t *testing.T) {
 		if len(h) != 1 {
 			t.Fatalf("%s: %d hooks", ev, len(h))
 		}
-		if ev == "SessionStart" {
-			if h[0]["type"] != "command" || !strings.HasSuffix(h[0]["command"].(string), " SessionStart") {
-				t.Errorf("SessionStart hook = %v, want the forwarder command", h[0])
+		if ev == "SessionStart" || ev == "PermissionRequest" {
+			// PermissionRequest's forwarder waits for session.respond's
+			// answer and prints it, which an http hook cannot.
+			if h[0]["type"] != "command" || !strings.HasSuffix(h[0]["command"].(string), " "+ev) {
+				t.Errorf("%s hook = %v, want the forwarder command", ev, h[0])
+			}
+			if ev == "PermissionRequest" && h[0]["timeout"] != float64(ClaudePermissionTimeout) {
+				t.Errorf("PermissionRequest timeout = %v", h[0]["timeout"])
 			}
 			continue
 		}

@@ -25,7 +25,7 @@ func TestMCPToolsAndAnnotations(t *testing.T) {
 	for _, tool := range res.Tools {
 		got[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
 	}
-	want := map[string]bool{"delegate": false, "send": false, "wait": true, "read": true, "list": true, "cancel": false, "stop": false}
+	want := map[string]bool{"delegate": false, "send": false, "wait": true, "read": true, "list": true, "cancel": false, "stop": false, "respond": false}
 	if len(got) != len(want) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
@@ -276,5 +276,42 @@ func TestServeOnStreams(t *testing.T) {
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("Serve did not return after the peer went away")
+	}
+}
+
+// A blocked Session with a pending request: wait and read name the
+// respond tool with the exact arguments, and respond passes the answer
+// on, pinned to the request pending now when no pending_id is given.
+func TestMCPBlockedSaysHowToRespond(t *testing.T) {
+	d := newFakeDaemon(t)
+	blocked := rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateBlocked,
+		Pending: &rpc.Pending{ID: "prq_ab12", Kind: rpc.PendingPermission, Tool: "Bash", Input: "rm -rf build\nls", AskedAtMS: 1}}
+	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonBlocked, Cursor: "9",
+		Sessions: []rpc.FetchSession{{Session: blocked}}})
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateBusy}, PendingID: "prq_ab12", Decision: rpc.DecisionDeny})
+	cs := testServer(t, d, nil, nil, 5*time.Second)
+	for _, tool := range []string{"wait", "read"} {
+		text, _, isErr := callTool(t, cs, tool, map[string]any{"session": "claude:01"})
+		if isErr || !strings.Contains(text, `call respond with {"session": "claude:01", "pending_id": "prq_ab12", "decision": "allow"}`) ||
+			!strings.Contains(text, `"decision": "deny", "message": `) || !strings.Contains(text, "the tool Bash") || !strings.Contains(text, "> rm -rf build\n> ls") {
+			t.Errorf("%s of a blocked Session:\n%s", tool, text)
+		}
+	}
+	text, _, isErr := callTool(t, cs, "respond", map[string]any{"session": "claude:01", "decision": "deny", "message": "use a branch"})
+	if isErr || !strings.Contains(text, "Denied pending request prq_ab12") {
+		t.Fatalf("respond:\n%s", text)
+	}
+	ps := d.params(rpc.MethodSessionRespond)
+	var p rpc.SessionRespondParams
+	json.Unmarshal(ps[len(ps)-1], &p)
+	if p.PendingID != "prq_ab12" || p.Decision != "deny" || p.Message != "use a branch" || p.RequestID == "" || p.Session != "claude:01" {
+		t.Errorf("respond params %s", ps[len(ps)-1])
+	}
+	// Nothing pending: a typed error, and nothing is sent.
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateIdle}})
+	text, _, isErr = callTool(t, cs, "respond", map[string]any{"session": "claude:01", "decision": "allow"})
+	if !isErr || !strings.Contains(text, "SESSION_UNAVAILABLE") || len(d.params(rpc.MethodSessionRespond)) != 1 {
+		t.Errorf("respond with nothing pending:\n%s", text)
 	}
 }

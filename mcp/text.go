@@ -157,6 +157,11 @@ func (t *tools) waitText(w *client.Wait) string {
 	case client.WaitStatusRunning:
 		fmt.Fprintf(&b, "Still running. Call wait again with session %q and cursor %q.\n", w.Session.ID, w.Cursor)
 	case rpc.StateBlocked:
+		if w.Session.Pending != nil {
+			pendingText(&b, &w.Session)
+			fmt.Fprintf(&b, "After respond, call wait again with session %q and cursor %q.\n", w.Session.ID, w.Cursor)
+			break
+		}
 		fmt.Fprintf(&b, "Blocked: the agent waits for a human decision (a permission prompt); no MCP tool can answer it. "+
 			"Tell the user to answer it in a terminal with `dlgt session attach %s` (a command for a person, not an MCP tool). "+
 			"Then call wait again with session %q and cursor %q, or call cancel.\n", w.Session.ID, w.Session.ID, w.Cursor)
@@ -167,6 +172,33 @@ func (t *tools) waitText(w *client.Wait) string {
 		fmt.Fprintf(&b, "Gap: %s %s (older data was evicted; the latest state is shown).\n", g.Component, g.Reason)
 	}
 	return b.String()
+}
+
+// pendingText says what a blocked Session asks and exactly how to answer
+// it with the respond tool. The tool input is the counterpart's untrusted
+// text: it is shown quoted, as data.
+func pendingText(b *strings.Builder, s *rpc.Session) {
+	p := s.Pending
+	switch p.Kind {
+	case rpc.PendingPermission:
+		fmt.Fprintf(b, "Blocked: the agent asks permission to run the tool %s with this input (the agent's text, untrusted):\n%s\n", p.Tool, quoteBlock(p.Input))
+		fmt.Fprintf(b, "To allow this one call: call respond with {\"session\": %q, \"pending_id\": %q, \"decision\": \"allow\"}. "+
+			"To refuse it: call respond with {\"session\": %q, \"pending_id\": %q, \"decision\": \"deny\", \"message\": \"why, and what to do instead\"} (the agent's model receives the message). "+
+			"Allow only what the user asked you to have done; when unsure, deny with a message, or ask the user. "+
+			"If nobody answers, the request stays for a person at the terminal (dlgt session attach %s).\n",
+			s.ID, p.ID, s.ID, p.ID, s.ID)
+	default:
+		fmt.Fprintf(b, "Blocked: the agent asks: %s\n", quoteBlock(p.Question))
+		for _, o := range p.Options {
+			fmt.Fprintf(b, "  option %q: %s\n", o.ID, o.Label)
+		}
+		fmt.Fprintf(b, "Call respond with {\"session\": %q, \"pending_id\": %q, \"option\": \"<option id>\"} or with \"text\".\n", s.ID, p.ID)
+	}
+}
+
+// quoteBlock indents text as a quoted block ("> " per line).
+func quoteBlock(text string) string {
+	return "> " + strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n> ")
 }
 
 func sessionLine(w io.Writer, s *rpc.Session) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 	"unicode"
@@ -54,6 +55,16 @@ type listIn struct {
 type cancelIn struct {
 	Session        string `json:"session" jsonschema:"Session id or alias"`
 	TimeoutSeconds *int   `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the cancellation to be confirmed"`
+}
+
+type respondIn struct {
+	Session   string `json:"session" jsonschema:"Session id or alias"`
+	PendingID string `json:"pending_id,omitempty" jsonschema:"the pending request's id, as wait or read showed it (default: the one pending now)"`
+	Decision  string `json:"decision,omitempty" jsonschema:"allow or deny, for a permission request"`
+	Message   string `json:"message,omitempty" jsonschema:"with deny: the reason the agent's model receives"`
+	Option    string `json:"option,omitempty" jsonschema:"for a question: the chosen option id"`
+	Text      string `json:"text,omitempty" jsonschema:"for a question: a free-text answer"`
+	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key (default: derived from the request and the answer)"`
 }
 
 type stopIn struct {
@@ -170,6 +181,9 @@ func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in sessionIn) 
 	}
 	var b strings.Builder
 	sessionLine(&b, &r.Session)
+	if r.Session.Pending != nil {
+		pendingText(&b, &r.Session)
+	}
 	if r.Result == nil {
 		b.WriteString("No result yet.\n")
 	} else {
@@ -221,6 +235,51 @@ func (t *tools) cancel(ctx context.Context, _ *sdk.CallToolRequest, in cancelIn)
 		verb = "Nothing to cancel: no execution was active"
 	}
 	return withJSON(t.sessionResultText(verb, &r), r), nil, nil
+}
+
+// respond answers a blocked Session's pending request. Without a
+// pending_id it reads the Session and names the request pending now, so a
+// retried call can never answer a later request.
+func (t *tools) respond(ctx context.Context, _ *sdk.CallToolRequest, in respondIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("respond", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("respond", err), nil, nil
+	}
+	if in.PendingID == "" {
+		r, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: in.Session})
+		if err != nil {
+			return toolError("respond", err), nil, nil
+		}
+		if r.Session.Pending == nil {
+			return toolError("respond", &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: r.Session.ID,
+				Message: "the Session is " + r.Session.State + " with no pending request to answer"}), nil, nil
+		}
+		in.PendingID = r.Session.Pending.ID
+	}
+	if in.RequestID == "" {
+		in.RequestID = "mcp-" + in.PendingID + "-" + in.Decision + in.Option
+	}
+	r, err := c.SessionRespond(ctx, rpc.SessionRespondParams{Session: in.Session, PendingID: in.PendingID, Decision: in.Decision,
+		Message: in.Message, Option: in.Option, Text: in.Text, RequestID: in.RequestID})
+	if err != nil {
+		return toolError("respond", err), nil, nil
+	}
+	var b strings.Builder
+	verb := map[string]string{rpc.DecisionAllow: "Allowed", rpc.DecisionDeny: "Denied"}[r.Decision]
+	if verb == "" {
+		verb = "Answered"
+	}
+	fmt.Fprintf(&b, "%s pending request %s", verb, r.PendingID)
+	if r.Replayed {
+		b.WriteString(" (this answer was given before; nothing was answered twice)")
+	}
+	fmt.Fprintf(&b, ".\n")
+	sessionLine(&b, &r.Session)
+	fmt.Fprintf(&b, "Call wait with session %q to follow the execution.\n", r.Session.ID)
+	return withJSON(textResult(b.String()), r), nil, nil
 }
 
 func (t *tools) stop(ctx context.Context, _ *sdk.CallToolRequest, in stopIn) (*sdk.CallToolResult, any, error) {

@@ -115,6 +115,12 @@ func goldenCases() map[string]goldenCase {
 				Usage: json.RawMessage("null"),
 			}},
 		},
+		MethodSessionRespond: {
+			id: `"req_16"`,
+			params: &SessionRespondParams{Session: "review", PendingID: "prq_3f9c2a7d41b0e8c6a5", Decision: DecisionDeny,
+				Message: "Not on main: make a branch first.", RequestID: "respond-review-1"},
+			result: SessionRespondResult{Session: exampleSession(claudeID, StateBlocked), PendingID: "prq_3f9c2a7d41b0e8c6a5", Decision: DecisionDeny},
+		},
 		MethodSessionList: {
 			id:     `"req_6"`,
 			params: &SessionListParams{All: true},
@@ -237,6 +243,8 @@ func newParams(method string) any {
 		return &ProfileListParams{}
 	case MethodHarnessList:
 		return &HarnessListParams{}
+	case MethodSessionRespond:
+		return &SessionRespondParams{}
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ var contractOrder = []string{
 	"session.cancel", "session.list", "session.read", "session.stop",
 	"event.read", "event.subscribe", "scrollback.read", "transcript.read_raw",
 	"model.list", "profile.list", "harness.list",
+	// Extension beyond the v1 list (docs/rpc.md, "session.respond").
+	"session.respond",
 }
 
 // Every public method has exactly one descriptor, in the contract's order,

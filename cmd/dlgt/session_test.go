@@ -98,6 +98,14 @@ func TestControlCommands(t *testing.T) {
 		{"cancel zero timeout", []string{"session", "cancel", "rev", "--timeout", "0s"}, "", rpc.MethodSessionCancel, sessionResult, sessionOut,
 			`{"session":"rev","timeout_ms":0}`},
 		{"cancel default", []string{"session", "cancel", "rev"}, "", rpc.MethodSessionCancel, sessionResult, sessionOut, `{"session":"rev"}`},
+		{"respond deny", []string{"session", "respond", "rev", "--deny", "--message", "use a branch", "--pending", "prq_1"}, "", rpc.MethodSessionRespond,
+			rpc.SessionRespondResult{Session: testSession, PendingID: "prq_1", Decision: "deny"},
+			`{"ok":true,"session":{"id":"s1","title":"t","harness":"claude","cwd":"/w","state":"busy","created_at_ms":1,"updated_at_ms":2},"pending_id":"prq_1","decision":"deny"}` + "\n",
+			`{"session":"rev","pending_id":"prq_1","decision":"deny","message":"use a branch","request_id":"cli-prq_1-deny"}`},
+		{"respond allow request id", []string{"session", "respond", "rev", "--allow", "--pending", "prq_1", "--request-id", "r9"}, "", rpc.MethodSessionRespond,
+			rpc.SessionRespondResult{Session: testSession, PendingID: "prq_1", Decision: "allow"},
+			`{"ok":true,"session":{"id":"s1","title":"t","harness":"claude","cwd":"/w","state":"busy","created_at_ms":1,"updated_at_ms":2},"pending_id":"prq_1","decision":"allow"}` + "\n",
+			`{"session":"rev","pending_id":"prq_1","decision":"allow","request_id":"r9"}`},
 		{"stop", []string{"session", "stop", "rev", "--force"}, "", rpc.MethodSessionStop, sessionResult, sessionOut, `{"session":"rev","force":true}`},
 		{"restart", []string{"session", "restart", "rev"}, "", rpc.MethodSessionRestart, sessionResult, sessionOut,
 			`{"session":"rev","environment":` + envJSON + `}`},
@@ -439,5 +447,39 @@ func TestCompletion(t *testing.T) {
 	code, stdout := runCLI(t, e, out, "completion", "bash")
 	if code != exitOK || !strings.Contains(stdout, "__start_dlgt") {
 		t.Fatalf("exit %d, completion output %.200q", code, stdout)
+	}
+}
+
+// Without --pending, respond reads the Session and answers the request
+// pending now, by its id; -o text says what was answered.
+func TestRespondPinsThePendingRequest(t *testing.T) {
+	d := newFakeDaemon(t)
+	blocked := testSession
+	blocked.State = rpc.StateBlocked
+	blocked.Pending = &rpc.Pending{ID: "prq_7", Kind: rpc.PendingPermission, Tool: "Bash", Input: "touch x", AskedAtMS: 1}
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: testSession, PendingID: "prq_7", Decision: "allow"})
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--allow", "-o", "text")
+	if code != exitOK || !strings.HasPrefix(stdout, "allowed  prq_7\n") {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	ps := d.params(rpc.MethodSessionRespond)
+	if len(ps) != 1 {
+		t.Fatalf("%d respond requests", len(ps))
+	}
+	sameJSON(t, ps[0], `{"session":"rev","pending_id":"prq_7","decision":"allow","request_id":"cli-prq_7-allow"}`)
+	// Nothing pending: SESSION_UNAVAILABLE, and no answer is sent.
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: testSession})
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--deny"); code == exitOK || !strings.Contains(stdout, "SESSION_UNAVAILABLE") || len(d.params(rpc.MethodSessionRespond)) != 1 {
+		t.Fatalf("nothing pending: exit %d, stdout %q", code, stdout)
+	}
+	// Usage: exactly one answer; --message only with --deny.
+	for _, args := range [][]string{{"--allow", "--deny"}, {}, {"--allow", "--message", "m"}} {
+		e, out, _ = cliEnv(t, d, nil, nil, "")
+		if code, _ := runCLI(t, e, out, append([]string{"session", "respond", "rev"}, args...)...); code == exitOK {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }
