@@ -131,6 +131,10 @@ func (c *Client) ResolveLaunch(spec LaunchSpec) (Launch, error) {
 		if len(p.HarnessOptions) == 0 && len(prof.HarnessOptions) > 0 {
 			p.HarnessOptions = prof.HarnessOptions
 		}
+		if prof.AutoApprove != nil && !*prof.AutoApprove {
+			f := false
+			p.AutoApprove = &f
+		}
 	}
 	if p.Harness == "" && !spec.Resume && !spec.HarnessOptional {
 		return l, rpc.InvalidField("harness", "is required (%s) unless the profile sets it", HarnessList(c.opts.Harnesses))

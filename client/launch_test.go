@@ -82,6 +82,11 @@ harness_options = ["max-turns=3"]
 PROFILE_VAR = "p"
 SHARED = "from-profile"
 
+[profiles.ask]
+harness = "claude"
+harness_options = ["permission-mode=default"]
+auto_approve = false
+
 [profiles.far]
 harness = "codex"
 host = "dev@build-box:2222"
@@ -110,6 +115,13 @@ func TestResolveLaunch(t *testing.T) {
 	}
 	if p.Environment["PATH"] != "/bin" || p.Environment["HOME"] != "/home/me" || p.Environment["PROFILE_VAR"] != "p" || p.Environment["SHARED"] != "from-profile" {
 		t.Fatalf("local environment: %v", p.Environment)
+	}
+
+	// A profile's auto_approve = false launches with the harness's own
+	// prompts (as --no-auto-approve), for whoever may answer them.
+	l, err = c.ResolveLaunch(client.LaunchSpec{Profile: "ask", Prompt: "p", RequestID: "r"})
+	if err != nil || l.Params.AutoApprove == nil || *l.Params.AutoApprove || strings.Join(l.Params.HarnessOptions, ",") != "permission-mode=default" {
+		t.Fatalf("auto_approve=false profile: %+v %v", l, err)
 	}
 
 	// No cwd: this process's directory for a create, none for a resume.

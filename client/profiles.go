@@ -33,6 +33,11 @@ type Profile struct {
 	Environment    map[string]string `toml:"environment"`
 	// Host runs the profile's Sessions on another machine (through ssh).
 	Host string `toml:"host"`
+	// AutoApprove false launches the profile's Sessions with the
+	// harness's own permission prompts (session.create auto_approve), so
+	// whoever may answer them (session.respond) decides each tool call;
+	// absent or true keeps the default.
+	AutoApprove *bool `toml:"auto_approve"`
 }
 
 // maxProfilesBytes bounds the profiles file; it is configuration, not data.

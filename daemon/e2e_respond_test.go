@@ -46,6 +46,9 @@ func TestE2EClaudeRespond(t *testing.T) {
 			cont[decision] = append(cont[decision], b)
 		}
 	}
+	// A person attached answers the dialog while the hook waits: the
+	// request is withdrawn, and an answer after that gets the typed error.
+	claudePersonRound(t, td, env)
 	for _, d := range []string{rpc.DecisionAllow, rpc.DecisionDeny} {
 		t.Logf("%s, %d rounds: tool call -> pending seen by a long-polling fetch: median %v (all %v); session.respond -> harness's next model request: median %v (all %v)",
 			d, rounds, median(seen[d]), seen[d], median(cont[d]), cont[d])
@@ -112,12 +115,13 @@ func claudeRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 		t.Fatal("the model never received the tool's result")
 	}
 	cont = next.Received.Sub(answered)
-	_, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
+	fi, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
 	switch decision {
 	case rpc.DecisionAllow:
 		if ranErr != nil {
 			t.Fatalf("the allowed command did not run: %v", ranErr)
 		}
+		t.Logf("allow: session.respond -> the command ran (the marker's mtime) %v", fi.ModTime().Sub(answered).Round(time.Millisecond))
 	case rpc.DecisionDeny:
 		if ranErr == nil {
 			t.Fatal("the denied command ran")
@@ -161,4 +165,46 @@ func screenHas(t *testing.T, td *testDaemon, id, text string) {
 			t.Fatalf("screen never showed %q: %q", text, base.Sessions[0].Screen.Live)
 		}
 	}
+}
+
+func claudePersonRound(t *testing.T, td *testDaemon, env map[string]string) {
+	t.Helper()
+	cwd := t.TempDir()
+	no := false
+	var r rpc.Receipt
+	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "e2e respond person", Harness: "claude", Cwd: cwd, Prompt: "RESPOND-TOOL person",
+		RequestID: "respond-person", Environment: env, AutoApprove: &no, HarnessOptions: []string{"permission-mode=default"},
+	}, &r)
+	id := r.Session.ID
+	defer func() {
+		var stopped rpc.SessionResult
+		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
+	}()
+	var doc rpc.FetchDocument
+	td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": r.Cursor, "until": "result", "wait_ms": 60000}, &doc)
+	p := doc.Sessions[0].Session.Pending
+	if doc.Reason != rpc.ReasonBlocked || p == nil {
+		t.Fatalf("reason = %s pending %+v", doc.Reason, p)
+	}
+	w, err := td.attach(t, id, AttachWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenHas(t, td, id, "Do you want to proceed?")
+	if err := td.input(id, w.ack.Token, "\r"); err != nil { // Enter: the highlighted "Yes"
+		t.Fatal(err)
+	}
+	_, result := td.waitResult(t, id, r.Cursor)
+	if result.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", result)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
+		t.Fatalf("the command the person allowed did not run: %v", err)
+	}
+	err = td.call(rpc.MethodSessionRespond, rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: rpc.DecisionDeny, RequestID: "respond-person-late"}, nil)
+	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("answer after the person's: %v", err)
+	}
+	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }
