@@ -88,6 +88,8 @@ func claudeRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 	}
 	toolCall := lastAnswered(mock, "RESPOND-TOOL "+req, mockapi.KindPrompt)
 	seen = fetched.Sub(toolCall)
+	t.Logf("%s: the model's tool call -> the daemon took the PermissionRequest hook %v -> the blocked fetch returned %v", decision,
+		time.UnixMilli(p.AskedAtMS).Sub(toolCall).Round(time.Millisecond), fetched.Sub(time.UnixMilli(p.AskedAtMS)).Round(time.Millisecond))
 	// The dialog is on the screen while the hook waits (first answer wins).
 	screenHas(t, td, id, "Do you want to proceed?")
 	params := rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: decision, RequestID: req + "-answer"}
