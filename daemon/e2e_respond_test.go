@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -97,11 +98,25 @@ func claudeRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 	if decision == rpc.DecisionDeny {
 		params.Message = why
 	}
-	var res rpc.SessionRespondResult
-	td.mustCall(rpc.MethodSessionRespond, params, &res)
-	answered := time.Now()
-	if res.PendingID != p.ID || res.Decision != decision {
-		t.Fatalf("respond = %+v", res)
+	var answered time.Time
+	if decision == rpc.DecisionDeny {
+		// From a shell: `dlgt session respond` reads the Session and
+		// answers the request pending now.
+		cmd := exec.Command(dlgtBinary(t), "session", "respond", id, "--deny", "--message", why, "-o", "text")
+		cmd.Env = append(os.Environ(), "DLGT_SOCKET="+td.paths.Socket, "DLGT_NO_AUTOSTART=1")
+		out, err := cmd.CombinedOutput()
+		answered = time.Now()
+		if err != nil || !strings.HasPrefix(string(out), "denied  "+p.ID+"\n") {
+			t.Fatalf("dlgt session respond: %v\n%s", err, out)
+		}
+		params.RequestID = "cli-" + p.ID + "-deny" // what the command chose
+	} else {
+		var res rpc.SessionRespondResult
+		td.mustCall(rpc.MethodSessionRespond, params, &res)
+		answered = time.Now()
+		if res.PendingID != p.ID || res.Decision != decision {
+			t.Fatalf("respond = %+v", res)
+		}
 	}
 	_, result := td.waitResult(t, id, r.Cursor)
 	if result.Status != rpc.StatusCompleted || derefText(&result) != "AFTER-TOOL" {
