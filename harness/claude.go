@@ -598,7 +598,7 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		}
 	case "PermissionRequest":
 		ev.Kind, ev.Reason, ev.Tool, ev.Command = KindBlocked, "permission", h.ToolName, toolCommand(h.ToolInput)
-		ev.Input, ev.Answerable = ToolInputText(h.ToolInput), true
+		ev.Input, ev.Answerable = ToolInputText(h.ToolInput), !claudeAsksUser[h.ToolName]
 	case "Notification":
 		switch h.NotificationType {
 		case "permission_prompt":
@@ -620,6 +620,16 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		ev.Kind = KindIgnored
 	}
 	return ev, nil
+}
+
+// claudeAsksUser are the Claude Code 2.1.332 tools that require the
+// person's interaction (requiresUserInteraction in its bundle): a
+// PermissionRequest hook's allow without new input is ignored for them and
+// the dialog stays, so dlgt offers no answer to them (a question, such as
+// AskUserQuestion's, is not a permission).
+var claudeAsksUser = map[string]bool{
+	"AskUserQuestion": true, "ExitPlanMode": true, "OfferChromeSetup": true,
+	"PublishPlugin": true, "SendToProject": true,
 }
 
 // DecisionOutput is the PermissionRequest hook's stdout for a decision

@@ -224,3 +224,28 @@ func TestHookCommandExecsTheForwarder(t *testing.T) {
 		t.Fatalf("the hook command printed %q, want %q (parent, argv[0], event)", out, want)
 	}
 }
+
+// A PermissionRequest is answerable through the hook, with its input as
+// bounded text, except for the tools whose dialog needs the person (the
+// hook's allow is ignored for them).
+func TestClaudePermissionRequestAnswerable(t *testing.T) {
+	ev, err := Claude{}.ParseHook("PermissionRequest", []byte(`{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"rm -rf x\u001b[2J\ny","description":"d"}}`))
+	if err != nil || !ev.Answerable || ev.Input != "rm -rf x[2J\ny" || ev.Tool != "Bash" {
+		t.Fatalf("Bash: %+v %v", ev, err)
+	}
+	ev, _ = Claude{}.ParseHook("PermissionRequest", []byte(`{"tool_name":"Write","tool_input":{"file_path":"/a","content":"`+strings.Repeat("z", 5000)+`"}}`))
+	if !ev.Answerable || !strings.HasPrefix(ev.Input, `{"file_path":"/a","content":"zz`) || len(ev.Input) != maxToolInputText {
+		t.Fatalf("Write: answerable %v input %d bytes %.40q", ev.Answerable, len(ev.Input), ev.Input)
+	}
+	ev, _ = Claude{}.ParseHook("PermissionRequest", []byte(`{"tool_name":"AskUserQuestion","tool_input":{"questions":[]}}`))
+	if ev.Answerable || ev.Kind != KindBlocked {
+		t.Fatalf("AskUserQuestion: %+v", ev)
+	}
+	out, ok := Claude{}.DecisionOutput("PermissionRequest", "deny", "not here")
+	if !ok || string(out) != `{"hookSpecificOutput":{"decision":{"behavior":"deny","message":"not here"},"hookEventName":"PermissionRequest"}}` {
+		t.Fatalf("deny output %s %v", out, ok)
+	}
+	if _, ok := (Claude{}).DecisionOutput("Stop", "allow", ""); ok {
+		t.Fatal("Stop takes no decision")
+	}
+}
