@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -159,5 +160,49 @@ func TestForwardReportsFailures(t *testing.T) {
 	stderr.Reset()
 	if rc := Main([]string{"Stop"}, strings.NewReader("{}"), io.Discard, &stderr); rc != 0 || !strings.Contains(stderr.String(), "--socket and --launch are required") {
 		t.Fatalf("rc %d, stderr %q", rc, stderr.String())
+	}
+}
+
+// A hook whose delivery opened a pending request waits for its answer and
+// prints it on stdout, the harness's decision; with no answer it prints
+// nothing (the harness's own dialog stays).
+func TestForwardWaitsForDecision(t *testing.T) {
+	for _, c := range []struct{ output, want string }{
+		{`{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}`, `{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}` + "\n"},
+		{"", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "hooks.sock")
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var methods []string
+		srv := &rpc.Server{Handler: rpc.HandlerFunc(func(ctx context.Context, peer rpc.Peer, req *rpc.Request) (any, error) {
+			mu.Lock()
+			methods = append(methods, req.Method)
+			mu.Unlock()
+			switch req.Method {
+			case rpc.MethodHookDeliver:
+				return map[string]any{"accepted": true, "pending_id": "prq_1"}, nil
+			case rpc.MethodHookDecision:
+				var p rpc.HookDecisionParams
+				if err := rpc.Decode(req.Params, &p); err != nil || p.PendingID != "prq_1" || p.LaunchID != "internal:7" || p.WaitMS <= 0 {
+					return nil, fmt.Errorf("decision params %s", req.Params)
+				}
+				return rpc.HookDecision{State: "answered", Output: c.output}, nil
+			}
+			return nil, fmt.Errorf("unexpected %s", req.Method)
+		})}
+		go srv.Serve(context.Background(), l)
+		var stdout, stderr bytes.Buffer
+		Main([]string{"--socket", path, "--launch", "internal:7", "PermissionRequest"}, strings.NewReader(`{"tool_name":"Bash"}`), &stdout, &stderr)
+		srv.Close()
+		if stdout.String() != c.want || stderr.Len() != 0 {
+			t.Fatalf("stdout %q stderr %q", stdout.String(), stderr.String())
+		}
+		if strings.Join(methods, ",") != "internal.hook,internal.hook.decision" {
+			t.Fatalf("methods %v", methods)
+		}
 	}
 }
