@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,6 +204,26 @@ func claudePersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	p := doc.Sessions[0].Session.Pending
 	if doc.Reason != rpc.ReasonBlocked || p == nil {
 		t.Fatalf("reason = %s pending %+v", doc.Reason, p)
+	}
+	// The hook ends with no decision (its forwarder killed, as at its
+	// timeout): Claude Code keeps the dialog for the person, and dlgt
+	// withdraws the request, the Session still blocked.
+	screenHas(t, td, id, "Do you want to proceed?")
+	if err := syscall.Kill(forwarderPID(t, td.paths.HookSocket, "PermissionRequest"), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var read rpc.SessionReadResult
+		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		if read.Session.Pending == nil {
+			if read.Session.State != rpc.StateBlocked {
+				t.Fatalf("state %s after the hook ended with no decision", read.Session.State)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the request stayed pending after its hook ended")
+		}
 	}
 	w, err := td.attach(t, id, AttachWrite)
 	if err != nil {
