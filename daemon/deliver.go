@@ -149,19 +149,44 @@ var errGenerationExited = errors.New("the harness exited during delivery")
 // deliver writes keys to generation g of s, holding each write for its
 // awaited evidence.
 func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys []harness.Keystroke) error {
+	return rt.deliverWith(ctx, s, g, keys, g.proc.Write)
+}
+
+// deliverWith is deliver writing through write (a test plays the TUI).
+func (rt *runtime) deliverWith(ctx context.Context, s *session, g *generation, keys []harness.Keystroke, write func([]byte) (int, error)) error {
 	mark := g.out.state().chunks
-	for _, k := range keys {
+	repasted := 0
+	for i := 0; i < len(keys); i++ {
+		k := keys[i]
 		if k.Await != nil {
-			if err := rt.await(ctx, s, g, *k.Await, mark); err != nil {
+			echoed, err := rt.awaitEvidence(ctx, s, g, *k.Await, mark)
+			if err != nil {
 				return err
+			}
+			if !echoed && repasted < k.Await.Repaste {
+				lost, err := rt.pasteLost(ctx, s, g, *k.Await)
+				if err != nil {
+					return err
+				}
+				if lost {
+					repasted++
+					s.mu.Lock()
+					id := s.rec.ID
+					s.mu.Unlock()
+					rt.log.Warn("the paste never showed and the input box is empty again; writing the input again",
+						"session", id, "attempt", repasted)
+					i = -1 // the loop's i++ starts over at the first keystroke
+					mark = g.out.state().chunks
+					continue
+				}
 			}
 		}
 		mark = g.out.state().chunks
-		if _, err := g.proc.Write(k.Data); err != nil {
+		if _, err := write(k.Data); err != nil {
 			return err
 		}
 		if k.Retry != nil {
-			if err := rt.retryUnconfirmed(ctx, s, g, k); err != nil {
+			if err := rt.retryUnconfirmedWith(ctx, s, g, k, write); err != nil {
 				return err
 			}
 		}
@@ -169,13 +194,9 @@ func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys 
 	return nil
 }
 
-// retryUnconfirmed writes k again (k.Retry) while s's execution is not
-// confirmed: a TUI that dropped the key gets it again, and one that took
-// it has confirmed the prompt by then.
-func (rt *runtime) retryUnconfirmed(ctx context.Context, s *session, g *generation, k harness.Keystroke) error {
-	return rt.retryUnconfirmedWith(ctx, s, g, k, g.proc.Write)
-}
-
+// retryUnconfirmedWith writes k again (k.Retry) while s's execution is
+// not confirmed: a TUI that dropped the key gets it again, and one that
+// took it has confirmed the prompt by then.
 func (rt *runtime) retryUnconfirmedWith(ctx context.Context, s *session, g *generation, k harness.Keystroke, write func([]byte) (int, error)) error {
 	s.mu.Lock()
 	e := s.exec
@@ -215,6 +236,13 @@ func (rt *runtime) retryUnconfirmedWith(ctx context.Context, s *session, g *gene
 // fallback). mark is the chunk count at the previous write: the echo must
 // come after it.
 func (rt *runtime) await(ctx context.Context, s *session, g *generation, a harness.Await, mark uint64) error {
+	_, err := rt.awaitEvidence(ctx, s, g, a, mark)
+	return err
+}
+
+// awaitEvidence is await, reporting also whether a.Echo was seen (true
+// when a has none).
+func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation, a harness.Await, mark uint64) (bool, error) {
 	start := time.Now()
 	s.mu.Lock()
 	id := s.rec.ID
@@ -268,7 +296,7 @@ func (rt *runtime) await(ctx context.Context, s *session, g *generation, a harne
 		}
 		if waiting == "" {
 			rt.log.Debug("prompt delivery: evidence seen", "session", id, "waited", time.Since(start))
-			return nil
+			return true, nil
 		}
 		select {
 		case <-st.wake:
@@ -282,11 +310,53 @@ func (rt *runtime) await(ctx context.Context, s *session, g *generation, a harne
 				args = append(args, "echo", echo, "near_cursor", rt.nearCursor(s))
 			}
 			rt.log.Warn("prompt delivery fell back to its timeout", args...)
-			return nil
+			return echoed, nil
 		case <-g.exited:
-			return errGenerationExited
+			return false, errGenerationExited
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
+		}
+	}
+}
+
+// A dropped paste (harness.Await.Lost) is judged on a settled screen:
+// once the output has been quiet lostSettle, waited for lostWait at most
+// (a TUI that keeps drawing is not judged, and the write goes ahead).
+const (
+	lostSettle = 500 * time.Millisecond
+	lostWait   = 15 * time.Second
+)
+
+// pasteLost reports whether, once g's output has settled, the grid shows
+// one of a.Lost (the TUI's empty input box) and not a.Echo at the cursor:
+// the paste whose echo never came was dropped.
+func (rt *runtime) pasteLost(ctx context.Context, s *session, g *generation, a harness.Await) (bool, error) {
+	deadline := time.NewTimer(lostWait)
+	defer deadline.Stop()
+	settle := time.NewTimer(lostSettle)
+	defer settle.Stop()
+	for {
+		st := g.out.state()
+		rest := lostSettle - time.Since(st.last)
+		if rest <= 0 {
+			var echo []string
+			for _, e := range a.Echo {
+				if e != "" {
+					echo = append(echo, e)
+				}
+			}
+			return rt.shownAnywhere(s, a.Lost) && !rt.echoShown(s, echo), nil
+		}
+		settle.Reset(rest)
+		select {
+		case <-st.wake:
+		case <-settle.C:
+		case <-deadline.C:
+			return false, nil
+		case <-g.exited:
+			return false, errGenerationExited
+		case <-ctx.Done():
+			return false, ctx.Err()
 		}
 	}
 }

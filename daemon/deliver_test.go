@@ -270,3 +270,104 @@ func TestDeliverRetriesUntilConfirmed(t *testing.T) {
 		t.Fatalf("wrote %q after the prompt was confirmed", buf.String())
 	}
 }
+
+// tuiInput plays a TUI's input box for deliverWith: each write is
+// recorded, and a bracketed paste is shown in the box unless drop says
+// to lose it (the box is then drawn again empty, as Gemini CLI does when
+// a resume's redraw swallows a paste).
+type tuiInput struct {
+	s      *session
+	g      *generation
+	mu     sync.Mutex
+	writes []string
+	pastes int
+	drop   func(paste int) bool
+}
+
+const emptyBox = "\x1b[2J\x1b[H\x1b[?2004h > Type your message\r\x1b[3C"
+
+func (u *tuiInput) write(p []byte) (int, error) {
+	u.mu.Lock()
+	u.writes = append(u.writes, string(p))
+	paste := strings.HasPrefix(string(p), "\x1b[200~")
+	if paste {
+		u.pastes++
+	}
+	n := u.pastes
+	u.mu.Unlock()
+	if paste {
+		if u.drop(n) {
+			play(u.s, u.g, emptyBox)
+		} else {
+			play(u.s, u.g, "\x1b[2K\r > fix the WORD")
+		}
+	}
+	return len(p), nil
+}
+
+func (u *tuiInput) written() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]string(nil), u.writes...)
+}
+
+// deliveryKeys is a paste submission shaped like Gemini CLI's, with short
+// fallbacks.
+func deliveryKeys(repaste int) []harness.Keystroke {
+	return []harness.Keystroke{
+		{Data: []byte{0x15}, Await: &harness.Await{PasteMode: true, Shown: []string{"Type your message"}, Timeout: noFallback}},
+		{Data: []byte("\x1b[200~fix the WORD\x1b[201~")},
+		{Data: []byte{'\r'}, Await: &harness.Await{Echo: []string{"WORD", ""}, Timeout: 50 * time.Millisecond,
+			Lost: []string{"Type your message"}, Repaste: repaste}},
+	}
+}
+
+// A paste the TUI dropped (its input box drawn empty again, no echo) is
+// written again from Ctrl-U, at most Repaste times; one that shows goes
+// on to Enter at once.
+func TestDeliverRepastesADroppedPaste(t *testing.T) {
+	const clear, paste, enter = "\x15", "\x1b[200~fix the WORD\x1b[201~", "\r"
+	for _, c := range []struct {
+		name    string
+		repaste int
+		drop    func(int) bool
+		want    []string
+	}{
+		{"shown", 2, func(int) bool { return false }, []string{clear, paste, enter}},
+		{"dropped once", 2, func(n int) bool { return n == 1 }, []string{clear, paste, clear, paste, enter}},
+		{"always dropped", 2, func(int) bool { return true }, []string{clear, paste, clear, paste, clear, paste, enter}},
+		{"no repaste asked", 0, func(int) bool { return true }, []string{clear, paste, enter}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rt, s, g, logs := deliveryRig()
+			play(s, g, emptyBox)
+			u := &tuiInput{s: s, g: g, drop: c.drop}
+			if err := rt.deliverWith(context.Background(), s, g, deliveryKeys(c.repaste), u.write); err != nil {
+				t.Fatal(err)
+			}
+			if got := u.written(); strings.Join(got, "|") != strings.Join(c.want, "|") {
+				t.Fatalf("wrote %q, want %q; log:\n%s", got, c.want, logs)
+			}
+			if n, want := strings.Count(logs.String(), "writing the input again"), len(c.want)/2-1; n != want {
+				t.Fatalf("%d repastes logged, want %d:\n%s", n, want, logs)
+			}
+		})
+	}
+}
+
+// A screen that shows no empty input box once it settles (the TUI is
+// still drawing elsewhere, or shows the paste in a way the echo missed)
+// is not a dropped paste: Enter goes ahead, and nothing is pasted twice.
+func TestDeliverNoRepasteWithoutAnEmptyBox(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	play(s, g, emptyBox)
+	u := &tuiInput{s: s, g: g, drop: func(int) bool { return false }}
+	keys := deliveryKeys(2)
+	keys[2].Await.Echo = []string{"NOT-ON-SCREEN"}
+	if err := rt.deliverWith(context.Background(), s, g, keys, u.write); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.written(); len(got) != 3 || got[2] != "\r" {
+		t.Fatalf("wrote %q, want one paste and Enter; log:\n%s", got, logs)
+	}
+}

@@ -432,14 +432,24 @@ const (
 // The first write also waits for the idle input box: a resumed Gemini
 // runs its SessionStart hook (and turns bracketed paste on) well before
 // it has drawn the conversation and its input box, and a paste written
-// then is lost.
+// then is lost. A paste that never shows while the box is drawn empty
+// again is written again (geminiRepastes).
 func (Gemini) Submit(prompt string) []Keystroke {
 	keys := pasteSubmit(prompt, geminiPastePlaceholder)
 	keys[0].Await.Shown = []string{geminiInputBox}
 	keys[0].Await.Timeout = geminiInputBoxTimeout
-	keys[len(keys)-1].Retry = &Retry{After: geminiEnterRetry, Max: geminiEnterRetries}
+	enter := &keys[len(keys)-1]
+	enter.Await.Lost = []string{geminiInputBox}
+	enter.Await.Repaste = geminiRepastes
+	enter.Retry = &Retry{After: geminiEnterRetry, Max: geminiEnterRetries}
 	return keys
 }
+
+// geminiRepastes bounds the pastes written again when one was dropped:
+// a resumed Gemini CLI 0.61.0 can draw its input box, take the paste, and
+// then clear the screen and redraw the conversation with the box empty
+// (under dlgt's tests on 2 busy cores, about one resume in 30).
+const geminiRepastes = 2
 
 // geminiInputBox is the placeholder of Gemini CLI's empty input box
 // (" >   Type your message or @path/to/file"); geminiInputBoxTimeout

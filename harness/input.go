@@ -30,6 +30,14 @@ type Await struct {
 	Quiet time.Duration
 	// Timeout bounds the wait from the moment the write is due.
 	Timeout time.Duration
+	// Lost and Repaste are for a TUI that can drop a paste (Gemini CLI
+	// while a resume redraws): when Echo is still unseen at Timeout, the
+	// daemon waits for the TUI to draw again and settle; if it then shows
+	// one of Lost (its empty input box) and still no echo, the paste was
+	// dropped, and the input is written again from its first keystroke,
+	// at most Repaste times. Otherwise the write goes ahead as before.
+	Lost    []string
+	Repaste int
 }
 
 // Delivery timing, measured on the pinned CLIs: Claude Code 2.1.332 turns
