@@ -188,6 +188,11 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 	if err != nil {
 		return rpc.Receipt{}, err
 	}
+	if p.Worktree != nil && p.Worktree.Branch != "" {
+		if err := validateBranchSyntax(p.Worktree.Branch); err != nil {
+			return rpc.Receipt{}, err
+		}
+	}
 	digest, err := payloadDigest(rpc.MethodSessionCreate, acceptanceParams(ctx))
 	if err != nil {
 		return rpc.Receipt{}, err
@@ -206,7 +211,35 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		Model: p.Model, Effort: p.Effort, HarnessOptions: p.HarnessOptions, AutoApprove: autoApprove,
 		State: rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1, Rows: rows, Cols: cols,
 	}
+	if p.Worktree != nil {
+		// Made only once the request_id is reserved: a replay returns the
+		// Session this made and never makes a second worktree.
+		if rec.Alias == "" {
+			rec.Alias = slugAlias(p.Title) // create keeps it unless taken
+		}
+		branch := p.Worktree.Branch
+		if branch == "" {
+			branch = defaultBranch(rec.Alias)
+		}
+		wt, launch, werr := rt.makeWorktree(ctx, p.Cwd, branch)
+		if werr != nil {
+			rt.receipts.finish(p.RequestID, res, nil)
+			return rpc.Receipt{}, werr
+		}
+		rec.Worktree, rec.Cwd = wt, launch
+	}
 	st, err := rt.create(ctx, rec, p.Alias != "", launchOpts{env: p.Environment, rows: rows, cols: cols, timeout: timeout}, p.Prompt)
+	if err != nil && rec.Worktree != nil {
+		// Nothing half-made: a create that left no Session takes its
+		// worktree and branch with it; a Session that exists (failed
+		// after binding) keeps them, recorded.
+		var re *rpc.Error
+		if !errors.As(err, &re) || re.SessionID == "" {
+			if rerr := rt.removeWorktreeDir(rec.Worktree.Repo, rec.Worktree.Path, rec.Worktree.Branch); rerr != nil {
+				rt.log.Warn("removing the worktree of a failed create", "path", rec.Worktree.Path, "err", rerr)
+			}
+		}
+	}
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
 		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
@@ -229,7 +262,14 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 		rt.mu.Unlock()
 		return nil, rpc.Errorf(rpc.CodeRPCUnavailable, "the daemon is shutting down")
 	}
-	if rec.Alias == "" || !exactAlias {
+	if !exactAlias && rec.Alias != "" {
+		// Derived before the create (a worktree's branch is named
+		// from it): kept unless another Session took it meanwhile.
+		if _, taken := rt.aliases[rec.Alias]; taken {
+			rec.Alias = ""
+		}
+	}
+	if rec.Alias == "" {
 		for {
 			s.rec.Alias = slugAlias(rec.Title)
 			if _, taken := rt.aliases[s.rec.Alias]; !taken {

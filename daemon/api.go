@@ -124,6 +124,7 @@ func (rt *runtime) routes() []route {
 		serve(rpc.ProfileList, profileList),
 		serve(rpc.HarnessList, rt.harnessList),
 		serve(rpc.SessionRespond, rt.sessionRespond),
+		serve(rpc.SessionDiff, rt.sessionDiff),
 
 		serve(HookMethod, rt.hookDeliver),
 		serve(HookDecisionMethod, rt.hookDecision),

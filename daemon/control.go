@@ -237,10 +237,65 @@ func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, p rpc.Session
 		}
 		return nil
 	}
+	var wt *rpc.Worktree
+	if p.RemoveWorktree {
+		// Checked before the stop, so a refused removal changes nothing.
+		if wt, err = rt.removableWorktree(ctx, s, p.Force); err != nil {
+			return rpc.SessionResult{}, err
+		}
+	}
 	if err := rt.stopSessionIf(s, p.Force, "stopped", refuse); err != nil {
 		return rpc.SessionResult{}, err
 	}
+	if wt != nil && !wt.Removed {
+		if err := rt.removeSessionWorktree(ctx, s, wt, p.Force); err != nil {
+			return rpc.SessionResult{}, err
+		}
+	}
 	return rpc.SessionResult{Session: s.snapshot()}, nil
+}
+
+// removableWorktree is s's worktree when session.stop may remove it.
+func (rt *runtime) removableWorktree(ctx context.Context, s *session, force bool) (*rpc.Worktree, error) {
+	s.mu.Lock()
+	id := s.rec.ID
+	var wt *rpc.Worktree
+	if s.rec.Worktree != nil {
+		c := *s.rec.Worktree
+		wt = &c
+	}
+	s.mu.Unlock()
+	if wt == nil {
+		return nil, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "remove_worktree", SessionID: id, Message: "the Session has no worktree"}
+	}
+	if wt.Removed {
+		return wt, nil
+	}
+	return wt, checkRemovable(ctx, id, wt, force)
+}
+
+// removeSessionWorktree removes a stopped Session's worktree and branch
+// (checked again now that the harness is gone) and records it.
+func (rt *runtime) removeSessionWorktree(ctx context.Context, s *session, wt *rpc.Worktree, force bool) error {
+	s.mu.Lock()
+	id := s.rec.ID
+	s.mu.Unlock()
+	if err := checkRemovable(ctx, id, wt, force); err != nil {
+		return err
+	}
+	if err := rt.removeWorktreeDir(wt.Repo, wt.Path, wt.Branch); err != nil {
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: "removing the worktree failed: " + clipText(err.Error(), 400)}
+	}
+	s.mu.Lock()
+	if s.rec.Worktree != nil {
+		s.rec.Worktree.Removed = true
+	}
+	err := rt.persistLocked(s)
+	s.mu.Unlock()
+	if err != nil {
+		rt.log.Warn("recording a removed worktree", "session", id, "err", err)
+	}
+	return nil
 }
 
 func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, p rpc.SessionRestartParams) (rpc.SessionResult, error) {

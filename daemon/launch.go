@@ -61,6 +61,9 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	s.mu.Lock()
 	rec := s.rec
 	s.mu.Unlock()
+	if rec.Worktree != nil && rec.Worktree.Removed {
+		return nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: rec.ID, Message: "the Session's worktree was removed (session.stop remove_worktree); create a new Session"}
+	}
 	g := &generation{launchID: newLaunchID(), ready: make(chan struct{}), exited: make(chan struct{})}
 	stateDir := filepath.Join(rt.paths.DataDir, "launch", s.uid)
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {

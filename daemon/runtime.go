@@ -404,7 +404,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	res := &rpc.Result{
 		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
 		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
-		Usage: s.execUsageLocked(e),
+		Usage: s.execUsageLocked(e), Diff: rt.diffSummaryLocked(s),
 	}
 	if status == rpc.StatusCompleted || text != "" {
 		t := text

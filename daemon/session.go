@@ -40,6 +40,8 @@ type sessionRecord struct {
 	FinalLive []string `json:"final_live,omitempty"`
 	Rows      int      `json:"rows"`
 	Cols      int      `json:"cols"`
+	// Worktree is the git worktree the Session runs in (Cwd is inside it).
+	Worktree *rpc.Worktree `json:"worktree,omitempty"`
 }
 
 type execRecord struct {
@@ -160,6 +162,10 @@ func (s *session) snapshotLocked(now time.Time) rpc.Session {
 		ID: r.ID, Alias: r.Alias, Title: r.Title, Harness: r.Harness, Cwd: r.Cwd,
 		Model: r.Model, Effort: r.Effort, State: string(r.State),
 		CreatedAtMS: r.CreatedAtMS, UpdatedAtMS: r.UpdatedAtMS,
+	}
+	if r.Worktree != nil {
+		wt := *r.Worktree
+		out.Worktree = &wt
 	}
 	if r.State == rpc.StateBusy && s.exec != nil {
 		busy := now.Sub(s.exec.startedAt).Milliseconds()

@@ -70,6 +70,9 @@ type Error struct {
 	// WorkableMaxBytes is a max_bytes value verified to render a response,
 	// set when max_bytes was too small.
 	WorkableMaxBytes int `json:"workable_max_bytes,omitempty"`
+	// DirtyFiles counts the uncommitted and untracked files of a worktree
+	// a removal refused (session.stop remove_worktree without force).
+	DirtyFiles int `json:"dirty_files,omitempty"`
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }

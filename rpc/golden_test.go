@@ -187,6 +187,16 @@ func goldenCases() map[string]goldenCase {
 				Capabilities:    HarnessCapabilities{Resume: true, Cancel: true, HarnessOptions: true, AutoApprove: true, EffortLevels: []string{"low", "medium", "high"}, Blocking: true},
 			}}},
 		},
+		MethodSessionDiff: {
+			id:     `"req_16"`,
+			params: &SessionDiffParams{Session: "review", MaxBytes: 65536},
+			result: SessionDiffResult{
+				Session:  exampleSession(codexID, StateIdle),
+				Worktree: Worktree{Path: "/home/dev/.local/state/dlgt/worktrees/dlgt-1a2b3c4d/dlgt-review", Branch: "dlgt/review", BaseCommit: "4dea75e0c1b2a3f4e5d6c7b8a9f0e1d2c3b4a5f6", Repo: "/home/dev/src/dlgt"},
+				Summary:  DiffSummary{Files: 1, Insertions: 1},
+				Diff:     "diff --git a/NOTES b/NOTES\nnew file mode 100644\nindex 0000000..3b18e51\n--- /dev/null\n+++ b/NOTES\n@@ -0,0 +1 @@\n+hello world\n",
+			},
+		},
 	}
 }
 
@@ -245,6 +255,8 @@ func newParams(method string) any {
 		return &HarnessListParams{}
 	case MethodSessionRespond:
 		return &SessionRespondParams{}
+	case MethodSessionDiff:
+		return &SessionDiffParams{}
 	}
 	return nil
 }

@@ -122,6 +122,7 @@ var (
 	SessionList       = Method[SessionListParams, SessionListResult]{MethodSessionList}
 	SessionRead       = Method[SessionReadParams, SessionReadResult]{MethodSessionRead}
 	SessionStop       = Method[SessionStopParams, SessionResult]{MethodSessionStop}
+	SessionDiff       = Method[SessionDiffParams, SessionDiffResult]{MethodSessionDiff}
 	EventRead         = Method[EventReadParams, []Event]{MethodEventRead}
 	EventSubscribe    = Method[EventReadParams, SubscribeAck]{MethodEventSubscribe}
 	ScrollbackRead    = Method[ScrollbackReadParams, ScrollbackPage]{MethodScrollbackRead}
@@ -139,6 +140,7 @@ var Public = []Descriptor{
 	SessionList, SessionRead, SessionStop, EventRead, EventSubscribe,
 	ScrollbackRead, TranscriptReadRaw, ModelList, ProfileList, HarnessList,
 	SessionRespond,
+	SessionDiff,
 }
 
 func descriptorNames(ds []Descriptor) []string {

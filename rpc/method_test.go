@@ -15,14 +15,14 @@ import (
 )
 
 // contractOrder is the "Public methods" list of the v1 contract, in its
-// order.
+// order, then the extensions (session.respond, session.diff).
 var contractOrder = []string{
 	"session.create", "session.restart", "session.send", "session.fetch",
 	"session.cancel", "session.list", "session.read", "session.stop",
 	"event.read", "event.subscribe", "scrollback.read", "transcript.read_raw",
 	"model.list", "profile.list", "harness.list",
-	// Extension beyond the v1 list (docs/rpc.md, "session.respond").
-	"session.respond",
+	// Extensions beyond the v1 list (docs/rpc.md).
+	"session.respond", "session.diff",
 }
 
 // Every public method has exactly one descriptor, in the contract's order,

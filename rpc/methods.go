@@ -19,6 +19,7 @@ const (
 	MethodProfileList       = "profile.list"
 	MethodHarnessList       = "harness.list"
 	MethodSessionRespond    = "session.respond"
+	MethodSessionDiff       = "session.diff"
 )
 
 // Internal methods are served on the daemon socket for dlgt's own

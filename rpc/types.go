@@ -94,6 +94,59 @@ type SessionCreateParams struct {
 	Rows             int               `json:"rows,omitempty"`
 	Cols             int               `json:"cols,omitempty"`
 	CorrelationID    string            `json:"correlation_id,omitempty"`
+	// Worktree (an extension of the seed) runs the Session in a git
+	// worktree of its own on a new branch; nil runs it in Cwd as given.
+	Worktree *WorktreeOption `json:"worktree,omitempty"`
+}
+
+// WorktreeOption asks for a git worktree on a new branch made from the
+// HEAD of the repository holding cwd. An empty Branch is derived from the
+// alias (or the title): "dlgt/<alias>".
+type WorktreeOption struct {
+	Branch string `json:"branch,omitempty"`
+}
+
+// Worktree is the git worktree a Session runs in (an extension of the
+// seed): Path the worktree's root (under the daemon's state directory),
+// Branch the branch it made, BaseCommit the HEAD it started from, Repo the
+// root of the repository cwd was in.
+type Worktree struct {
+	Path       string `json:"path"`
+	Branch     string `json:"branch"`
+	BaseCommit string `json:"base_commit"`
+	Repo       string `json:"repo"`
+	// Removed: session.stop remove_worktree removed the worktree and
+	// its branch.
+	Removed bool `json:"removed,omitempty"`
+}
+
+// DiffSummary counts what a worktree Session changed against its base
+// commit: the working tree (committed, staged, unstaged and untracked
+// files) against base_commit. Committed: the branch has commits beyond the
+// base. Error is set (and the counts are zero) when git could not say.
+type DiffSummary struct {
+	Files      int    `json:"files"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Committed  bool   `json:"committed"`
+	Error      string `json:"error,omitempty"`
+}
+
+// SessionDiffParams are the parameters of session.diff (an extension).
+type SessionDiffParams struct {
+	Session  string `json:"session" rpc:"required"`
+	MaxBytes int    `json:"max_bytes,omitempty"`
+}
+
+// SessionDiffResult is the result of session.diff: the unified diff of the
+// Session's worktree (working tree, untracked files as added) against its
+// base commit, cut to max_bytes at a line boundary when Truncated.
+type SessionDiffResult struct {
+	Session   Session     `json:"session"`
+	Worktree  Worktree    `json:"worktree"`
+	Summary   DiffSummary `json:"summary"`
+	Diff      string      `json:"diff"`
+	Truncated bool        `json:"truncated"`
 }
 
 // SessionRestartParams are the parameters of session.restart.
@@ -163,6 +216,10 @@ type SessionReadParams struct {
 type SessionStopParams struct {
 	Session string `json:"session" rpc:"required"`
 	Force   bool   `json:"force,omitempty"`
+	// RemoveWorktree (an extension) also removes the Session's worktree
+	// and deletes its branch; a worktree with uncommitted or untracked
+	// changes is refused unless Force.
+	RemoveWorktree bool `json:"remove_worktree,omitempty"`
 }
 
 // EventReadParams are the parameters of event.read and event.subscribe.
@@ -222,6 +279,8 @@ type Session struct {
 	// while it is blocked on one dlgt knows (a documented extension:
 	// docs/rpc.md, "Pending requests"); session.respond answers it.
 	Pending *Pending `json:"pending,omitempty"`
+	// Worktree (an extension) is the git worktree the Session runs in.
+	Worktree *Worktree `json:"worktree,omitempty"`
 }
 
 // Pending request kinds.
@@ -298,6 +357,9 @@ type Result struct {
 	StartedAtMS       int64           `json:"started_at_ms"`
 	CompletedAtMS     int64           `json:"completed_at_ms"`
 	Usage             json.RawMessage `json:"usage"`
+	// Diff (an extension) summarizes a worktree Session's changes
+	// against its base commit when the execution ended.
+	Diff *DiffSummary `json:"diff,omitempty"`
 }
 
 // Usage is what one execution cost, summed over the model requests its
