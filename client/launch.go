@@ -67,6 +67,10 @@ type LaunchSpec struct {
 	HarnessOptional bool
 	// Title, Alias, Prompt and RequestID pass through to the parameters.
 	Title, Alias, Prompt, RequestID string
+	// Worktree runs the Session in a git worktree of its own (nil: as
+	// the profile says; NoWorktree overrides a profile's worktree = true).
+	Worktree   *rpc.WorktreeOption
+	NoWorktree bool
 }
 
 // Launch is a resolved launch: where it runs and its parameters.
@@ -91,7 +95,10 @@ func (c *Client) ResolveLaunch(spec LaunchSpec) (Launch, error) {
 	p := rpc.SessionCreateParams{
 		Title: spec.Title, Alias: spec.Alias, Harness: spec.Harness, Model: spec.Model, Effort: spec.Effort,
 		HarnessOptions: spec.HarnessOptions, Prompt: spec.Prompt, RequestID: spec.RequestID,
-		Environment: c.LaunchEnvironment(),
+		Environment: c.LaunchEnvironment(), Worktree: spec.Worktree,
+	}
+	if spec.Resume && spec.Worktree != nil {
+		return l, rpc.InvalidField("worktree", "applies to a new Session only, not a resume")
 	}
 	if spec.Profile != "" {
 		profiles, err := c.LoadProfiles()
@@ -134,6 +141,9 @@ func (c *Client) ResolveLaunch(spec LaunchSpec) (Launch, error) {
 		if prof.AutoApprove != nil && !*prof.AutoApprove {
 			f := false
 			p.AutoApprove = &f
+		}
+		if p.Worktree == nil && prof.Worktree && !spec.Resume && !spec.NoWorktree {
+			p.Worktree = &rpc.WorktreeOption{}
 		}
 	}
 	if p.Harness == "" && !spec.Resume && !spec.HarnessOptional {

@@ -326,3 +326,37 @@ func TestSSHLine(t *testing.T) {
 		t.Error("a malformed host gave an ssh line")
 	}
 }
+
+// A profile's worktree = true asks each create for a worktree (the
+// branch from the alias) unless the caller says NoWorktree; an explicit
+// branch wins; a resume never takes one.
+func TestResolveLaunchWorktree(t *testing.T) {
+	home := t.TempDir()
+	writeProfiles(t, home, "[profiles.iso]\nharness = \"codex\"\nworktree = true\n")
+	c := newClient(t, client.Options{Home: home, Environ: environ(map[string]string{"PATH": "/bin"})})
+	for _, tc := range []struct {
+		spec client.LaunchSpec
+		want *rpc.WorktreeOption
+	}{
+		{client.LaunchSpec{Profile: "iso"}, &rpc.WorktreeOption{}},
+		{client.LaunchSpec{Profile: "iso", NoWorktree: true}, nil},
+		{client.LaunchSpec{Profile: "iso", Worktree: &rpc.WorktreeOption{Branch: "b"}}, &rpc.WorktreeOption{Branch: "b"}},
+		{client.LaunchSpec{Harness: "codex"}, nil},
+		{client.LaunchSpec{Profile: "iso", Resume: true}, nil},
+	} {
+		l, err := c.ResolveLaunch(tc.spec)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc.spec, err)
+		}
+		if got := l.Params.Worktree; (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+			t.Fatalf("%+v: worktree %+v, want %+v", tc.spec, got, tc.want)
+		}
+	}
+	if _, err := c.ResolveLaunch(client.LaunchSpec{Resume: true, Worktree: &rpc.WorktreeOption{}}); err == nil {
+		t.Fatal("a resume with a worktree was accepted")
+	}
+	ps, err := c.LoadProfiles()
+	if err != nil || !ps.List().Profiles[0].Worktree {
+		t.Fatalf("profile.list: %+v %v", ps.List(), err)
+	}
+}

@@ -81,6 +81,12 @@ func (c *Client) SessionStop(ctx context.Context, p rpc.SessionStopParams) (rpc.
 	return call(ctx, c, rpc.SessionStop, p.Session, p)
 }
 
+// SessionDiff returns a worktree Session's diff against its base commit,
+// bounded by MaxBytes (session.diff, an extension).
+func (c *Client) SessionDiff(ctx context.Context, p rpc.SessionDiffParams) (rpc.SessionDiffResult, error) {
+	return call(ctx, c, rpc.SessionDiff, p.Session, p)
+}
+
 // EventRead reads lifecycle events after a seq (event.read; at most
 // 1,000 a call).
 func (c *Client) EventRead(ctx context.Context, p rpc.EventReadParams) ([]rpc.Event, error) {

@@ -38,6 +38,9 @@ type Profile struct {
 	// whoever may answer them (session.respond) decides each tool call;
 	// absent or true keeps the default.
 	AutoApprove *bool `toml:"auto_approve"`
+	// Worktree runs the profile's Sessions in a git worktree of their own
+	// (session.create worktree, the branch named from the alias).
+	Worktree bool `toml:"worktree"`
 }
 
 // maxProfilesBytes bounds the profiles file; it is configuration, not data.
@@ -167,7 +170,7 @@ func (ps Profiles) List() rpc.ProfileListResult {
 		sort.Strings(keys)
 		res.Profiles = append(res.Profiles, rpc.Profile{
 			Name: name, Harness: pc.Harness, Model: pc.Model, Effort: pc.Effort,
-			HarnessOptions: pc.HarnessOptions, EnvironmentKeys: keys,
+			HarnessOptions: pc.HarnessOptions, EnvironmentKeys: keys, Worktree: pc.Worktree,
 		})
 	}
 	sort.Slice(res.Profiles, func(i, j int) bool { return res.Profiles[i].Name < res.Profiles[j].Name })

@@ -25,7 +25,7 @@ func TestMCPToolsAndAnnotations(t *testing.T) {
 	for _, tool := range res.Tools {
 		got[tool.Name] = tool.Annotations != nil && tool.Annotations.ReadOnlyHint
 	}
-	want := map[string]bool{"delegate": false, "send": false, "wait": true, "read": true, "list": true, "cancel": false, "stop": false, "respond": false}
+	want := map[string]bool{"delegate": false, "send": false, "wait": true, "read": true, "list": true, "cancel": false, "stop": false, "respond": false, "diff": true}
 	if len(got) != len(want) {
 		t.Errorf("tools %v, want %v", got, want)
 	}
@@ -313,5 +313,50 @@ func TestMCPBlockedSaysHowToRespond(t *testing.T) {
 	text, _, isErr = callTool(t, cs, "respond", map[string]any{"session": "claude:01", "decision": "allow"})
 	if !isErr || !strings.Contains(text, "SESSION_UNAVAILABLE") || len(d.params(rpc.MethodSessionRespond)) != 1 {
 		t.Errorf("respond with nothing pending:\n%s", text)
+	}
+}
+
+// delegate passes worktree (or a branch) on to session.create; diff asks
+// session.diff with the tool's bound and renders the stat and the diff;
+// stop passes remove_worktree.
+func TestMCPWorktreeDelegateDiffStop(t *testing.T) {
+	d := newFakeDaemon(t)
+	wt := &rpc.Worktree{Path: "/state/worktrees/p-1/dlgt-fix", Branch: "dlgt/fix", BaseCommit: "0123456789abcdef", Repo: "/src/p"}
+	sess := rpc.Session{ID: "codex:0199", Alias: "fix", Harness: "codex", State: "busy", Worktree: wt}
+	d.set(rpc.MethodSessionCreate, rpc.Receipt{Session: sess, ExecutionSeq: 1, Cursor: "3", Submission: "confirmed"})
+	d.set(rpc.MethodSessionDiff, rpc.SessionDiffResult{Session: sess, Worktree: *wt,
+		Summary: rpc.DiffSummary{Files: 1, Insertions: 1}, Diff: "diff --git a/x b/x\n+hello\n", Truncated: true})
+	d.set(rpc.MethodSessionStop, rpc.SessionResult{Session: sess})
+	cs := testServer(t, d, nil, nil, 5*time.Second)
+
+	for i, args := range []map[string]any{
+		{"harness": "codex", "prompt": "fix it", "request_id": "r-1", "worktree": true},
+		{"harness": "codex", "prompt": "fix it", "request_id": "r-2", "branch": "feature/x"},
+		{"harness": "codex", "prompt": "fix it", "request_id": "r-3"},
+	} {
+		if text, _, isErr := callTool(t, cs, "delegate", args); isErr || !strings.Contains(text, "Delegated") {
+			t.Fatalf("delegate %d: %q", i, text)
+		}
+	}
+	want := []string{`"worktree":{}`, `"worktree":{"branch":"feature/x"}`, ""}
+	for i, p := range d.params(rpc.MethodSessionCreate) {
+		if got := string(p); (want[i] == "" && strings.Contains(got, `"worktree":`)) || !strings.Contains(got, want[i]) {
+			t.Errorf("create %d params %s, want %s", i, got, want[i])
+		}
+	}
+
+	text, st, isErr := callTool(t, cs, "diff", map[string]any{"session": "fix"})
+	if isErr || !strings.Contains(text, "1 file changed, 1 insertion(+), 0 deletions(-), nothing committed") || !strings.Contains(text, "+hello\n") ||
+		!strings.Contains(text, "cut at") || !strings.Contains(text, "Worktree: branch dlgt/fix") || st["truncated"] != true {
+		t.Fatalf("diff: err %v text %q", isErr, text)
+	}
+	if p := d.params(rpc.MethodSessionDiff); len(p) != 1 || !strings.Contains(string(p[0]), `"max_bytes":65536`) {
+		t.Fatalf("session.diff params %s", p)
+	}
+	if text, _, isErr := callTool(t, cs, "stop", map[string]any{"session": "fix", "remove_worktree": true}); isErr {
+		t.Fatalf("stop: %q", text)
+	}
+	if p := d.params(rpc.MethodSessionStop); len(p) != 1 || !strings.Contains(string(p[0]), `"remove_worktree":true`) {
+		t.Fatalf("session.stop params %s", p)
 	}
 }

@@ -86,6 +86,7 @@ func NewServer(c *client.Client, opts Options) *sdk.Server {
 	sdk.AddTool(s, &sdk.Tool{Name: "delegate", Title: "Delegate a task",
 		Description: "Start a new Session of another coding agent (harness " + t.harnessList + ") and submit the task as its first prompt. " +
 			"Give a request_id (or a key to derive one) chosen before the first attempt: repeating the call with the same id and prompt returns the same receipt and never runs the task twice. " +
+			"With worktree true the agent works in a new git worktree on its own branch (your checkout is untouched; read its changes with diff). " +
 			"Returns the Session id and a cursor for wait.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false)}}, t.delegate)
 	sdk.AddTool(s, &sdk.Tool{Name: "send", Title: "Send a follow-up",
@@ -110,8 +111,12 @@ func NewServer(c *client.Client, opts Options) *sdk.Server {
 			"A request answered or withdrawn already (a person answered it in the terminal) is an error; repeating the same answer is not.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true}}, t.respond)
 	sdk.AddTool(s, &sdk.Tool{Name: "stop", Title: "Stop a Session",
-		Description: "Stop the Session's harness when the work is done. A running execution is refused unless force is true.",
+		Description: "Stop the Session's harness when the work is done. A running execution is refused unless force is true. A worktree and its branch are kept unless remove_worktree is true.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true)}}, t.stop)
+	sdk.AddTool(s, &sdk.Tool{Name: "diff", Title: "Read a worktree Session's changes",
+		Description: "For a Session delegated with worktree: its changes against the commit its worktree started from (committed, uncommitted and new files), as a unified diff with a stat, bounded by max_bytes. " +
+			"Review it, then merge the branch (git merge BRANCH in your checkout) or discard it (stop with remove_worktree and force).",
+		Annotations: readOnly}, t.diff)
 	return s
 }
 

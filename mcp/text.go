@@ -207,6 +207,25 @@ func sessionLine(w io.Writer, s *rpc.Session) {
 		alias = ", alias " + s.Alias
 	}
 	fmt.Fprintf(w, "Session %s (%s, %q%s) is %s.\n", s.ID, s.Harness, s.Title, alias, s.State)
+	if s.Worktree != nil {
+		fmt.Fprintf(w, "Worktree: %s.\n", render.Worktree(*s.Worktree))
+	}
+}
+
+// diffText renders a session.diff answer: the stat, then the diff.
+func diffText(r *rpc.SessionDiffResult) string {
+	var b strings.Builder
+	sessionLine(&b, &r.Session)
+	fmt.Fprintf(&b, "Changes against %s: %s.\n", r.Worktree.BaseCommit, render.DiffStat(r.Summary))
+	if r.Diff == "" {
+		b.WriteString("No changes.\n")
+		return b.String()
+	}
+	b.WriteString(r.Diff)
+	if r.Truncated {
+		fmt.Fprintf(&b, "\n[The diff was cut at %d bytes: call diff with a larger max_bytes, or run git diff %s in %s.]\n", len(r.Diff), r.Worktree.BaseCommit, r.Worktree.Path)
+	}
+	return b.String()
 }
 
 // resultText renders one execution result: status, error, usage and the
@@ -219,6 +238,9 @@ func resultText(b *strings.Builder, r *rpc.Result) {
 	if u := bytes.TrimSpace(r.Usage); len(u) > 0 && string(u) != "null" {
 		// The CLI's words (session read -o text), not the raw keys.
 		fmt.Fprintf(b, "Usage: %s\n", render.Usage(r.Usage))
+	}
+	if r.Diff != nil {
+		fmt.Fprintf(b, "Changes: %s (read them with diff).\n", render.DiffStat(*r.Diff))
 	}
 	switch {
 	case r.FinalText != nil:

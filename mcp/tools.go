@@ -28,6 +28,8 @@ type delegateIn struct {
 	Model     string `json:"model,omitempty" jsonschema:"model id or alias"`
 	Effort    string `json:"effort,omitempty" jsonschema:"reasoning effort"`
 	Profile   string `json:"profile,omitempty" jsonschema:"launch profile from the user's dlgt profiles file"`
+	Worktree  bool   `json:"worktree,omitempty" jsonschema:"run the agent in a new git worktree of cwd's repository on a new branch, so its edits never touch your checkout; read them with the diff tool, then merge or discard the branch"`
+	Branch    string `json:"branch,omitempty" jsonschema:"the worktree's new branch (default dlgt/<alias>); implies worktree"`
 }
 
 type sendIn struct {
@@ -68,9 +70,18 @@ type respondIn struct {
 }
 
 type stopIn struct {
-	Session string `json:"session" jsonschema:"Session id or alias"`
-	Force   bool   `json:"force,omitempty" jsonschema:"stop even while an execution is running (it ends as interrupted)"`
+	Session        string `json:"session" jsonschema:"Session id or alias"`
+	Force          bool   `json:"force,omitempty" jsonschema:"stop even while an execution is running (it ends as interrupted); with remove_worktree, remove uncommitted or unmerged work too"`
+	RemoveWorktree bool   `json:"remove_worktree,omitempty" jsonschema:"also remove the Session's worktree and branch (refused while it holds uncommitted or unmerged work, unless force)"`
 }
+
+type diffIn struct {
+	Session  string `json:"session" jsonschema:"Session id or alias of a Session made with worktree"`
+	MaxBytes int    `json:"max_bytes,omitempty" jsonschema:"cut the diff after this many bytes (default 64 KiB, at most 4 MiB)"`
+}
+
+// mcpDiffBytes is the diff tool's default bound: a diff a model reads.
+const mcpDiffBytes = 64 << 10
 
 // ---- handlers --------------------------------------------------------------
 
@@ -89,9 +100,13 @@ func (t *tools) delegate(ctx context.Context, _ *sdk.CallToolRequest, in delegat
 	if title == "" {
 		title = titleFrom(in.Prompt)
 	}
+	var wt *rpc.WorktreeOption
+	if in.Worktree || in.Branch != "" {
+		wt = &rpc.WorktreeOption{Branch: in.Branch}
+	}
 	l, err := t.c.ResolveLaunch(client.LaunchSpec{
 		Profile: in.Profile, Harness: in.Harness, Model: in.Model, Effort: in.Effort, Cwd: in.Cwd,
-		Title: title, Alias: in.Alias, Prompt: in.Prompt, RequestID: reqID,
+		Title: title, Alias: in.Alias, Prompt: in.Prompt, RequestID: reqID, Worktree: wt,
 	})
 	if err != nil {
 		if re := rpc.AsError(err); re.Code == rpc.CodeInvalidArgument && re.Field == "harness" {
@@ -290,11 +305,31 @@ func (t *tools) stop(ctx context.Context, _ *sdk.CallToolRequest, in stopIn) (*s
 	if err != nil {
 		return toolError("stop", err), nil, nil
 	}
-	r, err := c.SessionStop(ctx, rpc.SessionStopParams{Session: in.Session, Force: in.Force})
+	r, err := c.SessionStop(ctx, rpc.SessionStopParams{Session: in.Session, Force: in.Force, RemoveWorktree: in.RemoveWorktree})
 	if err != nil {
 		return toolError("stop", err), nil, nil
 	}
 	return withJSON(t.sessionResultText("Stopped", &r), r), nil, nil
+}
+
+// diff returns a worktree Session's diff against its base commit,
+// bounded (64 KiB unless max_bytes says otherwise).
+func (t *tools) diff(ctx context.Context, _ *sdk.CallToolRequest, in diffIn) (*sdk.CallToolResult, any, error) {
+	if in.Session == "" {
+		return toolError("diff", rpc.InvalidField("session", "is required")), nil, nil
+	}
+	if in.MaxBytes == 0 {
+		in.MaxBytes = mcpDiffBytes
+	}
+	c, err := t.clientFor(in.Session)
+	if err != nil {
+		return toolError("diff", err), nil, nil
+	}
+	r, err := c.SessionDiff(ctx, rpc.SessionDiffParams{Session: in.Session, MaxBytes: in.MaxBytes})
+	if err != nil {
+		return toolError("diff", err), nil, nil
+	}
+	return withJSON(textResult(diffText(&r)), r), nil, nil
 }
 
 // requestID is the given id, or one derived from key within scope. Never

@@ -584,6 +584,9 @@ type Profile struct {
 	// EnvironmentKeys names the variables a profile adds; values are never
 	// listed because they may be secrets.
 	EnvironmentKeys []string `json:"environment_keys,omitempty"`
+	// Worktree: the profile's Sessions run in a git worktree of their own
+	// (an extension).
+	Worktree bool `json:"worktree,omitempty"`
 }
 
 // ProfileListResult is the result of profile.list.

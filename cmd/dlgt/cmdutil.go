@@ -119,6 +119,29 @@ type launchOptions struct {
 	harnessOptions                            []string
 	noAutoApprove                             bool
 	startupTimeout                            time.Duration
+	// worktree and noWorktree: session create's --worktree[=BRANCH] and
+	// --no-worktree (registerWorktree).
+	worktree   *rpc.WorktreeOption
+	noWorktree bool
+}
+
+// worktreeDefault is --worktree's value when given without one: a space,
+// which no branch name has, stands for "derive it from the alias".
+const worktreeDefault = " "
+
+// registerWorktree adds session create's worktree flags.
+func (o *launchOptions) registerWorktree(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.String("worktree", "", "run the Session in a new git worktree of cwd's repository on a new branch: --worktree (branch dlgt/<alias>) or --worktree=BRANCH")
+	f.Lookup("worktree").NoOptDefVal = worktreeDefault
+	f.BoolVar(&o.noWorktree, "no-worktree", false, "run in cwd itself even when the profile sets worktree = true")
+}
+
+// worktreeFlag reads --worktree into o.worktree.
+func (o *launchOptions) worktreeFlag(cmd *cobra.Command) {
+	if f := cmd.Flags().Lookup("worktree"); f != nil && f.Changed {
+		o.worktree = &rpc.WorktreeOption{Branch: strings.TrimSpace(f.Value.String())}
+	}
 }
 
 func (o *launchOptions) register(cmd *cobra.Command) {
@@ -147,6 +170,7 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string, resu
 		Profile: o.profile, Harness: harness, Model: o.model, Effort: o.effort, HarnessOptions: o.harnessOptions,
 		Cwd: o.cwd, NoAutoApprove: o.noAutoApprove, StartupTimeout: o.startupTimeout, Resume: resume,
 		HarnessOptional: true, Title: o.title, Alias: o.alias,
+		Worktree: o.worktree, NoWorktree: o.noWorktree,
 	})
 	if err != nil {
 		return l.Params, launchFlagError(err)

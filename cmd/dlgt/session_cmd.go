@@ -35,6 +35,7 @@ the error code (see dlgt --help).`,
 		newSessionCancelCommand(e),
 		newSessionRespondCommand(e),
 		newSessionStopCommand(e),
+		newSessionDiffCommand(e),
 		newSessionRestartCommand(e),
 	)
 	return cmd

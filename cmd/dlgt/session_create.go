@@ -50,9 +50,17 @@ profile's environment; the profile's harness, model, effort and
 harness_options apply unless the flag is given explicitly (client environment
 < profile < explicit flags). A relative --cwd is resolved by the client.
 With --stdin the prompt is read from stdin byte for byte (a trailing newline
-is kept). The receipt's cursor is where to start fetching.`,
+is kept). The receipt's cursor is where to start fetching.
+
+With --worktree the daemon makes a git worktree of the repository holding
+--cwd on a new branch from its HEAD (--worktree=BRANCH names it; the
+default is dlgt/<alias>), under its state directory, and launches the
+harness there (in the same subdirectory). Outside a repository, or with a
+branch that exists, the create is refused (INVALID_ARGUMENT) and nothing
+is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 		Example: `  dlgt session create --harness claude --cwd . --title "review" --request-id r1 -- "Review the diff on this branch"
   dlgt session create --harness claude --title review --request-id r3 --wait 10m -o text -- "Review the last commit"
+  dlgt session create --harness codex --worktree --title "fix flaky test" --request-id r4 -- "Fix TestFoo"
   git diff | dlgt session create --profile review --cwd ~/src/app --title diff --request-id r2 --stdin`,
 		Args: jsonArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -64,6 +72,10 @@ is kept). The receipt's cursor is where to start fetching.`,
 					return usageFailure(cmd, err)
 				}
 				prompt = p
+			}
+			opts.worktreeFlag(cmd)
+			if opts.worktree != nil && opts.noWorktree {
+				return usageFailure(cmd, usageError("--worktree and --no-worktree exclude each other"))
 			}
 			params, err := opts.resolve(cmd, e, harness, false)
 			if err != nil {
@@ -98,6 +110,7 @@ is kept). The receipt's cursor is where to start fetching.`,
 		},
 	}
 	opts.register(cmd)
+	opts.registerWorktree(cmd)
 	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: "+harnessList(e.registry())+" (required unless --profile sets it)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key, required: retrying with the same id and parameters replays the receipt")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")

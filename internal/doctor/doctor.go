@@ -91,9 +91,76 @@ func Run(ctx context.Context, o Options) []Check {
 		checks = append(checks, checkStateDir(p)...)
 		return append(checks, remoteChecks(ctx, o.Host, o.Client)...)
 	}
-	checks = append(checks, checkDaemon(ctx, p, o.Getenv("DLGT_SOCKET") != "", o.Client))
+	dc := checkDaemon(ctx, p, o.Getenv("DLGT_SOCKET") != "", o.Client)
+	checks = append(checks, dc)
 	checks = append(checks, checkStateDir(p)...)
+	// Only a daemon of this version that answered is asked for its
+	// Sessions (a call could otherwise start one).
+	up := dc.OK && strings.HasPrefix(dc.Detail, "dlgt daemon ")
+	if wc, ok := checkWorktrees(ctx, p, o.Client, up); ok {
+		checks = append(checks, wc)
+	}
 	return checks
+}
+
+// checkWorktrees lists the worktrees the daemon made (under
+// $DLGT_HOME/worktrees) that no Session it holds claims, and the
+// Sessions whose worktree directory vanished. A warning, never a
+// failure; reported only when there is something to say.
+func checkWorktrees(ctx context.Context, p daemon.Paths, cl *client.Client, daemonUp bool) (Check, bool) {
+	dirs, _ := filepath.Glob(filepath.Join(p.Home, "worktrees", "*", "*"))
+	claimed := map[string]bool{}
+	var vanished []string
+	if daemonUp && cl != nil {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		list, err := cl.SessionList(lctx, rpc.SessionListParams{All: true})
+		if err != nil {
+			return Check{Name: "worktrees", OK: true, Warning: true, Detail: "cannot list the daemon's Sessions: " + clip(err.Error(), 200)}, true
+		}
+		for _, s := range list.Sessions {
+			wt := s.Worktree
+			if wt == nil || wt.Removed {
+				continue
+			}
+			claimed[wt.Path] = true
+			if _, err := os.Stat(wt.Path); err != nil {
+				vanished = append(vanished, fmt.Sprintf("%s (Session %s, branch %s)", wt.Path, s.ID, wt.Branch))
+			}
+		}
+	} else if len(dirs) > 0 {
+		return Check{Name: "worktrees", OK: true, Warning: true,
+			Detail: fmt.Sprintf("%d %s under %s; start the daemon to tell which belong to no Session", len(dirs), plural(len(dirs), "worktree", "worktrees"), filepath.Join(p.Home, "worktrees"))}, true
+	}
+	var stale []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() || claimed[d] {
+			continue
+		}
+		stale = append(stale, d)
+	}
+	sort.Strings(stale)
+	if len(stale) == 0 && len(vanished) == 0 {
+		if len(claimed) == 0 {
+			return Check{}, false
+		}
+		return Check{Name: "worktrees", OK: true, Detail: fmt.Sprintf("%d Session %s, none stale", len(claimed), plural(len(claimed), "worktree", "worktrees"))}, true
+	}
+	c := Check{Name: "worktrees", OK: true, Warning: true}
+	var parts []string
+	if len(stale) > 0 {
+		parts = append(parts, fmt.Sprintf("%d no Session claims: %s", len(stale), strings.Join(stale, ", ")))
+		c.Fix = "review and remove each with `git worktree remove PATH` (add --force to discard its changes) in its repository, then `git branch -D` its branch"
+	}
+	if len(vanished) > 0 {
+		parts = append(parts, fmt.Sprintf("%d Session %s vanished: %s", len(vanished), plural(len(vanished), "worktree", "worktrees"), strings.Join(vanished, ", ")))
+		if c.Fix != "" {
+			c.Fix += "; "
+		}
+		c.Fix += "run `git worktree prune` in the repository, and stop those Sessions"
+	}
+	c.Detail = clip(strings.Join(parts, "; "), 2000)
+	return c, true
 }
 
 func checkHarness(ctx context.Context, d harness.Descriptor, env map[string]string) Check {

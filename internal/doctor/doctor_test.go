@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"io"
+	"log/slog"
 )
 
 // DLGT_HOOKS is command (the default) or http; anything else is
@@ -57,5 +60,60 @@ func TestRunLocal(t *testing.T) {
 	}
 	if s := byName["state_dir"]; s.OK || s.Fix != "chmod 700 "+home {
 		t.Errorf("state_dir: %+v", s)
+	}
+}
+
+// A worktree directory under $DLGT_HOME/worktrees that no Session of the
+// running daemon claims is listed as stale (a warning); without a daemon
+// doctor says how many there are and that it cannot tell more.
+func TestWorktreesStale(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	sockDir, err := os.MkdirTemp("", "dlgt-d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	vars := map[string]string{"DLGT_HOME": home, "DLGT_SOCKET": filepath.Join(sockDir, "d.sock"), "PATH": t.TempDir()}
+	getenv := func(k string) string { return vars[k] }
+	p, err := daemon.ResolvePaths(getenv, daemon.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(home, "worktrees", "proj-0a1b2c3d", "dlgt-gone")
+	if err := os.MkdirAll(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.Options{Getenv: getenv, NoAutostart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	find := func() Check {
+		for _, ch := range Run(context.Background(), Options{Getenv: getenv, Client: c}) {
+			if ch.Name == "worktrees" {
+				return ch
+			}
+		}
+		t.Fatal("no worktrees check")
+		return Check{}
+	}
+	if w := find(); !w.OK || !w.Warning || !strings.Contains(w.Detail, "1 worktree under") {
+		t.Fatalf("without a daemon: %+v", w)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) }})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	if w := find(); !w.OK || !w.Warning || !strings.Contains(w.Detail, "1 no Session claims: "+stale) || !strings.Contains(w.Fix, "git worktree remove") {
+		t.Fatalf("with the daemon: %+v", w)
 	}
 }

@@ -230,6 +230,9 @@ func Result(w io.Writer, r rpc.Result, now time.Time) {
 	if u, _ := rpc.DecodeUsage(r.Usage); u != nil {
 		fmt.Fprintf(w, "usage %s\n", Usage(r.Usage))
 	}
+	if r.Diff != nil {
+		fmt.Fprintf(w, "diff %s\n", DiffStat(*r.Diff))
+	}
 	if r.FinalText != nil && *r.FinalText != "" {
 		text := *r.FinalText
 		fmt.Fprint(w, text)
@@ -318,6 +321,9 @@ func Read(w io.Writer, res rpc.SessionReadResult, now time.Time) {
 		fmt.Fprintf(w, ", model %s", s.Model)
 	}
 	fmt.Fprintf(w, "\nstate    %s (updated %s)\n", s.State, RelTime(s.UpdatedAtMS, now))
+	if wt := s.Worktree; wt != nil {
+		fmt.Fprintf(w, "worktree %s\n", Worktree(*wt))
+	}
 	r := res.Result
 	if r == nil {
 		fmt.Fprintln(w, "result   none retained yet")
@@ -332,7 +338,49 @@ func Read(w io.Writer, res rpc.SessionReadResult, now time.Time) {
 		fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, OneLine(r.Error.Message, 400))
 	}
 	fmt.Fprintf(w, "usage    %s\n", Usage(r.Usage))
+	if r.Diff != nil {
+		fmt.Fprintf(w, "diff     %s\n", DiffStat(*r.Diff))
+	}
 	FinalText(w, r)
+}
+
+// Worktree is a Session's worktree on one line: branch, path, base.
+func Worktree(wt rpc.Worktree) string {
+	base := wt.BaseCommit
+	if len(base) > 12 {
+		base = base[:12]
+	}
+	s := fmt.Sprintf("branch %s at %s (from %s of %s)", wt.Branch, wt.Path, base, wt.Repo)
+	if wt.Removed {
+		s += ", removed"
+	}
+	return s
+}
+
+// DiffStat is a diff summary for a person: "2 files changed, 5
+// insertions(+), 1 deletion(-), committed".
+func DiffStat(d rpc.DiffSummary) string {
+	if d.Error != "" {
+		return "unknown: " + OneLine(d.Error, 200)
+	}
+	s := fmt.Sprintf("%d %s changed, %d %s(+), %d %s(-)", d.Files, Plural(d.Files, "file", "files"),
+		d.Insertions, Plural(d.Insertions, "insertion", "insertions"), d.Deletions, Plural(d.Deletions, "deletion", "deletions"))
+	if d.Committed {
+		s += ", committed"
+	} else {
+		s += ", nothing committed"
+	}
+	return s
+}
+
+// SessionDiff prints a session.diff answer's stat for a person.
+func SessionDiff(w io.Writer, r rpc.SessionDiffResult) error {
+	fmt.Fprintf(w, "%s  %s\n", SessionName(r.Session), Worktree(r.Worktree))
+	fmt.Fprintf(w, "diff  %s\n", DiffStat(r.Summary))
+	if r.Truncated {
+		fmt.Fprintln(w, "(the full diff is longer than max_bytes)")
+	}
+	return nil
 }
 
 // FinalText prints a result's final text as it is, or says there is
