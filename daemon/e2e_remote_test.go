@@ -817,3 +817,39 @@ func (w *tailWriter) String() string {
 	defer w.mu.Unlock()
 	return w.b.String()
 }
+
+// A --host Session's worktree is made by the remote daemon, under its
+// state directory: the tool's file lands there, and session diff over ssh
+// shows it.
+func TestRemoteWorktreeOverSSH(t *testing.T) {
+	r := newSSHRig(t, fakeClaudeEnv(t))
+	repo := newGitRepo(t)
+	var rc struct {
+		OK      bool
+		Session rpc.Session
+		Cursor  string
+	}
+	r.must(t, &rc, "session", "create", "--harness", "claude", "--cwd", repo, "--worktree", "--title", "remote wt", "--request-id", "rw1", "--", "[[tool echo remote > r.txt]] write it")
+	wt := rc.Session.Worktree
+	if !rc.OK || wt == nil || !strings.HasPrefix(wt.Path, filepath.Join(r.remote["DLGT_HOME"], "worktrees")+"/") {
+		t.Fatalf("receipt %+v", rc)
+	}
+	var f cliFetch
+	r.must(t, &f, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "60s")
+	if f.Reason != "result" {
+		t.Fatalf("fetch over ssh: %+v", f)
+	}
+	if b, err := os.ReadFile(filepath.Join(wt.Path, "r.txt")); err != nil || string(b) != "remote\n" {
+		t.Fatalf("the file in the remote worktree: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "r.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the file is in the checkout: %v", err)
+	}
+	if out := r.must(t, nil, "session", "diff", rc.Session.ID); !strings.Contains(out, "+++ b/r.txt") || !strings.Contains(out, "+remote") {
+		t.Fatalf("session diff over ssh: %q", out)
+	}
+	r.must(t, nil, "session", "stop", rc.Session.ID, "--remove-worktree", "--force")
+	if _, err := os.Stat(wt.Path); !os.IsNotExist(err) {
+		t.Fatalf("the remote worktree is still there: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -243,6 +244,7 @@ var e2eSteps = []e2eStep{
 	{"Restart", false, stepRestart},
 	{"PermissionBlocks", true, stepPermissionBlocks},
 	{"ToolTurnUsage", true, stepToolTurnUsage},
+	{"Worktree", true, stepWorktree},
 	{"DaemonKill9", true, stepDaemonKill9},
 }
 
@@ -466,6 +468,49 @@ func stepToolTurnUsage(t *testing.T, s *e2eScenario) {
 	wantUsage(t, "tool turn", &res, want)
 	var stopped rpc.SessionResult
 	s.call(t, rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, &stopped)
+}
+
+// stepWorktree: a Session created with a worktree runs its shell tool
+// call there: the file lands in the worktree, never in the checkout, and
+// the result's diff summary and session.diff show it; a removal is
+// refused while the file is untracked, and forced it goes.
+func stepWorktree(t *testing.T, s *e2eScenario) {
+	repo := newGitRepo(t)
+	var r rpc.Receipt
+	s.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "e2e worktree", Harness: s.a.harness, Cwd: repo, Prompt: s.a.prompt("E2E-RUN run it"),
+		RequestID: s.a.name + "-worktree-1", Environment: s.env, HarnessOptions: s.a.runOptions,
+		Worktree: &rpc.WorktreeOption{},
+	}, &r)
+	wt := r.Session.Worktree
+	if wt == nil || r.Session.Cwd != wt.Path {
+		t.Fatalf("receipt session = %+v", r.Session)
+	}
+	_, res := s.waitResult(t, r.Session.ID, r.Cursor)
+	if res.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v text %q", res, derefText(&res))
+	}
+	if _, err := os.Stat(filepath.Join(wt.Path, "dlgt-usage-marker")); err != nil {
+		t.Fatalf("the tool's file is not in the worktree: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "dlgt-usage-marker")); !os.IsNotExist(err) {
+		t.Fatalf("the tool's file is in the checkout: %v", err)
+	}
+	var diff rpc.SessionDiffResult
+	s.call(t, rpc.MethodSessionDiff, rpc.SessionDiffParams{Session: r.Session.ID}, &diff)
+	if d := res.Diff; d == nil || d.Files != 1 || d.Committed || !strings.Contains(diff.Diff, "b/dlgt-usage-marker") || diff.Summary.Files != 1 {
+		t.Fatalf("result diff %+v; session.diff %+v", res.Diff, diff)
+	}
+	err := s.td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, RemoveWorktree: true}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.DirtyFiles != 1 {
+		t.Fatalf("removal of a dirty worktree: %v", err)
+	}
+	var stopped rpc.SessionResult
+	s.call(t, rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, RemoveWorktree: true, Force: true}, &stopped)
+	if _, err := os.Stat(wt.Path); !os.IsNotExist(err) {
+		t.Fatalf("forced removal left %s: %v", wt.Path, err)
+	}
 }
 
 // toolInputJSON is the JSON encoding of a tool call's input.

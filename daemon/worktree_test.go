@@ -210,3 +210,32 @@ func TestWorktreeSessions(t *testing.T) {
 		t.Fatalf("restart after removal: %v", err)
 	}
 }
+
+// A create whose harness fails to start leaves no Session, and takes the
+// worktree and branch it made with it.
+func TestWorktreeFailedLaunchRemovesIt(t *testing.T) {
+	repo := newGitRepo(t)
+	env := fakeClaudeEnv(t)
+	bad := filepath.Join(t.TempDir(), "claude")
+	os.WriteFile(bad, []byte("#!/bin/sh\nexit 3\n"), 0o755)
+	env["DLGT_CLAUDE_BIN"] = bad
+	td := startTestDaemonWith(t, env)
+	err := td.call(rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "doomed", Harness: "claude", Cwd: repo, Prompt: "hi", RequestID: "wt-fail",
+		Environment: env, Worktree: &rpc.WorktreeOption{Branch: "doomed"}, StartupTimeoutMS: 20000,
+	}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.SessionID != "" {
+		t.Fatalf("create: %v", err)
+	}
+	if n := worktreeCount(t, repo); n != 1 {
+		t.Fatalf("worktrees after a failed launch: %s", gitT(t, repo, "worktree", "list"))
+	}
+	if out := gitT(t, repo, "branch", "--list", "doomed"); out != "" {
+		t.Fatalf("branch kept: %q", out)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(td.paths.Home, "worktrees", "*", "*"))
+	if len(dirs) != 0 {
+		t.Fatalf("left behind: %v", dirs)
+	}
+}
