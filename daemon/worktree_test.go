@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -237,5 +238,38 @@ func TestWorktreeFailedLaunchRemovesIt(t *testing.T) {
 	dirs, _ := filepath.Glob(filepath.Join(td.paths.Home, "worktrees", "*", "*"))
 	if len(dirs) != 0 {
 		t.Fatalf("left behind: %v", dirs)
+	}
+}
+
+// Two creates from one repository at the same time both get a worktree,
+// on separate branches and directories.
+func TestWorktreeConcurrentCreates(t *testing.T) {
+	td := startTestDaemon(t)
+	repo := newGitRepo(t)
+	type out struct {
+		r   rpc.Receipt
+		err error
+	}
+	res := make(chan out, 4)
+	for i := 0; i < 4; i++ {
+		go func(i int) {
+			var r rpc.Receipt
+			err := td.call(rpc.MethodSessionCreate, rpc.SessionCreateParams{
+				Title: "concurrent", Harness: "claude", Cwd: repo, Prompt: "hi",
+				RequestID: "wt-conc-" + strconv.Itoa(i), Environment: td.env, Worktree: &rpc.WorktreeOption{},
+			}, &r)
+			res <- out{r, err}
+		}(i)
+	}
+	branches, paths := map[string]bool{}, map[string]bool{}
+	for i := 0; i < 4; i++ {
+		o := <-res
+		if o.err != nil || o.r.Session.Worktree == nil {
+			t.Fatalf("create: %v %+v", o.err, o.r)
+		}
+		branches[o.r.Session.Worktree.Branch], paths[o.r.Session.Worktree.Path] = true, true
+	}
+	if len(branches) != 4 || len(paths) != 4 || worktreeCount(t, repo) != 5 {
+		t.Fatalf("branches %v paths %v; %s", branches, paths, gitT(t, repo, "worktree", "list"))
 	}
 }
