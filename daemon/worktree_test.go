@@ -175,10 +175,19 @@ func TestWorktreeSessions(t *testing.T) {
 		t.Fatalf("after restart: %+v", rd.Session.Worktree)
 	}
 
-	// Removal refuses a dirty worktree (A: an untracked file) and one
+	// A resume relaunches in the same worktree.
+	var rr rpc.Receipt
+	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: ra.Session.ID, Prompt: "[[tool echo again > again.txt]] again", RequestID: "wt-a-2", Resume: true, Environment: env}, &rr)
+	_, res = td.waitResult(t, ra.Session.ID, rr.Cursor)
+	if _, err := os.Stat(filepath.Join(wa.Path, "sub", "again.txt")); err != nil || res.Diff == nil || res.Diff.Files != 2 {
+		t.Fatalf("after resume: %v, diff %+v", err, res.Diff)
+	}
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: ra.Session.ID}, nil)
+
+	// Removal refuses a dirty worktree (A: untracked files) and one
 	// whose branch has unmerged commits (B), and changes nothing.
 	err = td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: ra.Session.ID, RemoveWorktree: true}, nil)
-	if re := wantInvalid(t, err, "remove_worktree", "1 uncommitted or untracked"); re.DirtyFiles != 1 {
+	if re := wantInvalid(t, err, "remove_worktree", "2 uncommitted or untracked"); re.DirtyFiles != 2 {
 		t.Fatalf("dirty_files = %d", re.DirtyFiles)
 	}
 	err = td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: rb.Session.ID, RemoveWorktree: true}, nil)
