@@ -282,3 +282,30 @@ func TestWorktreeConcurrentCreates(t *testing.T) {
 		t.Fatalf("branches %v paths %v; %s", branches, paths, gitT(t, repo, "worktree", "list"))
 	}
 }
+
+// session.diff cuts a long diff at a line boundary within max_bytes and
+// says so; a max_bytes out of bounds and a Session without a worktree
+// are INVALID_ARGUMENT.
+func TestWorktreeDiffBounded(t *testing.T) {
+	td := startTestDaemon(t)
+	repo := newGitRepo(t)
+	var r rpc.Receipt
+	td.mustCall(rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "big", Harness: "claude", Cwd: repo, Prompt: "[[tool seq 1 3000 > big.txt]] write", RequestID: "wt-big",
+		Environment: td.env, Worktree: &rpc.WorktreeOption{},
+	}, &r)
+	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
+	if res.Diff == nil || res.Diff.Insertions != 3000 {
+		t.Fatalf("diff summary %+v", res.Diff)
+	}
+	var d rpc.SessionDiffResult
+	td.mustCall(rpc.MethodSessionDiff, rpc.SessionDiffParams{Session: r.Session.ID, MaxBytes: 1024}, &d)
+	if !d.Truncated || len(d.Diff) > 1024 || len(d.Diff) < 900 || !strings.HasSuffix(d.Diff, "\n") || d.Summary.Insertions != 3000 {
+		t.Fatalf("bounded diff: truncated %v, %d bytes, summary %+v", d.Truncated, len(d.Diff), d.Summary)
+	}
+	err := td.call(rpc.MethodSessionDiff, rpc.SessionDiffParams{Session: r.Session.ID, MaxBytes: 10}, nil)
+	wantInvalid(t, err, "max_bytes", "between")
+	plain := td.create(t, "wt-plain", "hi")
+	err = td.call(rpc.MethodSessionDiff, rpc.SessionDiffParams{Session: plain.Session.ID}, nil)
+	wantInvalid(t, err, "session", "no worktree")
+}
