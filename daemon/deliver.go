@@ -320,37 +320,42 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 }
 
 // A dropped paste (harness.Await.Lost) is judged on a settled screen:
-// once the output has been quiet lostSettle, waited for lostWait at most
-// (a TUI that keeps drawing is not judged, and the write goes ahead).
-const (
-	lostSettle = 500 * time.Millisecond
-	lostWait   = 15 * time.Second
-)
+// once the grid shows the empty input box or the echo and the output has
+// been quiet lostSettle. lostWait bounds the judgement: a TUI that shows
+// neither by then (a screen cleared and not drawn again, a TUI that keeps
+// drawing) is not judged, and the write goes ahead.
+const lostSettle = 500 * time.Millisecond
+
+var lostWait = 10 * time.Second // a variable for the tests
 
 // pasteLost reports whether, once g's output has settled, the grid shows
 // one of a.Lost (the TUI's empty input box) and not a.Echo at the cursor:
 // the paste whose echo never came was dropped.
 func (rt *runtime) pasteLost(ctx context.Context, s *session, g *generation, a harness.Await) (bool, error) {
+	var echo []string
+	for _, e := range a.Echo {
+		if e != "" {
+			echo = append(echo, e)
+		}
+	}
 	deadline := time.NewTimer(lostWait)
 	defer deadline.Stop()
 	settle := time.NewTimer(lostSettle)
 	defer settle.Stop()
 	for {
 		st := g.out.state()
-		rest := lostSettle - time.Since(st.last)
-		if rest <= 0 {
-			var echo []string
-			for _, e := range a.Echo {
-				if e != "" {
-					echo = append(echo, e)
-				}
+		var settleC <-chan time.Time
+		if echoed, empty := rt.echoShown(s, echo), rt.shownAnywhere(s, a.Lost); echoed || empty {
+			rest := lostSettle - time.Since(st.last)
+			if rest <= 0 {
+				return empty && !echoed, nil
 			}
-			return rt.shownAnywhere(s, a.Lost) && !rt.echoShown(s, echo), nil
+			settle.Reset(rest)
+			settleC = settle.C
 		}
-		settle.Reset(rest)
 		select {
 		case <-st.wake:
-		case <-settle.C:
+		case <-settleC:
 		case <-deadline.C:
 			return false, nil
 		case <-g.exited:

@@ -282,6 +282,7 @@ type tuiInput struct {
 	writes []string
 	pastes int
 	drop   func(paste int) bool
+	blank  func() // a dropped paste clears the screen and draws later
 }
 
 const emptyBox = "\x1b[2J\x1b[H\x1b[?2004h > Type your message\r\x1b[3C"
@@ -296,7 +297,9 @@ func (u *tuiInput) write(p []byte) (int, error) {
 	n := u.pastes
 	u.mu.Unlock()
 	if paste {
-		if u.drop(n) {
+		if u.drop(n) && u.blank != nil {
+			u.blank()
+		} else if u.drop(n) {
 			play(u.s, u.g, emptyBox)
 		} else {
 			play(u.s, u.g, "\x1b[2K\r > fix the WORD")
@@ -355,10 +358,12 @@ func TestDeliverRepastesADroppedPaste(t *testing.T) {
 	}
 }
 
-// A screen that shows no empty input box once it settles (the TUI is
-// still drawing elsewhere, or shows the paste in a way the echo missed)
-// is not a dropped paste: Enter goes ahead, and nothing is pasted twice.
+// A screen that shows no empty input box before lostWait (the TUI shows
+// the paste in a way the echo missed) is not a dropped paste: Enter goes
+// ahead, and nothing is pasted twice.
 func TestDeliverNoRepasteWithoutAnEmptyBox(t *testing.T) {
+	defer func(w time.Duration) { lostWait = w }(lostWait)
+	lostWait = 200 * time.Millisecond
 	rt, s, g, logs := deliveryRig()
 	play(s, g, emptyBox)
 	u := &tuiInput{s: s, g: g, drop: func(int) bool { return false }}
@@ -369,5 +374,32 @@ func TestDeliverNoRepasteWithoutAnEmptyBox(t *testing.T) {
 	}
 	if got := u.written(); len(got) != 3 || got[2] != "\r" {
 		t.Fatalf("wrote %q, want one paste and Enter; log:\n%s", got, logs)
+	}
+}
+
+// A resumed Gemini CLI can clear the screen after taking the paste and
+// stay blank a while before it draws the conversation and an empty box
+// again: the judgement waits for that box, however long the blank lasts
+// (within lostWait).
+func TestDeliverRepasteWaitsForTheBoxAfterABlankScreen(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	play(s, g, emptyBox)
+	u := &tuiInput{s: s, g: g, drop: func(n int) bool { return n == 1 }}
+	redrawn := make(chan struct{})
+	u.blank = func() {
+		play(s, g, "\x1b[2J\x1b[H")
+		go func() {
+			time.Sleep(3 * lostSettle)
+			play(s, g, emptyBox)
+			close(redrawn)
+		}()
+	}
+	if err := rt.deliverWith(context.Background(), s, g, deliveryKeys(2), u.write); err != nil {
+		t.Fatal(err)
+	}
+	<-redrawn
+	want := []string{"\x15", "\x1b[200~fix the WORD\x1b[201~", "\x15", "\x1b[200~fix the WORD\x1b[201~", "\r"}
+	if got := u.written(); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("wrote %q, want %q; log:\n%s", got, want, logs)
 	}
 }
