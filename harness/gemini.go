@@ -448,7 +448,7 @@ func (Gemini) Submit(prompt string) []Keystroke {
 // geminiRepastes bounds the pastes written again when one was dropped:
 // a resumed Gemini CLI 0.61.0 can draw its input box, take the paste, and
 // then clear the screen and redraw the conversation with the box empty
-// (under dlgt's tests on 2 busy cores, about one resume in 30).
+// (2 of 9 runs of the Gemini scenario table with two CPU burners on 2 cores).
 const geminiRepastes = 2
 
 // geminiInputBox is the placeholder of Gemini CLI's empty input box
