@@ -256,6 +256,7 @@ func newRootCommand(e *env) *cobra.Command {
 		newHarnessesCommand(e),
 		newMCPCommand(e),
 		newSkillCommand(e),
+		newUICommand(e),
 	)
 	root.PersistentFlags().StringVar(&e.hostFlag, "host", "", "run against the daemon on another machine, through ssh: [user@]host[:port] (default $DLGT_HOST; see docs/remote.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {

@@ -1,0 +1,351 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/render"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// maxInput bounds a one-line input (a follow-up, a form field).
+const maxInput = 8192
+
+// line is a one-line input edited at its end.
+type line struct{ r []rune }
+
+func (l *line) String() string { return string(l.r) }
+func (l *line) reset()         { l.r = l.r[:0] }
+
+// edit applies an editing key; false when k is no editing key.
+func (l *line) edit(k tea.KeyMsg) bool {
+	switch k.Type {
+	case tea.KeyRunes, tea.KeySpace:
+		rs := k.Runes
+		if k.Type == tea.KeySpace {
+			rs = []rune{' '}
+		}
+		for _, r := range rs {
+			if r == '\n' || r == '\r' || r == '\t' {
+				r = ' '
+			}
+			if len(l.r) < maxInput && r >= 0x20 {
+				l.r = append(l.r, r)
+			}
+		}
+		return true
+	case tea.KeyBackspace:
+		if len(l.r) > 0 {
+			l.r = l.r[:len(l.r)-1]
+		}
+		return true
+	case tea.KeyCtrlU:
+		l.reset()
+		return true
+	case tea.KeyCtrlW:
+		s := strings.TrimRight(string(l.r), " ")
+		if i := strings.LastIndex(s, " "); i >= 0 {
+			l.r = []rune(s[:i+1])
+		} else {
+			l.reset()
+		}
+		return true
+	}
+	return false
+}
+
+// newForm is the new-delegation form: harness, directory, prompt.
+type newForm struct {
+	fields [3]line
+	focus  int
+}
+
+var formLabels = [3]string{"harness", "cwd", "prompt"}
+
+func makeForm(cwd string) newForm {
+	var f newForm
+	f.fields[0].r = []rune("claude")
+	f.fields[1].r = []rune(cwd)
+	return f
+}
+
+func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if k.Type == tea.KeyCtrlC {
+		return m, tea.Quit
+	}
+	switch m.mode {
+	case modeHelp:
+		m.mode = modeList
+		if k.String() == "q" {
+			return m, tea.Quit
+		}
+		return m, nil
+	case modeConfirm:
+		return m.confirmKey(k)
+	case modeSend:
+		return m.sendKey(k)
+	case modeNew:
+		return m.formKey(k)
+	}
+	return m.listKey(k)
+}
+
+func (m *model) move(delta int) tea.Cmd {
+	if len(m.order) == 0 {
+		return nil
+	}
+	i := max(0, min(len(m.order)-1, m.selIndex()+delta))
+	m.sel = m.order[i]
+	return m.selectionChanged()
+}
+
+func (m *model) listKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch k.String() {
+	case "q":
+		return m, tea.Quit
+	case "up", "k":
+		return m, m.move(-1)
+	case "down", "j":
+		return m, m.move(1)
+	case "pgup":
+		return m, m.move(-max(1, m.listHeight()-1))
+	case "pgdown":
+		return m, m.move(max(1, m.listHeight()-1))
+	case "home", "g":
+		return m, m.move(-len(m.order))
+	case "end", "G":
+		return m, m.move(len(m.order))
+	case "?":
+		m.mode = modeHelp
+		return m, nil
+	case "N":
+		m.mode = modeNew
+		m.form.fields[2].reset()
+		m.form.focus = 2
+		return m, nil
+	}
+	r := m.selected()
+	if r == nil {
+		switch k.String() {
+		case "a", "y", "n", "s", "c", "x", "r", "o":
+			m.status = "no Session selected"
+		}
+		return m, nil
+	}
+	id, name := r.s.ID, render.SessionName(r.s)
+	switch s := k.String(); s {
+	case "a":
+		m.status = "attaching to " + name + " (Ctrl-] detaches)"
+		return m, m.attachCmd(id, name)
+	case "y", "n":
+		return m, m.respond(r, s == "y", "")
+	case "1", "2", "3", "4", "5", "6", "7", "8", "9":
+		return m, m.respond(r, false, s)
+	case "s":
+		m.mode = modeSend
+		m.input.reset()
+		return m, nil
+	case "c", "x":
+		m.mode = modeConfirm
+		m.confirm.verb, m.confirm.id, m.confirm.name = "cancel", id, name
+		m.confirm.force = false
+		if s == "x" {
+			m.confirm.verb = "stop"
+			m.confirm.force = r.s.State == rpc.StateBusy || r.s.State == rpc.StateBlocked
+		}
+		return m, nil
+	case "r":
+		m.status = "restarting " + name + "…"
+		return m, m.action(id, func(ctx context.Context) (string, error) {
+			res, err := m.c.SessionRestart(ctx, rpc.SessionRestartParams{Session: id, Environment: m.c.LaunchEnvironment()})
+			if err != nil {
+				return "", err
+			}
+			return "restarted " + name + ": " + res.Session.State, nil
+		})
+	case "o":
+		if !r.hasRes || r.res == nil {
+			m.status = name + " has no result yet"
+			return m, nil
+		}
+		if r.res.FinalText == nil {
+			m.status = name + "'s last result has no final text (" + r.res.Status + ")"
+			return m, nil
+		}
+		return m, m.openResult(id, name)
+	}
+	return m, nil
+}
+
+// openResult reads the whole latest result and shows it in $PAGER.
+func (m *model) openResult(id, name string) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := m.callCtx()
+		defer cancel()
+		res, err := m.c.SessionRead(ctx, rpc.SessionReadParams{Session: id})
+		if err != nil {
+			return actionMsg{id: id, err: err}
+		}
+		if res.Result == nil || res.Result.FinalText == nil {
+			return actionMsg{id: id, text: name + " has no final text"}
+		}
+		return openMsg{id: id, name: name, text: *res.Result.FinalText}
+	}
+}
+
+type openMsg struct{ id, name, text string }
+
+func (m *model) respond(r *row, allow bool, option string) tea.Cmd {
+	name, p := render.SessionName(r.s), r.s.Pending
+	if r.s.State != rpc.StateBlocked || p == nil {
+		m.status = name + " is not waiting for an answer"
+		return nil
+	}
+	params := rpc.SessionRespondParams{Session: r.s.ID, PendingID: p.ID, RequestID: newRequestID()}
+	var said string
+	switch {
+	case p.Kind == rpc.PendingPermission && option == "":
+		params.Decision, said = rpc.DecisionDeny, "denied"
+		if allow {
+			params.Decision, said = rpc.DecisionAllow, "allowed"
+		}
+		said += " " + orWord(p.Tool, "the request")
+	case p.Kind == rpc.PendingQuestion && option != "":
+		i := int(option[0] - '1')
+		if i >= len(p.Options) {
+			m.status = fmt.Sprintf("%s's question has %d options", name, len(p.Options))
+			return nil
+		}
+		params.Option, said = p.Options[i].ID, "answered "+p.Options[i].Label
+	case p.Kind == rpc.PendingQuestion:
+		m.status = "answer the question with its number (1-" + fmt.Sprint(min(9, len(p.Options))) + ")"
+		return nil
+	default:
+		m.status = "y allows, n denies a permission request"
+		return nil
+	}
+	m.status = "answering " + name + "…"
+	id := r.s.ID
+	return m.action(id, func(ctx context.Context) (string, error) {
+		if _, err := m.c.SessionRespond(ctx, params); err != nil {
+			return "", err
+		}
+		return said + " for " + name, nil
+	})
+}
+
+func orWord(s, or string) string {
+	if s == "" {
+		return or
+	}
+	return s
+}
+
+func (m *model) confirmKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	m.mode = modeList
+	verb, id, name, force := m.confirm.verb, m.confirm.id, m.confirm.name, m.confirm.force
+	if k.String() != "y" && k.String() != "Y" {
+		m.status = "did not " + verb + " " + name
+		return m, nil
+	}
+	switch verb {
+	case "cancel":
+		m.status = "canceling " + name + "…"
+		return m, m.action(id, func(ctx context.Context) (string, error) {
+			res, err := m.c.SessionCancel(ctx, rpc.SessionCancelParams{Session: id})
+			if err != nil {
+				return "", err
+			}
+			text := "canceled " + name + ": " + res.Session.State
+			if res.Result != nil {
+				text += " (" + res.Result.Status + ")"
+			}
+			return text, nil
+		})
+	default:
+		m.status = "stopping " + name + "…"
+		return m, m.action(id, func(ctx context.Context) (string, error) {
+			res, err := m.c.SessionStop(ctx, rpc.SessionStopParams{Session: id, Force: force})
+			if err != nil {
+				return "", err
+			}
+			return "stopped " + name + ": " + res.Session.State, nil
+		})
+	}
+}
+
+func (m *model) sendKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	switch k.Type {
+	case tea.KeyEsc:
+		m.mode = modeList
+		m.status = "sent nothing"
+		return m, nil
+	case tea.KeyEnter:
+		m.mode = modeList
+		prompt := strings.TrimSpace(m.input.String())
+		r := m.selected()
+		if prompt == "" || r == nil {
+			m.status = "sent nothing"
+			return m, nil
+		}
+		id, name := r.s.ID, render.SessionName(r.s)
+		m.status = "sending to " + name + "…"
+		return m, m.action(id, func(ctx context.Context) (string, error) {
+			rc, err := m.c.SessionSend(ctx, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: newRequestID()})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("sent to %s (execution %d, %s)", name, rc.ExecutionSeq, rc.Submission), nil
+		})
+	}
+	m.input.edit(k)
+	return m, nil
+}
+
+func (m *model) formKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	f := &m.form
+	switch k.Type {
+	case tea.KeyEsc:
+		m.mode = modeList
+		m.status = "started nothing"
+		return m, nil
+	case tea.KeyTab, tea.KeyDown:
+		f.focus = (f.focus + 1) % len(f.fields)
+		return m, nil
+	case tea.KeyShiftTab, tea.KeyUp:
+		f.focus = (f.focus + len(f.fields) - 1) % len(f.fields)
+		return m, nil
+	case tea.KeyEnter:
+		if f.focus < len(f.fields)-1 {
+			f.focus++
+			return m, nil
+		}
+		harness := strings.TrimSpace(f.fields[0].String())
+		cwd := strings.TrimSpace(f.fields[1].String())
+		prompt := strings.TrimSpace(f.fields[2].String())
+		if harness == "" || prompt == "" {
+			m.status = "a new delegation needs a harness and a prompt"
+			return m, nil
+		}
+		m.mode = modeList
+		m.status = "starting a " + harness + " Session…"
+		return m, m.action("", func(ctx context.Context) (string, error) {
+			l, err := m.c.ResolveLaunch(client.LaunchSpec{Harness: harness, Cwd: cwd, Prompt: prompt,
+				Title: render.OneLine(prompt, 60), RequestID: newRequestID()})
+			if err != nil {
+				return "", err
+			}
+			rc, err := m.c.Launch(ctx, l)
+			if err != nil {
+				return "", err
+			}
+			return "started " + render.SessionName(rc.Session) + " (" + rc.Session.Harness + ")", nil
+		})
+	}
+	f.fields[f.focus].edit(k)
+	return m, nil
+}

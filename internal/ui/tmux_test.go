@@ -1,0 +1,459 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// The test binary doubles as the fake Claude Code and the hook forwarder,
+// selected by DLGT_TEST_ROLE.
+func TestMain(m *testing.M) {
+	switch os.Getenv("DLGT_TEST_ROLE") {
+	case "claude":
+		os.Exit(fakeclaude.Main(os.Args[1:]))
+	case "hook":
+		var socket, launch, event string
+		args := os.Args[1:]
+		for i := 0; i < len(args); i++ {
+			switch args[i] {
+			case "--socket":
+				i++
+				socket = args[i]
+			case "--launch":
+				i++
+				launch = args[i]
+			default:
+				event = args[i]
+			}
+		}
+		os.Exit(hookfwd.Main([]string{"--socket", socket, "--launch", launch, event}, os.Stdin, os.Stdout, os.Stderr))
+	}
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// dlgtBinary builds ./cmd/dlgt once per test process.
+func dlgtBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "dlgt-ui-bin")
+		if buildErr != nil {
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(buildDir, "dlgt"), "github.com/dlgt-dev/dlgt/cmd/dlgt").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(buildDir, "dlgt")
+}
+
+// shortDir is a temporary directory with a short path (socket paths).
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dlui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// testDaemon is an in-process daemon on a state directory.
+type testDaemon struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startDaemon(t *testing.T, home string) *testDaemon {
+	t.Helper()
+	p, err := daemon.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, daemon.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &testDaemon{cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan struct{})
+	go func() {
+		d.done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) },
+			Options: daemon.Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
+	}()
+	select {
+	case <-ready:
+	case err := <-d.done:
+		t.Fatalf("daemon: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the daemon did not start")
+	}
+	t.Cleanup(d.stop)
+	return d
+}
+
+func (d *testDaemon) stop() {
+	if d.cancel == nil {
+		return
+	}
+	d.cancel()
+	d.cancel = nil
+	select {
+	case <-d.done:
+	case <-time.After(60 * time.Second):
+	}
+}
+
+// fakeClaudeEnv is a launch environment whose claude is this binary in
+// its fake Claude Code role.
+func fakeClaudeEnv(t *testing.T, dir string) map[string]string {
+	exe, _ := os.Executable()
+	bin := filepath.Join(dir, "claude")
+	if err := os.WriteFile(bin, []byte(fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	userHome := filepath.Join(dir, "user")
+	os.MkdirAll(userHome, 0o700)
+	return map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
+		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
+		"GORACE": "atexit_sleep_ms=0",
+	}
+}
+
+// waitBound bounds every wait for the UI or the daemon: generous, as the
+// machine may be loaded; nothing is asserted about how fast it is.
+const waitBound = 60 * time.Second
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(waitBound); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// term is a tmux server of its own running one command in a fixed-size
+// window.
+type term struct {
+	t    *testing.T
+	sock string
+}
+
+var termSeq atomic.Int64
+
+func newTerm(t *testing.T, cols, rows int, command string) *term {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	tm := &term{t: t, sock: fmt.Sprintf("dlgt-ui-test-%d-%d", os.Getpid(), termSeq.Add(1))}
+	t.Cleanup(func() { exec.Command("tmux", "-L", tm.sock, "kill-server").Run() })
+	tm.run("-f", "/dev/null", "new-session", "-d", "-x", fmt.Sprint(cols), "-y", fmt.Sprint(rows), command)
+	return tm
+}
+
+func (tm *term) run(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		tm.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// screen is what the window shows now.
+func (tm *term) screen() string {
+	return tm.run("capture-pane", "-p")
+}
+
+func (tm *term) keys(keys ...string) {
+	tm.t.Helper()
+	tm.run(append([]string{"send-keys", "-t", "0"}, keys...)...)
+}
+
+// waitScreen waits until cond holds for the screen and returns it; the
+// last screen is printed when it never does.
+func (tm *term) waitScreen(what string, cond func(string) bool) string {
+	tm.t.Helper()
+	var s string
+	for deadline := time.Now().Add(waitBound); ; time.Sleep(50 * time.Millisecond) {
+		s = tm.screen()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			tm.t.Fatalf("timed out waiting for %s; the screen:\n%s", what, s)
+		}
+	}
+}
+
+func (tm *term) waitText(text string) string {
+	tm.t.Helper()
+	return tm.waitScreen(fmt.Sprintf("%q on the screen", text), func(s string) bool { return strings.Contains(s, text) })
+}
+
+// lineWith is the first screen line holding all of parts, or "".
+func lineWith(screen string, parts ...string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(l, p)
+		}
+		if ok {
+			return l
+		}
+	}
+	return ""
+}
+
+// selectedLine is the list row marked as selected.
+func selectedLine(screen string) string {
+	for _, l := range strings.Split(screen, "\n") {
+		if strings.HasPrefix(l, "> ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// choose moves the selection to the Session named name: to the top
+// first, then down one row at a time, each move waited for.
+func (tm *term) choose(name string) string {
+	tm.t.Helper()
+	tm.keys("g")
+	s := tm.waitScreen("the selection at the top", func(s string) bool {
+		lines := strings.Split(s, "\n")
+		return len(lines) > 2 && strings.HasPrefix(lines[2], "> ")
+	})
+	for i := 0; i < 20; i++ {
+		if strings.Contains(selectedLine(s), " "+name+" ") {
+			return s
+		}
+		prev := selectedLine(s)
+		tm.keys("j")
+		s = tm.waitScreen("the selection to move", func(s string) bool { return selectedLine(s) != prev })
+	}
+	tm.t.Fatalf("could not select %s; the screen:\n%s", name, s)
+	return s
+}
+
+// previewPart is the screen from the preview's title rule of name on.
+func previewPart(screen, name string) string {
+	i := strings.Index(screen, "── "+name+" · ")
+	if i < 0 {
+		return ""
+	}
+	return screen[i:]
+}
+
+var sgrRE = regexp.MustCompile(`\x1b\[([0-9;]*)m`)
+
+// hasColor reports an SGR color other than the defaults (39, 49) in s.
+func hasColor(s string) bool {
+	for _, m := range sgrRE.FindAllStringSubmatch(s, -1) {
+		for _, p := range strings.Split(m[1], ";") {
+			n, _ := strconv.Atoi(p)
+			if (n >= 30 && n <= 38) || (n >= 40 && n <= 48) || (n >= 90 && n <= 107) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sessionState(t *testing.T, c *client.Client, id string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: id})
+	if err != nil {
+		t.Fatalf("session.read %s: %v", id, err)
+	}
+	return r.Session.State
+}
+
+func waitState(t *testing.T, c *client.Client, id string, states ...string) {
+	t.Helper()
+	waitFor(t, id+" to be "+strings.Join(states, " or "), func() bool {
+		st := sessionState(t, c, id)
+		for _, s := range states {
+			if st == s {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestUIThroughTmux drives `dlgt ui` in a real terminal (tmux, 120x40)
+// against a daemon whose Sessions run the fake Claude Code.
+func TestUIThroughTmux(t *testing.T) {
+	bin := dlgtBinary(t)
+	dir := shortDir(t)
+	home := filepath.Join(dir, "h")
+	d := startDaemon(t, home)
+	launchEnv := fakeClaudeEnv(t, dir)
+	c, err := client.New(client.Options{Home: home, NoAutostart: true, Getenv: func(string) string { return "" },
+		Environ: func() []string { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	no := false
+	create := func(alias, prompt string, autoApprove bool) string {
+		t.Helper()
+		p := rpc.SessionCreateParams{Title: "the " + alias + " task", Alias: alias, Harness: "claude", Cwd: dir,
+			Prompt: prompt, RequestID: "req-" + alias, Environment: launchEnv}
+		if !autoApprove {
+			p.AutoApprove = &no
+		}
+		rc, err := c.SessionCreate(ctx, p)
+		if err != nil {
+			t.Fatalf("create %s: %v", alias, err)
+		}
+		return rc.Session.ID
+	}
+	alpha := create("alpha", "[[reply alpha-first-reply]]", true)
+	beta := create("beta", "[[reply beta-first-reply]]", true)
+	gamma := create("gamma", "[[reply gamma-first-reply]]", true)
+	for _, id := range []string{alpha, beta, gamma} {
+		waitState(t, c, id, rpc.StateIdle)
+	}
+
+	var envs []string
+	for k, v := range launchEnv {
+		envs = append(envs, k+"="+v)
+	}
+	command := fmt.Sprintf("env %s DLGT_HOME=%s DLGT_NO_AUTOSTART=1 NO_COLOR=1 PAGER=cat %s ui; echo UI-EXITED $?; sleep 600",
+		strings.Join(envs, " "), home, bin)
+	tm := newTerm(t, 120, 40, command)
+
+	// The list shows every Session with its state and last result.
+	s := tm.waitScreen("the three Sessions", func(s string) bool {
+		return lineWith(s, "alpha", "idle", "alpha-first-reply") != "" && lineWith(s, "beta", "idle", "beta-first-reply") != "" &&
+			lineWith(s, "gamma", "idle", "gamma-first-reply") != ""
+	})
+	if !strings.Contains(s, "connected") || !strings.Contains(s, "3 Sessions") {
+		t.Fatalf("header: %s", s)
+	}
+	// NO_COLOR: no color in what is drawn.
+	if e := tm.run("capture-pane", "-p", "-e"); hasColor(e) {
+		t.Fatalf("colors drawn under NO_COLOR:\n%q", e)
+	}
+
+	// A Session changing state shows its new state, sorted first.
+	if _, err := c.SessionSend(ctx, rpc.SessionSendParams{Session: alpha, Prompt: "[[slow 120000]] working on it", RequestID: "alpha-2"}); err != nil {
+		t.Fatal(err)
+	}
+	s = tm.waitScreen("alpha busy", func(s string) bool { return lineWith(s, "● busy", "alpha") != "" })
+	if first := lineWith(s, "claude"); !strings.Contains(first, "alpha") {
+		t.Fatalf("busy alpha is not listed first:\n%s", s)
+	}
+
+	// The preview shows the selected Session's screen.
+	tm.choose("alpha")
+	tm.waitScreen("alpha's screen in the preview", func(s string) bool {
+		return strings.Contains(previewPart(s, "alpha"), "alpha-first-reply")
+	})
+
+	// Cancel asks first; n leaves it running, y cancels.
+	tm.keys("c")
+	tm.waitText("cancel alpha? y/N")
+	tm.keys("n")
+	tm.waitText("did not cancel alpha")
+	if st := sessionState(t, c, alpha); st != rpc.StateBusy {
+		t.Fatalf("alpha is %s after declining the cancel", st)
+	}
+	tm.keys("c")
+	tm.waitText("cancel alpha? y/N")
+	tm.keys("y")
+	tm.waitText("✓ canceled alpha")
+	waitState(t, c, alpha, rpc.StateIdle)
+	tm.waitScreen("alpha idle", func(s string) bool { return lineWith(s, "○ idle", "alpha") != "" })
+
+	// Stop asks first too.
+	tm.choose("beta")
+	tm.keys("x")
+	tm.waitText("stop beta? y/N")
+	tm.keys("Escape")
+	tm.waitText("did not stop beta")
+	if st := sessionState(t, c, beta); st != rpc.StateIdle {
+		t.Fatalf("beta is %s after declining the stop", st)
+	}
+	tm.choose("beta")
+	tm.keys("x")
+	tm.waitText("stop beta? y/N")
+	tm.keys("y")
+	tm.waitText("✓ stopped beta")
+	waitState(t, c, beta, rpc.StateStopped)
+	tm.waitScreen("beta stopped", func(s string) bool { return lineWith(s, "· stopped", "beta") != "" })
+
+	// Attach takes the terminal; Ctrl-] comes back to the UI.
+	tm.choose("gamma")
+	tm.keys("a")
+	tm.waitScreen("the attached harness", func(s string) bool { return !strings.Contains(s, "dlgt ui ·") })
+	tm.keys("C-]")
+	tm.waitText("✓ detached from gamma")
+	tm.waitText("dlgt ui ·")
+
+	// A resize lays the screen out again.
+	if !strings.Contains(tm.screen(), "TOKENS") {
+		t.Fatal("no TOKENS column at 120 columns")
+	}
+	tm.run("resize-window", "-t", "0", "-x", "60", "-y", "30")
+	s = tm.waitScreen("the layout for 60 columns", func(s string) bool {
+		return !strings.Contains(s, "TOKENS") && strings.Contains(s, "STATE")
+	})
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if n := len([]rune(l)); n > 60 {
+			t.Fatalf("a line of %d columns after the resize: %q", n, l)
+		}
+	}
+
+	// The daemon going away and coming back: the UI says so and goes on.
+	d.stop()
+	tm.waitText("reconnecting…")
+	startDaemon(t, home)
+	tm.waitScreen("connected again", func(s string) bool {
+		return strings.Contains(s, "connected") && !strings.Contains(s, "reconnecting") && strings.Contains(s, "gamma")
+	})
+
+	// q quits and restores the terminal: the main screen again, the
+	// cursor visible.
+	tm.keys("q")
+	tm.waitText("UI-EXITED 0")
+	if got := strings.TrimSpace(tm.run("display-message", "-p", "-t", "0", "#{alternate_on} #{cursor_flag}")); got != "0 1" {
+		t.Fatalf("after quitting: alternate_on cursor_flag = %q, want 0 1", got)
+	}
+}
