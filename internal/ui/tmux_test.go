@@ -336,7 +336,7 @@ func TestUIThroughTmux(t *testing.T) {
 		p := rpc.SessionCreateParams{Title: "the " + alias + " task", Alias: alias, Harness: "claude", Cwd: dir,
 			Prompt: prompt, RequestID: "req-" + alias, Environment: launchEnv}
 		if !autoApprove {
-			p.AutoApprove = &no
+			p.AutoApprove, p.HarnessOptions = &no, []string{"permission-mode=default"}
 		}
 		rc, err := c.SessionCreate(ctx, p)
 		if err != nil {
@@ -427,6 +427,33 @@ func TestUIThroughTmux(t *testing.T) {
 	tm.waitText("✓ detached from gamma")
 	tm.waitText("dlgt ui ·")
 
+	// A follow-up from the one-line input.
+	tm.choose("gamma")
+	tm.keys("s")
+	tm.waitText("send to gamma>")
+	tm.run("send-keys", "-t", "0", "-l", "[[reply follow-up-done]] please")
+	tm.keys("Enter")
+	tm.waitText("✓ sent to gamma")
+	tm.waitScreen("gamma's new result", func(s string) bool { return lineWith(s, "gamma", "#2 completed: follow-up-done") != "" })
+
+	// A blocked Session: first in the list, its request in full in the
+	// preview, y allows it.
+	delta := create("delta", "[[tool echo hi-from-delta]] [[reply delta-done]]", false)
+	waitState(t, c, delta, rpc.StateBlocked)
+	s = tm.waitScreen("delta blocked", func(s string) bool { return lineWith(s, "! blocked", "delta") != "" })
+	if first := lineWith(s, "claude"); !strings.Contains(first, "delta") {
+		t.Fatalf("blocked delta is not listed first:\n%s", s)
+	}
+	tm.choose("delta")
+	tm.waitScreen("delta's request in the preview", func(s string) bool {
+		p := previewPart(s, "delta")
+		return strings.Contains(p, "wants to use Bash") && strings.Contains(p, "hi-from-delta") && strings.Contains(p, "y allow · n deny")
+	})
+	tm.keys("y")
+	tm.waitText("✓ allowed Bash for delta")
+	waitState(t, c, delta, rpc.StateIdle)
+	tm.waitScreen("delta's result", func(s string) bool { return lineWith(s, "delta", "completed: delta-done") != "" })
+
 	// A resize lays the screen out again.
 	if !strings.Contains(tm.screen(), "TOKENS") {
 		t.Fatal("no TOKENS column at 120 columns")
@@ -453,7 +480,21 @@ func TestUIThroughTmux(t *testing.T) {
 	// cursor visible.
 	tm.keys("q")
 	tm.waitText("UI-EXITED 0")
+	tm.restored()
+
+	// So does Ctrl-C.
+	tm = newTerm(t, 100, 30, command)
+	tm.waitText("4 Sessions")
+	tm.keys("C-c")
+	tm.waitText("UI-EXITED 0")
+	tm.restored()
+}
+
+// restored checks the terminal after the UI ended: the main screen, the
+// cursor visible.
+func (tm *term) restored() {
+	tm.t.Helper()
 	if got := strings.TrimSpace(tm.run("display-message", "-p", "-t", "0", "#{alternate_on} #{cursor_flag}")); got != "0 1" {
-		t.Fatalf("after quitting: alternate_on cursor_flag = %q, want 0 1", got)
+		tm.t.Fatalf("after quitting: alternate_on cursor_flag = %q, want 0 1", got)
 	}
 }
