@@ -1,0 +1,135 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+func testModel(noColor bool, states ...string) *model {
+	m := newModel(context.Background(), Options{NoColor: noColor, Cwd: "/tmp"})
+	now := time.Now().UnixMilli()
+	for i, st := range states {
+		id := fmt.Sprintf("claude:%08d-0000-0000-0000-000000000000", i)
+		text := strings.Repeat("a long final text with wide 字符 ", 10) + "\nsecond line"
+		m.rows[id] = &row{s: rpc.Session{ID: id, Alias: fmt.Sprintf("s%d-%s", i, st), Title: strings.Repeat("title ", 30),
+			Harness: "claude", Cwd: "/work/somewhere", State: st, CreatedAtMS: now - 90_000, UpdatedAtMS: now - int64(i)},
+			res: &rpc.Result{ExecutionSeq: 1, Status: rpc.StatusCompleted, FinalText: &text, Usage: []byte(`{"total_tokens":12345}`)}, hasRes: true}
+	}
+	m.connected = true
+	m.resort()
+	return m
+}
+
+func TestListSortsWhatNeedsAPersonFirst(t *testing.T) {
+	m := testModel(false, rpc.StateIdle, rpc.StateStopped, rpc.StateBusy, rpc.StateFailed, rpc.StateBlocked, rpc.StateStarting)
+	var got []string
+	for _, id := range m.order {
+		got = append(got, m.rows[id].s.State)
+	}
+	want := []string{rpc.StateBlocked, rpc.StateFailed, rpc.StateBusy, rpc.StateStarting, rpc.StateIdle, rpc.StateStopped}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	if m.sel != m.order[0] {
+		t.Fatalf("selected %s, want the first row", m.sel)
+	}
+}
+
+// Every line fits the width (clipped, never wrapped) and the view fills
+// the height exactly, at any size.
+func TestViewFitsTheTerminal(t *testing.T) {
+	for _, size := range [][2]int{{20, 5}, {40, 10}, {60, 20}, {80, 24}, {120, 40}, {250, 60}} {
+		m := testModel(false, rpc.StateBlocked, rpc.StateIdle, rpc.StateBusy)
+		m.rows[m.order[0]].s.Pending = &rpc.Pending{ID: "p1", Kind: rpc.PendingPermission, Tool: "Bash", Input: strings.Repeat("rm -rf / ", 100)}
+		m.screenID, m.screen = m.sel, []string{strings.Repeat("x", 500), "漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字"}
+		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for _, md := range []mode{modeList, modeHelp, modeNew, modeSend, modeConfirm} {
+			m.mode = md
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != size[1] {
+				t.Fatalf("%v mode %d: %d lines, want %d", size, md, len(lines), size[1])
+			}
+			for _, l := range lines {
+				if w := ansi.StringWidth(l); w > size[0] {
+					t.Fatalf("%v mode %d: a line of %d cells: %q", size, md, w, l)
+				}
+			}
+		}
+	}
+}
+
+var sgrRE = regexp.MustCompile(`\x1b\[([0-9;]*)m`)
+
+func hasColor(s string) bool {
+	for _, m := range sgrRE.FindAllStringSubmatch(s, -1) {
+		for _, p := range strings.Split(m[1], ";") {
+			if n, _ := strconv.Atoi(p); (n >= 30 && n <= 38) || (n >= 40 && n <= 48) || (n >= 90 && n <= 107) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestNoColor(t *testing.T) {
+	for _, noColor := range []bool{false, true} {
+		m := testModel(noColor, rpc.StateBlocked, rpc.StateFailed, rpc.StateBusy, rpc.StateIdle)
+		m.sel = m.order[3] // the colored state cells are not the selected row
+		m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+		v := m.View()
+		if hasColor(v) == noColor {
+			t.Fatalf("NoColor %v: colors drawn %v:\n%q", noColor, hasColor(v), v)
+		}
+		for _, mark := range []string{"! blocked", "✗ failed", "● busy", "○ idle"} {
+			if !strings.Contains(ansi.Strip(v), mark) {
+				t.Fatalf("NoColor %v: no %q marker", noColor, mark)
+			}
+		}
+	}
+}
+
+func TestPreviewRowsBounded(t *testing.T) {
+	lines := make([]string, 5000)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("row %d\x1b[31m", i)
+	}
+	got := cleanRows(append(lines, "", "  "))
+	if len(got) != previewLines || got[len(got)-1] != "row 4999[31m" {
+		t.Fatalf("%d rows, last %q", len(got), got[len(got)-1])
+	}
+}
+
+// Keys that destroy ask first: c and x only open the question, and any
+// key but y declines it.
+func TestDestructiveKeysAskFirst(t *testing.T) {
+	m := testModel(true, rpc.StateBusy)
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
+	for _, k := range []string{"c", "x"} {
+		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)})
+		if cmd != nil || m.mode != modeConfirm {
+			t.Fatalf("%s: mode %d, cmd %v", k, m.mode, cmd != nil)
+		}
+		if !strings.Contains(m.View(), "? y/N") {
+			t.Fatalf("%s: no question", k)
+		}
+		_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
+		if cmd != nil || m.mode != modeList || !strings.HasPrefix(m.status, "did not ") {
+			t.Fatalf("%s then n: mode %d, status %q", k, m.mode, m.status)
+		}
+	}
+	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")}); cmd == nil {
+		t.Fatal("q returns no command")
+	} else if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("q does not quit")
+	}
+}
