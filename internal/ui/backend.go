@@ -24,7 +24,7 @@ const (
 	// queue stops reading the subscription (the daemon may then drop the
 	// slow subscriber, and the reconnect reloads the whole list).
 	eventQueue = 64
-	// maxResultReads bounds the session.read calls of one list load (the
+	// maxResultReads bounds the session.read calls of one resultsCmd (the
 	// LAST column of Sessions past it stays empty until they change).
 	maxResultReads = 200
 	// readParallel bounds the concurrent session.read calls of a load.

@@ -25,6 +25,11 @@ import (
 const (
 	ageTick     = 5 * time.Second
 	previewTick = time.Second
+	uiFPS       = 20
+	// firstReads is how many results the first read of a load asks for
+	// (a screenful), before the rest, so the first screen is complete
+	// sooner.
+	firstReads = 48
 )
 
 // Options configure the UI.
@@ -48,7 +53,9 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	m := newModel(ctx, o)
 	go subscribe(ctx, o.Client, m.events)
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	// 20 frames a second at most: the renderer wakes up at this rate
+	// even when nothing changes, and a list needs no more.
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithFPS(uiFPS))
 	_, err := p.Run()
 	if err == tea.ErrProgramKilled && ctx.Err() != nil {
 		return nil
@@ -283,7 +290,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.resort()
 		// Results are read in the order shown: the first ones matter most.
-		cmds := []tea.Cmd{m.resultsCmd(slices.Clone(m.order))}
+		ids := slices.Clone(m.order)
+		cmds := []tea.Cmd{m.resultsCmd(ids[:min(len(ids), firstReads)])}
+		if len(ids) > firstReads {
+			cmds = append(cmds, m.resultsCmd(ids[firstReads:]))
+		}
 		if m.sel != m.screenID {
 			cmds = append(cmds, m.selectionChanged())
 		} else {

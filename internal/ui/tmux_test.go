@@ -498,3 +498,105 @@ func (tm *term) restored() {
 		tm.t.Fatalf("after quitting: alternate_on cursor_flag = %q, want 0 1", got)
 	}
 }
+
+// cpuTicks is a process's user+system CPU time in clock ticks
+// (/proc/PID/stat fields 14 and 15).
+func cpuTicks(t *testing.T, pid string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+// TestUIMeasure100 measures `dlgt ui` with 100 Sessions: the time from
+// starting it to the first screen with every Session and the first
+// rows' results, and the CPU the UI and the daemon (this process) spend
+// over 30 s while nothing happens. It asserts nothing about the
+// figures; set DLGT_UI_MEASURE=1 to run it (docs/design.md quotes it).
+func TestUIMeasure100(t *testing.T) {
+	if os.Getenv("DLGT_UI_MEASURE") == "" {
+		t.Skip("set DLGT_UI_MEASURE=1 to measure")
+	}
+	bin := dlgtBinary(t)
+	dir := shortDir(t)
+	home := filepath.Join(dir, "h")
+	startDaemon(t, home)
+	launchEnv := fakeClaudeEnv(t, dir)
+	c, err := client.New(client.Options{Home: home, NoAutostart: true, Getenv: func(string) string { return "" },
+		Environ: func() []string { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	var ids []string
+	for batch := 0; batch < 10; batch++ {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for i := 0; i < 10; i++ {
+			n := batch*10 + i
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rc, err := c.SessionCreate(ctx, rpc.SessionCreateParams{Title: fmt.Sprintf("task %d", n), Alias: fmt.Sprintf("s%03d", n),
+					Harness: "claude", Cwd: dir, Prompt: fmt.Sprintf("[[reply result-%03d]]", n), RequestID: fmt.Sprintf("m%d", n), Environment: launchEnv})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ids = append(ids, rc.Session.ID)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+	for _, id := range ids {
+		waitState(t, c, id, rpc.StateIdle)
+	}
+	command := fmt.Sprintf("env DLGT_HOME=%s DLGT_NO_AUTOSTART=1 %s ui; sleep 600", home, bin)
+	var starts []time.Duration
+	for i := 0; i < 5; i++ {
+		t0 := time.Now()
+		tm := newTerm(t, 120, 40, command)
+		for {
+			s := tm.screen()
+			lines := strings.Split(s, "\n")
+			if strings.Contains(s, "100 Sessions") && len(lines) > 3 && strings.Contains(lines[2], "#1 completed: result-") &&
+				strings.Contains(lines[15], "#1 completed: result-") {
+				break
+			}
+			if time.Since(t0) > waitBound {
+				t.Fatalf("no full first screen:\n%s", s)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		starts = append(starts, time.Since(t0))
+		if i < 4 {
+			tm.run("kill-server")
+			continue
+		}
+		// Idle: the UI open, nothing happening, for 30 s.
+		panePID := strings.TrimSpace(tm.run("list-panes", "-t", "0", "-F", "#{pane_pid}"))
+		out, err := exec.Command("pgrep", "-P", panePID, "-x", "dlgt").Output()
+		if err != nil {
+			t.Fatalf("pgrep: %v", err)
+		}
+		uiPID := strings.TrimSpace(string(out))
+		self := fmt.Sprint(os.Getpid())
+		ui0, d0 := cpuTicks(t, uiPID), cpuTicks(t, self)
+		time.Sleep(30 * time.Second)
+		ui1, d1 := cpuTicks(t, uiPID), cpuTicks(t, self)
+		tm.run("kill-server")
+		time.Sleep(30 * time.Second)
+		d2 := cpuTicks(t, self)
+		t.Logf("idle 30 s with the UI open: UI %d ticks, daemon process %d ticks; 30 s without the UI: daemon process %d ticks (100 ticks = 1 s)",
+			ui1-ui0, d1-d0, d2-d1)
+	}
+	t.Logf("start to a full first screen with 100 Sessions: %v", starts)
+}
