@@ -6,6 +6,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -57,11 +58,11 @@ func Run(ctx context.Context, o Options) error {
 	// even when nothing changes, and a list needs no more.
 	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithFPS(uiFPS))
 	_, err := p.Run()
-	if err == tea.ErrProgramKilled && ctx.Err() != nil {
-		return nil
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil // ctx ended (the command's signal handling)
 	}
-	if err == tea.ErrInterrupted {
-		return nil
+	if errors.Is(err, tea.ErrInterrupted) {
+		return nil // SIGINT from outside the terminal
 	}
 	return err
 }

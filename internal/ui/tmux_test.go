@@ -445,10 +445,13 @@ func TestUIThroughTmux(t *testing.T) {
 		t.Fatalf("blocked delta is not listed first:\n%s", s)
 	}
 	tm.choose("delta")
-	tm.waitScreen("delta's request in the preview", func(s string) bool {
+	s = tm.waitScreen("delta's request in the preview", func(s string) bool {
 		p := previewPart(s, "delta")
 		return strings.Contains(p, "wants to use Bash") && strings.Contains(p, "hi-from-delta") && strings.Contains(p, "y allow · n deny")
 	})
+	if f := os.Getenv("DLGT_UI_CAPTURE"); f != "" {
+		os.WriteFile(f, []byte(s), 0o644) // the capture in docs/cli.md
+	}
 	tm.keys("y")
 	tm.waitText("✓ allowed Bash for delta")
 	waitState(t, c, delta, rpc.StateIdle)
@@ -487,6 +490,20 @@ func TestUIThroughTmux(t *testing.T) {
 	tm.waitText("4 Sessions")
 	tm.keys("C-c")
 	tm.waitText("UI-EXITED 0")
+	tm.restored()
+
+	// And SIGTERM from outside.
+	tm = newTerm(t, 100, 30, command)
+	tm.waitText("4 Sessions")
+	panePID := strings.TrimSpace(tm.run("list-panes", "-t", "0", "-F", "#{pane_pid}"))
+	out, err := exec.Command("pgrep", "-P", panePID, "-x", "dlgt").Output()
+	if err != nil {
+		t.Fatalf("pgrep: %v", err)
+	}
+	if err := exec.Command("kill", "-TERM", strings.TrimSpace(string(out))).Run(); err != nil {
+		t.Fatal(err)
+	}
+	tm.waitText("UI-EXITED")
 	tm.restored()
 }
 
