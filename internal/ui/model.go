@@ -6,7 +6,6 @@ package ui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -56,14 +55,16 @@ func Run(ctx context.Context, o Options) error {
 	go subscribe(ctx, o.Client, m.events)
 	// 20 frames a second at most: the renderer wakes up at this rate
 	// even when nothing changes, and a list needs no more.
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithFPS(uiFPS))
+	// Signals are the command's: it cancels ctx on SIGINT and SIGTERM,
+	// and ctx ending quits the program. Bubble Tea's own handler is off:
+	// its send of the quit message does not watch for the program having
+	// ended, so a signal racing another way out hung the exit.
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(uiFPS), tea.WithoutSignalHandler())
+	go func() {
+		<-ctx.Done()
+		p.Quit()
+	}()
 	_, err := p.Run()
-	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
-		return nil // ctx ended (the command's signal handling)
-	}
-	if errors.Is(err, tea.ErrInterrupted) {
-		return nil // SIGINT from outside the terminal
-	}
 	return err
 }
 
@@ -172,8 +173,10 @@ func (m *model) resort() {
 		if pa, pb := priority(ra.State), priority(rb.State); pa != pb {
 			return pa - pb
 		}
-		if ra.UpdatedAtMS != rb.UpdatedAtMS {
-			if ra.UpdatedAtMS > rb.UpdatedAtMS {
+		// Newest first; creation times do not change, so rows do not
+		// move under the cursor while their state stays in one group.
+		if ra.CreatedAtMS != rb.CreatedAtMS {
+			if ra.CreatedAtMS > rb.CreatedAtMS {
 				return -1
 			}
 			return 1

@@ -246,6 +246,15 @@ func selectedLine(screen string) string {
 	return ""
 }
 
+// selectedName is the SESSION cell of the selected row.
+func selectedName(screen string) string {
+	f := strings.Fields(selectedLine(screen))
+	if len(f) < 5 {
+		return ""
+	}
+	return f[4] // ">", the state's mark, the state, the harness, the name
+}
+
 // choose moves the selection to the Session named name: to the top
 // first, then down one row at a time, each move waited for.
 func (tm *term) choose(name string) string {
@@ -256,12 +265,12 @@ func (tm *term) choose(name string) string {
 		return len(lines) > 2 && strings.HasPrefix(lines[2], "> ")
 	})
 	for i := 0; i < 20; i++ {
-		if strings.Contains(selectedLine(s), " "+name+" ") {
+		if selectedName(s) == name {
 			return s
 		}
-		prev := selectedLine(s)
+		prev := selectedName(s)
 		tm.keys("j")
-		s = tm.waitScreen("the selection to move", func(s string) bool { return selectedLine(s) != prev })
+		s = tm.waitScreen("the selection to move", func(s string) bool { return selectedName(s) != prev })
 	}
 	tm.t.Fatalf("could not select %s; the screen:\n%s", name, s)
 	return s
@@ -355,8 +364,9 @@ func TestUIThroughTmux(t *testing.T) {
 	for k, v := range launchEnv {
 		envs = append(envs, k+"="+v)
 	}
-	command := fmt.Sprintf("env %s DLGT_HOME=%s DLGT_NO_AUTOSTART=1 NO_COLOR=1 PAGER=cat %s ui; echo UI-EXITED $?; sleep 600",
-		strings.Join(envs, " "), home, bin)
+	paged := filepath.Join(dir, "paged.txt")
+	command := fmt.Sprintf("env %s DLGT_HOME=%s DLGT_NO_AUTOSTART=1 NO_COLOR=1 PAGER='cat >%s' %s ui; echo UI-EXITED $?; sleep 600",
+		strings.Join(envs, " "), home, paged, bin)
 	tm := newTerm(t, 120, 40, command)
 
 	// The list shows every Session with its state and last result.
@@ -457,6 +467,31 @@ func TestUIThroughTmux(t *testing.T) {
 	waitState(t, c, delta, rpc.StateIdle)
 	tm.waitScreen("delta's result", func(s string) bool { return lineWith(s, "delta", "completed: delta-done") != "" })
 
+	// o shows the last result in $PAGER (here a cat into a file).
+	tm.choose("gamma")
+	tm.keys("o")
+	tm.waitText("✓ closed the result of gamma")
+	if b, err := os.ReadFile(paged); err != nil || !strings.Contains(string(b), "follow-up-done") {
+		t.Fatalf("the pager got %q (%v)", b, err)
+	}
+
+	// r relaunches the stopped beta.
+	tm.choose("beta")
+	tm.keys("r")
+	tm.waitText("✓ restarted beta")
+	waitState(t, c, beta, rpc.StateIdle)
+
+	// N starts a new delegation from the form.
+	tm.keys("N")
+	tm.waitText("new delegation")
+	tm.keys("Up", "C-u")
+	tm.run("send-keys", "-t", "0", "-l", dir)
+	tm.keys("Down")
+	tm.run("send-keys", "-t", "0", "-l", "[[reply epsilon-done]] the epsilon task")
+	tm.keys("Enter")
+	tm.waitText("✓ started ")
+	tm.waitScreen("the new Session's result", func(s string) bool { return lineWith(s, "completed: epsilon-done") != "" })
+
 	// A resize lays the screen out again.
 	if !strings.Contains(tm.screen(), "TOKENS") {
 		t.Fatal("no TOKENS column at 120 columns")
@@ -487,14 +522,14 @@ func TestUIThroughTmux(t *testing.T) {
 
 	// So does Ctrl-C.
 	tm = newTerm(t, 100, 30, command)
-	tm.waitText("4 Sessions")
+	tm.waitText("5 Sessions")
 	tm.keys("C-c")
 	tm.waitText("UI-EXITED 0")
 	tm.restored()
 
 	// And SIGTERM from outside.
 	tm = newTerm(t, 100, 30, command)
-	tm.waitText("4 Sessions")
+	tm.waitText("5 Sessions")
 	panePID := strings.TrimSpace(tm.run("list-panes", "-t", "0", "-F", "#{pane_pid}"))
 	out, err := exec.Command("pgrep", "-P", panePID, "-x", "dlgt").Output()
 	if err != nil {
