@@ -366,7 +366,14 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if r == nil || !active(r.s.State) || !m.connected {
 			return m, nil
 		}
-		return m, tea.Batch(m.refreshScreen(), m.schedulePreview())
+		cmds := []tea.Cmd{m.refreshScreen(), m.schedulePreview()}
+		if r.s.State == rpc.StateBlocked {
+			// The pending request may be recorded after the event
+			// that said blocked, and no event marks it: the snapshot
+			// is read again while the Session stays blocked.
+			cmds = append(cmds, m.readSession(r.s.ID))
+		}
+		return m, tea.Batch(cmds...)
 	case actionMsg:
 		if msg.err != nil {
 			m.status = "✗ " + errText(msg.err)

@@ -133,3 +133,22 @@ func TestDestructiveKeysAskFirst(t *testing.T) {
 		t.Fatal("q does not quit")
 	}
 }
+
+// A blocked Session's pending request can be recorded after the event
+// that said blocked, with no event of its own: while the selected Session
+// stays blocked, each preview tick reads its snapshot again.
+func TestBlockedSelectionRereadsItsSnapshot(t *testing.T) {
+	m := testModel(true, rpc.StateBlocked)
+	m.previewTicking, m.screenReading = true, true
+	m.Update(previewTickMsg{gen: m.previewGen})
+	if !m.rows[m.sel].reading {
+		t.Fatal("the tick did not read the blocked Session again")
+	}
+	// A quiet (idle) one is not read on a tick.
+	m = testModel(true, rpc.StateIdle)
+	m.previewTicking, m.screenReading = true, true
+	m.Update(previewTickMsg{gen: m.previewGen})
+	if m.rows[m.sel].reading {
+		t.Fatal("an idle Session was read on a tick")
+	}
+}
