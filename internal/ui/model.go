@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -52,7 +53,6 @@ func Run(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := newModel(ctx, o)
-	go subscribe(ctx, o.Client, m.events)
 	// 20 frames a second at most: the renderer wakes up at this rate
 	// even when nothing changes, and a list needs no more.
 	// Signals are the command's: it cancels ctx on SIGINT and SIGTERM,
@@ -64,9 +64,22 @@ func Run(ctx context.Context, o Options) error {
 		<-ctx.Done()
 		p.Quit()
 	}()
+	// The subscriber is no Bubble Tea command: a panic in it is handed to
+	// Update, whose panic Bubble Tea recovers from, restoring the terminal.
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.Send(panicMsg{fmt.Sprintf("%v\n%s", r, debug.Stack())})
+			}
+		}()
+		subscribe(ctx, o.Client, m.events)
+	}()
 	_, err := p.Run()
 	return err
 }
+
+// panicMsg carries a panic of the event subscriber into Update.
+type panicMsg struct{ text string }
 
 // row is one Session and what the UI knows of it.
 type row struct {
@@ -256,6 +269,8 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		return m, nil
+	case panicMsg:
+		panic("event subscriber: " + msg.text)
 	case tickMsg:
 		return m, tea.Tick(ageTick, func(time.Time) tea.Msg { return tickMsg{} })
 	case connMsg:
