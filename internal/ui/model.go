@@ -78,6 +78,9 @@ func Run(ctx context.Context, o Options) error {
 	return err
 }
 
+// settledMsg reads the screen of a Session once more after it went quiet.
+type settledMsg struct{ id string }
+
 // panicMsg carries a panic of the event subscriber into Update.
 type panicMsg struct{ text string }
 
@@ -347,6 +350,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 				r = &row{}
 				m.rows[msg.id] = r
 			}
+			if msg.id == m.sel && active(r.s.State) && !active(msg.res.Session.State) {
+				// The harness may repaint once more after its turn
+				// ended: its screen is read again a moment later.
+				id := msg.id
+				cmds = append(cmds, tea.Tick(previewTick, func(time.Time) tea.Msg { return settledMsg{id} }))
+			}
 			r.s, r.res, r.hasRes = msg.res.Session, msg.res.Result, true
 		}
 		prev := m.sel
@@ -372,6 +381,11 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.refreshScreen()
 		}
 		return m, nil
+	case settledMsg:
+		if msg.id != m.sel {
+			return m, nil
+		}
+		return m, m.refreshScreen()
 	case previewTickMsg:
 		if msg.gen != m.previewGen {
 			return m, nil
