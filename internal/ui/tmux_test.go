@@ -210,7 +210,7 @@ func (tm *term) keys(keys ...string) {
 // its effect, typing it again (up to 3 times, each logged) when none
 // shows within 10 s: under -race on a loaded machine a keystroke
 // typed soon after the UI took the terminal back from attach was seen
-// lost (1 run in 8), in Bubble Tea's hand-over of its input reader
+// lost (4 runs in 13), in Bubble Tea's hand-over of its input reader
 // (docs/cli.md, "dlgt ui"). Keys that act on a Session are never typed
 // twice.
 func (tm *term) press(key, what string, cond func(string) bool) string {
