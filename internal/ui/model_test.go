@@ -152,3 +152,45 @@ func TestBlockedSelectionRereadsItsSnapshot(t *testing.T) {
 		t.Fatal("an idle Session was read on a tick")
 	}
 }
+
+// msgsOf runs cmd and what it batches, collecting their messages (a
+// tick's after its delay).
+func msgsOf(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	msg := cmd()
+	if b, ok := msg.(tea.BatchMsg); ok {
+		var out []tea.Msg
+		for _, c := range b {
+			out = append(out, msgsOf(c)...)
+		}
+		return out
+	}
+	return []tea.Msg{msg}
+}
+
+// The harness repaints after its turn ends: when the selected Session
+// goes quiet its screen is read once more a moment later.
+func TestQuietSelectionScreenReadAgain(t *testing.T) {
+	m := testModel(true, rpc.StateBusy)
+	r := m.rows[m.sel]
+	r.reading = true
+	idle := r.s
+	idle.State = rpc.StateIdle
+	_, cmd := m.Update(readMsg{id: m.sel, res: rpc.SessionReadResult{Session: idle}})
+	var settled *settledMsg
+	for _, msg := range msgsOf(cmd) {
+		if s, ok := msg.(settledMsg); ok {
+			settled = &s
+		}
+	}
+	if settled == nil || settled.id != m.sel {
+		t.Fatalf("no later screen read for the Session that went quiet (%v)", settled)
+	}
+	m.screenReading = false
+	m.Update(*settled)
+	if !m.screenReading {
+		t.Fatal("the settled message did not read the screen")
+	}
+}
