@@ -194,3 +194,35 @@ func TestQuietSelectionScreenReadAgain(t *testing.T) {
 		t.Fatal("the settled message did not read the screen")
 	}
 }
+
+// y, n and 1-9 answer only what the selected Session waits on; anything
+// else says why on the status line and sends nothing.
+func TestAnswerKeysCheckThePendingRequest(t *testing.T) {
+	key := func(m *model, k string) tea.Cmd {
+		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)})
+		return cmd
+	}
+	m := testModel(true, rpc.StateIdle)
+	if cmd := key(m, "y"); cmd != nil || !strings.Contains(m.status, "is not waiting for an answer") {
+		t.Fatalf("y on an idle Session: cmd %v, status %q", cmd != nil, m.status)
+	}
+	m = testModel(true, rpc.StateBlocked)
+	m.rows[m.sel].s.Pending = &rpc.Pending{ID: "p1", Kind: rpc.PendingQuestion, Question: "which?",
+		Options: []rpc.PendingOption{{ID: "a", Label: "A"}, {ID: "b", Label: "B"}}}
+	if cmd := key(m, "y"); cmd != nil || !strings.Contains(m.status, "with its number (1-2)") {
+		t.Fatalf("y on a question: cmd %v, status %q", cmd != nil, m.status)
+	}
+	if cmd := key(m, "5"); cmd != nil || !strings.Contains(m.status, "has 2 options") {
+		t.Fatalf("5 on a two-option question: cmd %v, status %q", cmd != nil, m.status)
+	}
+	if cmd := key(m, "2"); cmd == nil || !strings.HasPrefix(m.status, "answering ") {
+		t.Fatalf("2 on a two-option question: cmd %v, status %q", cmd != nil, m.status)
+	}
+	m.rows[m.sel].s.Pending = &rpc.Pending{ID: "p2", Kind: rpc.PendingPermission, Tool: "Bash", Input: "ls"}
+	if cmd := key(m, "3"); cmd != nil || !strings.Contains(m.status, "y allows, n denies") {
+		t.Fatalf("3 on a permission: cmd %v, status %q", cmd != nil, m.status)
+	}
+	if cmd := key(m, "n"); cmd == nil {
+		t.Fatal("n on a permission sends nothing")
+	}
+}
