@@ -95,7 +95,10 @@ func fakeClaudeEnv(t testing.TB) map[string]string {
 	os.MkdirAll(userHome, 0o700)
 	return map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
+		// The permission_prompt Notification comes 6.5 s after the dialog
+		// in the real CLI; at 100 ms it overtook the PermissionRequest
+		// hook on a loaded machine and the blocked event had no command.
+		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "2000",
 		"DLGT_TEST_ROLE": "",
 		// Race-built helpers otherwise sleep 1s at exit, and hooks run
 		// one process each.

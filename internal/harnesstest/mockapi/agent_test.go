@@ -193,7 +193,7 @@ func TestAgentResponses(t *testing.T) {
 	want := []string{
 		`mcp__echo|echo {"text":"first"}`,
 		`mcp__echo|echo {"text":"again 00ab12"}`,
-		`|exec_command {"cmd":"echo SHELL-$((6*7))"}`,
+		`|exec_command {"cmd":"echo SHELL-$((6*7))","yield_time_ms":60000}`,
 	}
 	if !slices.Equal(calls, want) {
 		t.Fatalf("calls = %q, want %q", calls, want)

@@ -464,8 +464,8 @@ func TestResponsesToolCall(t *testing.T) {
 	if item["type"] != "function_call" || item["name"] != "exec_command" || item["call_id"] == "" {
 		t.Fatalf("item = %v", item)
 	}
-	var args map[string]string
-	if err := json.Unmarshal([]byte(item["arguments"].(string)), &args); err != nil || args["cmd"] != "echo probe > probe.txt" {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(item["arguments"].(string)), &args); err != nil || args["cmd"] != "echo probe > probe.txt" || args["yield_time_ms"] != 60000.0 {
 		t.Fatalf("arguments %v: %v", item["arguments"], err)
 	}
 	if _, ok := args["sandbox_permissions"]; ok {

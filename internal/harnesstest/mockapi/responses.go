@@ -179,7 +179,11 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, model s
 			args = obj{}
 		}
 		if name == ShellTool {
-			name, args = "exec_command", obj{"cmd": call.Input["command"]}
+			// yield_time_ms: Codex returns a command still running after
+			// 10 s by default as a background process the model must poll
+			// (a dlgt session create on a loaded machine can take that
+			// long); the mock's model waits for the command instead.
+			name, args = "exec_command", obj{"cmd": call.Input["command"], "yield_time_ms": 60000}
 			if reply.Escalated {
 				args["sandbox_permissions"] = "require_escalated"
 				args["justification"] = "mockapi asks to run this outside the sandbox"
