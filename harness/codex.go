@@ -257,8 +257,20 @@ func codexHookOverride(hookArgv []string, ev string) string {
 	if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
 		matcher = `matcher="*",`
 	}
-	return "hooks." + ev + "=[{" + matcher + "hooks=[{type=\"command\",command=" + tomlString(cmd) + ",timeout=30}]}]"
+	timeout := 30
+	if ev == "PermissionRequest" {
+		timeout = CodexPermissionTimeout
+	}
+	return "hooks." + ev + "=[{" + matcher + "hooks=[{type=\"command\",command=" + tomlString(cmd) + ",timeout=" + strconv.Itoa(timeout) + "}]}]"
 }
+
+// CodexPermissionTimeout is the timeout (seconds) of the injected
+// PermissionRequest hook, as long as Claude Code's
+// (ClaudePermissionTimeout): the forwarder waits for an answer given
+// through session.respond for a little less (hookfwd.DecisionWait). Codex
+// 0.171.0 draws its approval overlay only once that hook has returned
+// with no decision (or timed out): see DialogAfterHook.
+const CodexPermissionTimeout = 600
 
 // tomlString renders s as a TOML basic string.
 func tomlString(s string) string {
@@ -330,7 +342,10 @@ func (Codex) ParseHook(event string, payload []byte) (Evidence, error) {
 	case "UserPromptSubmit":
 		ev.Kind, ev.Prompt = KindPromptSubmitted, h.Prompt
 	case "PermissionRequest":
+		// Codex asks only for a command it takes a hook decision on
+		// (CodexPermissionDecision), so every request is answerable.
 		ev.Kind, ev.Reason, ev.Tool, ev.Command = KindBlocked, "permission", h.ToolName, toolCommand(h.ToolInput)
+		ev.Input, ev.Answerable = ToolInputText(h.ToolInput), true
 	case "PreToolUse", "PostToolUse":
 		ev.Kind, ev.Tool = KindActivity, h.ToolName
 	case "Stop":
@@ -441,6 +456,25 @@ func CodexPermissionDecision(allow bool, message string) ([]byte, error) {
 		"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": d},
 	})
 }
+
+// DecisionOutput is the PermissionRequest hook's stdout for a decision
+// (CodexPermissionDecision): allow runs this one command; deny, with the
+// message the model receives, does not run it and the turn goes on.
+func (Codex) DecisionOutput(event, decision, message string) ([]byte, bool) {
+	if event != "PermissionRequest" || (decision != "allow" && decision != "deny") {
+		return nil, false
+	}
+	out, err := CodexPermissionDecision(decision == "allow", message)
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// DialogAfterHook reports that Codex shows its approval overlay only once
+// the PermissionRequest hook has returned (while it runs, the screen says
+// "Running hook" and only Esc, which aborts the turn, does anything).
+func (Codex) DialogAfterHook() bool { return true }
 
 // CodexApprovalKeys answers Codex 0.171.0's command approval overlay
 // ("Would you like to run the following command?") from the terminal,

@@ -8,7 +8,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -145,5 +147,57 @@ func TestCodexApprovalKeys(t *testing.T) {
 	}
 	if string(deny[0].Data) != string(Codex{}.Interrupt()[0].Data) {
 		t.Error("refusing at the overlay is Codex's interrupt key")
+	}
+}
+
+// TestCodexDecider: Codex takes session.respond's answers through its
+// PermissionRequest hook: the evidence is answerable with the command as
+// its input, and DecisionOutput prints the outputs the pinned Codex was
+// seen to honour.
+func TestCodexDecider(t *testing.T) {
+	cases := readCodexPermissionCases(t)
+	var h Harness = Codex{}
+	d, ok := h.(Decider)
+	if !ok {
+		t.Fatal("Codex is not a Decider")
+	}
+	if a, ok := h.(DialogAfterHook); !ok || !a.DialogAfterHook() {
+		t.Fatal("Codex does not report that its overlay waits for the hook")
+	}
+	// The forwarder stops waiting before Codex would kill its hook.
+	if time.Duration(CodexPermissionTimeout)*time.Second <= hookfwd.DecisionWait {
+		t.Fatalf("hook timeout %d s is not above the forwarder's wait %v", CodexPermissionTimeout, hookfwd.DecisionWait)
+	}
+	ev, err := Codex{}.ParseHook("PermissionRequest", cases["allow"].PermissionRequest)
+	if err != nil || !ev.Answerable || ev.Input != "touch escmarker" {
+		t.Fatalf("PermissionRequest evidence = %+v, %v", ev, err)
+	}
+	for _, tc := range []struct{ rec, decision, message string }{
+		{"allow", "allow", ""},
+		{"deny", "deny", "DENIED-BY-LEADER: not now"},
+		{"deny-no-message", "deny", ""},
+	} {
+		out, ok := d.DecisionOutput("PermissionRequest", tc.decision, tc.message)
+		if !ok || !jsonEqual(t, out, cases[tc.rec].HookOutput) {
+			t.Errorf("%s: %s %v, Codex honoured %s", tc.rec, out, ok, cases[tc.rec].HookOutput)
+		}
+	}
+	for _, bad := range [][3]string{
+		{"Stop", "allow", ""},
+		{"PreToolUse", "deny", ""},
+		{"PermissionRequest", "maybe", ""},
+		{"PermissionRequest", "allow", "a message with allow"},
+		{"PermissionRequest", "deny", strings.Repeat("x", maxCodexDenyMessage+1)},
+	} {
+		if out, ok := d.DecisionOutput(bad[0], bad[1], bad[2]); ok || out != nil {
+			t.Errorf("%q: %s", bad, out)
+		}
+	}
+	// Only PermissionRequest's events are answerable.
+	for _, other := range []string{"PreToolUse", "Stop"} {
+		payload := []byte(`{"session_id":"s","hook_event_name":"` + other + `","tool_name":"Bash","tool_input":{"command":"ls"}}`)
+		if ev, err := (Codex{}).ParseHook(other, payload); err != nil || ev.Answerable {
+			t.Errorf("%s: %+v %v", other, ev, err)
+		}
 	}
 }

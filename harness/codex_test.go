@@ -144,7 +144,10 @@ func TestCodexPrepare(t *testing.T) {
 		"--dangerously-bypass-hook-trust", `model="gpt-5.5"`, `model_reasoning_effort="high"`,
 		`approval_policy="on-request"`, "model_providers.mock.request_max_retries=0",
 		`hooks.Stop=[{hooks=[{type="command",command="exec /usr/bin/dlgt hook --socket /s --launch internal:1 Stop",timeout=30}]}]`,
-		`hooks.PermissionRequest=[{matcher="*",hooks=`,
+		// The forwarder waits for session.respond's answer: a timeout
+		// above hookfwd.DecisionWait.
+		`hooks.PermissionRequest=[{matcher="*",hooks=[{type="command",command="exec /usr/bin/dlgt hook --socket /s --launch internal:1 PermissionRequest",timeout=600}]}]`,
+		`hooks.PreToolUse=[{matcher="*",hooks=[{type="command",command="exec /usr/bin/dlgt hook --socket /s --launch internal:1 PreToolUse",timeout=30}]}]`,
 	} {
 		if !strings.Contains(argv, want) {
 			t.Errorf("argv lacks %q:\n%s", want, strings.ReplaceAll(argv, "\x00", " "))

@@ -183,6 +183,16 @@ type Decider interface {
 	DecisionOutput(event, decision, message string) ([]byte, bool)
 }
 
+// DialogAfterHook is implemented by a Decider whose harness draws its own
+// approval dialog only after the hook that asked has returned (Codex),
+// unlike one that shows it while the hook runs (Claude Code): while the
+// forwarder waits for an answer, a person at the terminal has no dialog to
+// answer, so the daemon hands such a request to the terminal (the
+// forwarder returns with no decision) whenever a person holds it.
+type DialogAfterHook interface {
+	DialogAfterHook() bool
+}
+
 // maxToolInputText bounds ToolInputText.
 const maxToolInputText = 2048
 

@@ -34,9 +34,10 @@ const Usage = "hook --socket PATH --launch ID EVENT"
 
 // DecisionWait bounds how long a forwarder whose hook opened a pending
 // request (a permission the daemon can answer: see session.respond) waits
-// for the answer. It is under the hook's own timeout (Claude Code's
-// PermissionRequest hook gets harness.ClaudePermissionTimeout, 600 s), so
-// the forwarder always ends before the harness would kill it.
+// for the answer. It is under the hook's own timeout (the PermissionRequest
+// hook gets harness.ClaudePermissionTimeout from Claude Code and
+// harness.CodexPermissionTimeout from Codex, 600 s each), so the forwarder
+// always ends before the harness would kill it.
 var DecisionWait = 570 * time.Second
 
 // Main is `dlgt hook --socket PATH --launch ID EVENT` with the hook's JSON
