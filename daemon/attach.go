@@ -173,6 +173,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p Terminal
 		token := lease.token
 		context.AfterFunc(ctx, func() { rt.releaseLease(s, token) })
 		rt.log.Info("attach lease taken", "session", s.rec.ID, "peer_pid", peer.PID)
+		rt.withdrawForPersonLocked(s)
 	}
 	ack := TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: string(s.rec.State)}
 	if st.lease != nil {

@@ -7,7 +7,11 @@
 // never from the screen. It is waiting until one of: an answer
 // (session.respond), or its withdrawal, when the Session leaves blocked
 // for any other reason (a person answered the dialog in the terminal, the
-// turn was canceled or ended, the process exited). An answer reaches the
+// turn was canceled or ended, the process exited), or a person takes the
+// terminal's write lease of a harness that draws its dialog only after the
+// hook returned (harness.DialogAfterHook: Codex), so that the dialog is
+// drawn for them; while a person holds that lease, such a harness's
+// requests are not made pending at all. An answer reaches the
 // harness only through the hook that asked, so nothing can allow more than
 // that one call, and a Session created with auto_approve never asks.
 
@@ -78,6 +82,11 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 	if _, ok := s.h.(harness.Decider); !ok {
 		return
 	}
+	if s.attach != nil && dialogAfterHook(s.h) {
+		// A person holds the terminal: the harness's own dialog is theirs
+		// (it appears once the hook returns with no decision).
+		return
+	}
 	s.pending = &pendingReq{
 		p: rpc.Pending{
 			ID: newPendingID(), Kind: rpc.PendingPermission, Tool: ev.Tool, Input: ev.Input,
@@ -86,6 +95,28 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 		},
 		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}),
 	}
+}
+
+// dialogAfterHook reports whether h draws its approval dialog only after
+// the hook that asked has returned (harness.DialogAfterHook).
+func dialogAfterHook(h any) bool {
+	a, ok := h.(harness.DialogAfterHook)
+	return ok && a.DialogAfterHook()
+}
+
+// withdrawForPersonLocked hands the open request to a person who just took
+// the terminal's write lease, where the harness shows no dialog while its
+// hook waits (Codex): the request is withdrawn, the forwarder returns with
+// no decision and the harness draws its dialog for the person. The Session
+// stays blocked. s.mu held.
+func (rt *runtime) withdrawForPersonLocked(s *session) {
+	if s.pending == nil || s.pending.state != pendWaiting || !dialogAfterHook(s.h) {
+		return
+	}
+	id := s.pending.p.ID
+	s.closePendingLocked(pendWithdrawn)
+	s.notifyLocked()
+	rt.log.Info("pending request withdrawn: a person attached to answer it in the terminal", "session", s.rec.ID, "pending", id)
 }
 
 // closePendingLocked ends the open request, if any, as state (answered or

@@ -1,0 +1,343 @@
+package daemon
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// codexOverlay is the first line of Codex 0.171.0's command approval
+// overlay.
+const codexOverlay = "Would you like to run the following command?"
+
+// TestE2ECodexRespond: the real Codex (0.171.0) as a counterpart asks to
+// run a command outside its sandbox; session.respond answers it through
+// its PermissionRequest hook, while Codex shows no overlay. Allow (after
+// holding the request longer than dlgt's other hooks' 30 s timeout): the
+// command runs and the turn completes; deny with a message, from the CLI:
+// the command does not run, the model's next request carries the message
+// and the turn completes; a second answer gets the typed error. A person
+// who attaches while the request waits takes it: the request is withdrawn
+// and Codex draws its overlay for them; a person attached when Codex asks
+// gets the overlay at once. session.cancel while the request waits ends
+// the turn canceled, with no forwarder left.
+func TestE2ECodexRespond(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLI")
+	}
+	mock, env := e2eCodexEnv(t, mockapi.Script{
+		mockapi.Prefix("RESPOND-TOOL", mockapi.Reply{Tool: "touch dlgt-respond-marker", Text: "AFTER-TOOL", Escalated: true}),
+	})
+	td := startTestDaemonWith(t, env)
+	t.Run("allow", func(t *testing.T) { codexRespondRound(t, td, mock, env, rpc.DecisionAllow) })
+	t.Run("deny", func(t *testing.T) { codexRespondRound(t, td, mock, env, rpc.DecisionDeny) })
+	t.Run("person-attaches", func(t *testing.T) { codexPersonRound(t, td, env) })
+	t.Run("person-attached", func(t *testing.T) { codexAttachedRound(t, td, env) })
+	t.Run("cancel", func(t *testing.T) { codexCancelRound(t, td, env) })
+}
+
+// e2eCodexEnv starts the mock and returns it with the client environment
+// that runs the real Codex offline against it, every process marked.
+func e2eCodexEnv(t *testing.T, script mockapi.Script) (*mockapi.Server, map[string]string) {
+	t.Helper()
+	bin := e2eCodexBin(t)
+	mark := newE2EMark(t)
+	mock := mockapi.NewResponses(t, script)
+	codexHome := t.TempDir()
+	writeCodexConfig(t, codexHome, mock.URL())
+	env := map[string]string{
+		"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "CODEX_HOME": codexHome,
+		"MOCK_API_KEY": "mock-key", "DLGT_CODEX_BIN": bin,
+		"GORACE": "atexit_sleep_ms=0", "TERM": "xterm-256color",
+	}
+	addMark(env, mark)
+	return mock, env
+}
+
+// codexAsk creates a Codex Session (no auto-approval) whose model asks to
+// run `touch dlgt-respond-marker` in a fresh directory; it returns the
+// Session id, the receipt's cursor and the directory. The Session is
+// stopped when t ends.
+func codexAsk(t *testing.T, td *testDaemon, env map[string]string, prompt string) (id, cursor, cwd string) {
+	t.Helper()
+	cwd = t.TempDir()
+	no := false
+	var r rpc.Receipt
+	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "e2e codex respond", Harness: "codex", Cwd: cwd, Prompt: prompt,
+		RequestID: "codex-" + strings.ReplaceAll(prompt, " ", "-"), Environment: env, AutoApprove: &no,
+	}, &r)
+	t.Cleanup(func() {
+		var stopped rpc.SessionResult
+		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, Force: true}, &stopped)
+	})
+	return r.Session.ID, r.Cursor, cwd
+}
+
+// codexBlocked long-polls until the Session is blocked and returns the
+// pending request it carries, and when the fetch returned.
+func codexBlocked(t *testing.T, td *testDaemon, id, cursor string) (rpc.Pending, time.Time) {
+	t.Helper()
+	var doc rpc.FetchDocument
+	td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "until": "result", "wait_ms": 60000}, &doc)
+	fetched := time.Now()
+	if doc.Reason != rpc.ReasonBlocked {
+		t.Fatalf("reason = %s, events %+v", doc.Reason, doc.Sessions[0].Events)
+	}
+	p := doc.Sessions[0].Session.Pending
+	if p == nil || p.Kind != rpc.PendingPermission || p.Tool != "Bash" || p.Input != "touch dlgt-respond-marker" || len(p.Options) != 2 {
+		t.Fatalf("pending = %+v", p)
+	}
+	var read rpc.SessionReadResult
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	if read.Session.Pending == nil || read.Session.Pending.ID != p.ID {
+		t.Fatalf("session.read pending = %+v", read.Session.Pending)
+	}
+	return *p, fetched
+}
+
+// screenLacks checks that the live screen does not show text now.
+func screenLacks(t *testing.T, td *testDaemon, id, text string) {
+	t.Helper()
+	var base rpc.FetchDocument
+	td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
+	if live := strings.Join(base.Sessions[0].Screen.Live, "\n"); strings.Contains(live, text) {
+		t.Fatalf("the screen shows %q:\n%s", text, live)
+	}
+}
+
+func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env map[string]string, decision string) {
+	prompt := "RESPOND-TOOL " + decision
+	id, cursor, cwd := codexAsk(t, td, env, prompt)
+	p, fetched := codexBlocked(t, td, id, cursor)
+	toolCall := lastAnswered(mock, prompt, mockapi.KindPrompt)
+	t.Logf("%s: the model's tool call -> the daemon took the PermissionRequest hook %v -> the blocked fetch returned %v (tool call -> pending visible %v)", decision,
+		time.UnixMilli(p.AskedAtMS).Sub(toolCall).Round(time.Millisecond), fetched.Sub(time.UnixMilli(p.AskedAtMS)).Round(time.Millisecond),
+		fetched.Sub(toolCall).Round(time.Millisecond))
+	const why = "not in this repository, use the sandbox"
+	params := rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: decision, RequestID: "codex-" + decision + "-answer"}
+	var answered time.Time
+	if decision == rpc.DecisionAllow {
+		// Held past the 30 s timeout of dlgt's other hooks: the
+		// PermissionRequest hook's own timeout keeps the forwarder
+		// waiting, and Codex shows no overlay meanwhile.
+		time.Sleep(35 * time.Second)
+		screenLacks(t, td, id, codexOverlay)
+		var res rpc.SessionRespondResult
+		td.mustCall(rpc.MethodSessionRespond, params, &res)
+		answered = time.Now()
+		if res.PendingID != p.ID || res.Decision != decision {
+			t.Fatalf("respond = %+v", res)
+		}
+	} else {
+		screenLacks(t, td, id, codexOverlay)
+		cmd := exec.Command(dlgtBinary(t), "session", "respond", id, "--deny", "--message", why, "-o", "text")
+		cmd.Env = append(os.Environ(), "DLGT_SOCKET="+td.paths.Socket, "DLGT_NO_AUTOSTART=1")
+		out, err := cmd.CombinedOutput()
+		answered = time.Now()
+		if err != nil || !strings.HasPrefix(string(out), "denied  "+p.ID+"\n") {
+			t.Fatalf("dlgt session respond: %v\n%s", err, out)
+		}
+		params.RequestID, params.Message = "cli-"+p.ID+"-deny", why
+	}
+	_, result := td.waitResult(t, id, cursor)
+	if result.Status != rpc.StatusCompleted || derefText(&result) != "AFTER-TOOL" {
+		t.Fatalf("result = %+v text %q", result, derefText(&result))
+	}
+	var next mockapi.Request
+	for _, q := range mock.Requests() {
+		if q.Kind == mockapi.KindToolResult && q.Prompt == prompt {
+			next = q
+		}
+	}
+	if next.Kind == "" {
+		t.Fatal("the model never received the tool's result")
+	}
+	fi, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
+	switch decision {
+	case rpc.DecisionAllow:
+		if ranErr != nil {
+			t.Fatalf("the allowed command did not run: %v", ranErr)
+		}
+		t.Logf("allow: session.respond -> the command ran (the marker's mtime) %v -> the model's next request %v",
+			fi.ModTime().Sub(answered).Round(time.Millisecond), next.Received.Sub(answered).Round(time.Millisecond))
+	case rpc.DecisionDeny:
+		if ranErr == nil {
+			t.Fatal("the denied command ran")
+		}
+		if !strings.Contains(strings.Join(next.ToolResults, "\n"), why) {
+			t.Fatalf("the model did not receive the denial: %q", next.ToolResults)
+		}
+		t.Logf("deny: session.respond -> the model's next request (with the message) %v", next.Received.Sub(answered).Round(time.Millisecond))
+	}
+	// The same answer again is a replay; another answer is refused.
+	var again rpc.SessionRespondResult
+	td.mustCall(rpc.MethodSessionRespond, params, &again)
+	if !again.Replayed || again.PendingID != p.ID {
+		t.Fatalf("replay = %+v", again)
+	}
+	late := params
+	late.RequestID, late.Decision, late.Message = "codex-"+decision+"-late", rpc.DecisionDeny, "late"
+	if err := td.call(rpc.MethodSessionRespond, late, nil); !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "already answered") {
+		t.Fatalf("second answer: %v", err)
+	}
+}
+
+// codexPersonRound: a person attaches while the request waits for an
+// answer; the request is withdrawn for everyone else, Codex draws its
+// overlay, the person approves with y, and a late answer gets the typed
+// error.
+func codexPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
+	id, cursor, cwd := codexAsk(t, td, env, "RESPOND-TOOL person")
+	p, _ := codexBlocked(t, td, id, cursor)
+	w, err := td.attach(t, id, AttachWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read rpc.SessionReadResult
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	if read.Session.Pending != nil || read.Session.State != rpc.StateBlocked {
+		t.Fatalf("after the person attached: state %s pending %+v", read.Session.State, read.Session.Pending)
+	}
+	err = td.call(rpc.MethodSessionRespond, rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: rpc.DecisionDeny, RequestID: "codex-person-late"}, nil)
+	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("answer after the person attached: %v", err)
+	}
+	codexApproveOnce(t, td, id, w.ack.Token)
+	_, result := td.waitResult(t, id, cursor)
+	if result.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", result)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
+		t.Fatalf("the command the person allowed did not run: %v", err)
+	}
+	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+}
+
+// codexAttachedRound: a person holds the terminal when Codex asks (they
+// typed the prompt): nothing is made pending, and the overlay is drawn
+// for them at once.
+func codexAttachedRound(t *testing.T, td *testDaemon, env map[string]string) {
+	cwd := t.TempDir()
+	no := false
+	var r rpc.Receipt
+	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "e2e codex attached", Harness: "codex", Cwd: cwd, Prompt: "hello first",
+		RequestID: "codex-attached", Environment: env, AutoApprove: &no,
+	}, &r)
+	id := r.Session.ID
+	t.Cleanup(func() {
+		var stopped rpc.SessionResult
+		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
+	})
+	td.waitResult(t, id, r.Cursor)
+	w, err := td.attach(t, id, AttachWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := td.input(id, w.ack.Token, "RESPOND-TOOL typed"); err != nil {
+		t.Fatal(err)
+	}
+	screenHas(t, td, id, "RESPOND-TOOL typed")
+	if err := td.input(id, w.ack.Token, "\r"); err != nil {
+		t.Fatal(err)
+	}
+	screenHas(t, td, id, codexOverlay)
+	var read rpc.SessionReadResult
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	if read.Session.State != rpc.StateBlocked || read.Session.Pending != nil {
+		t.Fatalf("asked while a person is attached: state %s pending %+v", read.Session.State, read.Session.Pending)
+	}
+	codexApproveOnce(t, td, id, w.ack.Token)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		read = rpc.SessionReadResult{}
+		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		if read.Session.State == rpc.StateIdle && read.Result != nil && read.Result.ExecutionSeq == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the typed turn did not end: %+v %+v", read.Session, read.Result)
+		}
+	}
+	if read.Result.Status != rpc.StatusCompleted {
+		t.Fatalf("result = %+v", read.Result)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
+		t.Fatalf("the command the person allowed did not run: %v", err)
+	}
+	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+}
+
+// codexCancelRound: session.cancel while the request waits ends the turn
+// canceled; the command never runs and the forwarder is gone.
+func codexCancelRound(t *testing.T, td *testDaemon, env map[string]string) {
+	id, cursor, cwd := codexAsk(t, td, env, "RESPOND-TOOL cancel")
+	p, _ := codexBlocked(t, td, id, cursor)
+	var res rpc.SessionResult
+	td.mustCall(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: id}, &res)
+	if res.Result == nil || res.Result.Status != rpc.StatusCanceled || res.Session.Pending != nil {
+		t.Fatalf("cancel = %+v result %+v", res.Session, res.Result)
+	}
+	err := td.call(rpc.MethodSessionRespond, rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: rpc.DecisionAllow, RequestID: "codex-cancel-late"}, nil)
+	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("answer after the cancel: %v", err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); forwarderRunning(td.paths.HookSocket, "PermissionRequest"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the PermissionRequest forwarder is still running after the cancel")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err == nil {
+		t.Fatal("the command ran after the cancel")
+	}
+}
+
+// forwarderRunning reports whether a hook forwarder of event runs against
+// socket.
+func forwarderRunning(socket, event string) bool {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+		if len(argv) > 2 && argv[len(argv)-1] == event && strings.Contains(string(cmd), "\x00"+socket+"\x00") {
+			return true
+		}
+	}
+	return false
+}
+
+// codexApproveOnce answers Codex's overlay with y ("Yes, proceed") once it
+// has been on the screen for a second, as a person would.
+func codexApproveOnce(t *testing.T, td *testDaemon, id, token string) {
+	t.Helper()
+	screenHas(t, td, id, codexOverlay)
+	time.Sleep(time.Second)
+	if err := td.input(id, token, "y"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var base rpc.FetchDocument
+		td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
+		live := strings.Join(base.Sessions[0].Screen.Live, "\n")
+		if !strings.Contains(live, codexOverlay) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the overlay stayed after y:\n%s", live)
+		}
+	}
+}
