@@ -87,7 +87,7 @@ func codexAsk(t *testing.T, td *testDaemon, env map[string]string, prompt string
 func codexBlocked(t *testing.T, td *testDaemon, id, cursor string) (rpc.Pending, time.Time) {
 	t.Helper()
 	var doc rpc.FetchDocument
-	td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "until": "result", "wait_ms": 60000}, &doc)
+	mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "until": "result", "wait_ms": 60000}, &doc)
 	fetched := time.Now()
 	if doc.Reason != rpc.ReasonBlocked {
 		t.Fatalf("reason = %s, events %+v", doc.Reason, doc.Sessions[0].Events)
@@ -97,7 +97,7 @@ func codexBlocked(t *testing.T, td *testDaemon, id, cursor string) (rpc.Pending,
 		t.Fatalf("pending = %+v", p)
 	}
 	var read rpc.SessionReadResult
-	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
 	if read.Session.Pending == nil || read.Session.Pending.ID != p.ID {
 		t.Fatalf("session.read pending = %+v", read.Session.Pending)
 	}
@@ -108,7 +108,7 @@ func codexBlocked(t *testing.T, td *testDaemon, id, cursor string) (rpc.Pending,
 func screenLacks(t *testing.T, td *testDaemon, id, text string) {
 	t.Helper()
 	var base rpc.FetchDocument
-	td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
+	mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
 	if live := strings.Join(base.Sessions[0].Screen.Live, "\n"); strings.Contains(live, text) {
 		t.Fatalf("the screen shows %q:\n%s", text, live)
 	}
@@ -132,7 +132,7 @@ func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env m
 		time.Sleep(35 * time.Second)
 		screenLacks(t, td, id, codexOverlay)
 		var res rpc.SessionRespondResult
-		td.mustCall(rpc.MethodSessionRespond, params, &res)
+		mustCallT(t, td, rpc.MethodSessionRespond, params, &res)
 		answered = time.Now()
 		if res.PendingID != p.ID || res.Decision != decision {
 			t.Fatalf("respond = %+v", res)
@@ -180,7 +180,7 @@ func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env m
 	}
 	// The same answer again is a replay; another answer is refused.
 	var again rpc.SessionRespondResult
-	td.mustCall(rpc.MethodSessionRespond, params, &again)
+	mustCallT(t, td, rpc.MethodSessionRespond, params, &again)
 	if !again.Replayed || again.PendingID != p.ID {
 		t.Fatalf("replay = %+v", again)
 	}
@@ -203,7 +203,7 @@ func codexPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 		t.Fatal(err)
 	}
 	var read rpc.SessionReadResult
-	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
 	if read.Session.Pending != nil || read.Session.State != rpc.StateBlocked {
 		t.Fatalf("after the person attached: state %s pending %+v", read.Session.State, read.Session.Pending)
 	}
@@ -219,7 +219,7 @@ func codexPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
 		t.Fatalf("the command the person allowed did not run: %v", err)
 	}
-	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	mustCallT(t, td, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }
 
 // codexAttachedRound: a person holds the terminal when Codex asks (they
@@ -252,14 +252,14 @@ func codexAttachedRound(t *testing.T, td *testDaemon, env map[string]string) {
 	}
 	screenHas(t, td, id, codexOverlay)
 	var read rpc.SessionReadResult
-	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
 	if read.Session.State != rpc.StateBlocked || read.Session.Pending != nil {
 		t.Fatalf("asked while a person is attached: state %s pending %+v", read.Session.State, read.Session.Pending)
 	}
 	codexApproveOnce(t, td, id, w.ack.Token)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		read = rpc.SessionReadResult{}
-		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
 		if read.Session.State == rpc.StateIdle && read.Result != nil && read.Result.ExecutionSeq == 2 {
 			break
 		}
@@ -273,7 +273,7 @@ func codexAttachedRound(t *testing.T, td *testDaemon, env map[string]string) {
 	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
 		t.Fatalf("the command the person allowed did not run: %v", err)
 	}
-	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	mustCallT(t, td, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }
 
 // codexCancelRound: session.cancel while the request waits ends the turn
@@ -282,9 +282,30 @@ func codexCancelRound(t *testing.T, td *testDaemon, env map[string]string) {
 	id, cursor, cwd := codexAsk(t, td, env, "RESPOND-TOOL cancel")
 	p, _ := codexBlocked(t, td, id, cursor)
 	var res rpc.SessionResult
-	td.mustCall(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: id}, &res)
+	if err := td.call(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: id}, &res); err != nil {
+		t.Fatalf("session.cancel: %v", err)
+	}
 	if res.Result == nil || res.Result.Status != rpc.StatusCanceled || res.Session.Pending != nil {
 		t.Fatalf("cancel = %+v result %+v", res.Session, res.Result)
+	}
+	// Esc reached Codex while the hook still held the request (the turn
+	// was interrupted with no overlay), not as the overlay was being drawn
+	// (where Codex can drop it): the overlay's own refusal line is absent.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var page rpc.ScrollbackPage
+		if err := td.call(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: id, Lines: 10000}, &page); err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(page.Lines, "\n")
+		if strings.Contains(text, "You canceled the request") || strings.Contains(text, codexOverlay) {
+			t.Fatalf("the cancel went through Codex's overlay:\n%s", text)
+		}
+		if strings.Contains(text, "Conversation interrupted") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no interruption on the screen:\n%s", text)
+		}
 	}
 	err := td.call(rpc.MethodSessionRespond, rpc.SessionRespondParams{Session: id, PendingID: p.ID, Decision: rpc.DecisionAllow, RequestID: "codex-cancel-late"}, nil)
 	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
@@ -331,7 +352,7 @@ func codexApproveOnce(t *testing.T, td *testDaemon, id, token string) {
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var base rpc.FetchDocument
-		td.mustCall(rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
+		mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
 		live := strings.Join(base.Sessions[0].Screen.Live, "\n")
 		if !strings.Contains(live, codexOverlay) {
 			return
@@ -339,5 +360,14 @@ func codexApproveOnce(t *testing.T, td *testDaemon, id, token string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the overlay stayed after y:\n%s", live)
 		}
+	}
+}
+
+// mustCallT is td.mustCall failing t (a subtest) rather than the test
+// that started the daemon.
+func mustCallT(t *testing.T, td *testDaemon, method string, params, out any) {
+	t.Helper()
+	if err := td.call(method, params, out); err != nil {
+		t.Fatalf("%s: %v", method, err)
 	}
 }

@@ -163,7 +163,7 @@ func (rt *runtime) transitionLocked(s *session, to lifecycleState, ev rpc.Event)
 		return false
 	}
 	s.rec.State = to
-	if to != stBlocked {
+	if to != stBlocked && !holdPendingLocked(s, to) {
 		s.closePendingLocked(pendWithdrawn)
 	}
 	rt.persistLocked(s)

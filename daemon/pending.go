@@ -104,6 +104,18 @@ func dialogAfterHook(h any) bool {
 	return ok && a.DialogAfterHook()
 }
 
+// holdPendingLocked reports whether s's open request stays open as s moves
+// to state to: on session.cancel for a harness whose dialog waits for the
+// hook (harness.DialogAfterHook: Codex). While its hook waits, Codex takes
+// Esc as the interrupt at once (and ends the hook); a withdrawal first
+// would make it draw its overlay, and Esc landing as the overlay appears
+// was dropped (the cancel timed out under load). No answer is taken while
+// canceling (session.respond needs a blocked Session); the turn's end, or
+// the hook ending, withdraws the request. s.mu held.
+func holdPendingLocked(s *session, to lifecycleState) bool {
+	return to == stCanceling && s.pending != nil && dialogAfterHook(s.h)
+}
+
 // withdrawForPersonLocked hands the open request to a person who just took
 // the terminal's write lease, where the harness shows no dialog while its
 // hook waits (Codex): the request is withdrawn, the forwarder returns with
