@@ -17,13 +17,13 @@ var agentPendingRe = regexp.MustCompile(`"pending_id": "(prq_[0-9a-f]+)"`)
 // pending request, answer it with respond (decision, and message for a
 // deny) using exactly the arguments wait named, wait for the result, stop,
 // and report what the counterpart said.
-func respondLeaderPlan(decision, message string) func([]string) (*mockapi.ToolCall, string) {
+func respondLeaderPlan(harness, decision, message string) func([]string) (*mockapi.ToolCall, string) {
 	tool := func(name string, in map[string]any) *mockapi.ToolCall {
 		return &mockapi.ToolCall{Name: "mcp__dlgt__" + name, Input: in}
 	}
 	return func(results []string) (*mockapi.ToolCall, string) {
 		if len(results) == 0 {
-			return tool("delegate", map[string]any{"harness": "claude", "profile": "ask", "prompt": "COUNTERPART-TASK run it", "request_id": "leader-ask-1", "title": "asks"}), ""
+			return tool("delegate", map[string]any{"harness": harness, "profile": "ask", "prompt": "COUNTERPART-TASK run it", "request_id": "leader-ask-1", "title": "asks"}), ""
 		}
 		session, cursor := lastMatch(agentSessionRe, results[0]), lastMatch(agentCursorRe, results[0])
 		answered := false
@@ -73,7 +73,7 @@ func TestAgentsClaudeLeadsClaudeRespondMCP(t *testing.T) {
 			// counterpart with the leader's environment (its
 			// ANTHROPIC_BASE_URL).
 			leader, lenv := e2eClaudeEnv(t, mockapi.Script{
-				mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: respondLeaderPlan(tc.decision, tc.message)}), counterpartRule,
+				mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: respondLeaderPlan("claude", tc.decision, tc.message)}), counterpartRule,
 			})
 			for k, v := range r.env {
 				if _, ok := lenv[k]; !ok || k == "PATH" {

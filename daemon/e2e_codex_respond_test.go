@@ -371,3 +371,58 @@ func mustCallT(t *testing.T, td *testDaemon, method string, params, out any) {
 		t.Fatalf("%s: %v", method, err)
 	}
 }
+
+// TestAgentsClaudeLeadsCodexRespondMCP: a real Claude Code leader, its
+// model scripted, delegates through MCP with the person's asking profile
+// (auto_approve = false) to a real Codex counterpart, which asks to run a
+// command; the leader reads the question in wait and answers it with the
+// respond tool. Allow: the command runs and the turn completes. Deny with
+// a message: the command never runs and Codex's model receives the
+// message.
+func TestAgentsClaudeLeadsCodexRespondMCP(t *testing.T) {
+	for _, tc := range []struct{ decision, message string }{{"allow", ""}, {"deny", "not here: use the sandbox"}} {
+		t.Run(tc.decision, func(t *testing.T) {
+			r := newAgentRigScript(t, "codex", mockapi.Script{
+				mockapi.Contains("COUNTERPART-TASK", mockapi.Reply{Tool: "touch dlgt-agents-marker", Text: "AFTER-TOOL", Escalated: true}),
+			})
+			profiles := filepath.Join(t.TempDir(), "profiles.toml")
+			if err := os.WriteFile(profiles, []byte("[profiles.ask]\nharness = \"codex\"\nauto_approve = false\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			leader, lenv := r.claudeLeader(t, respondLeaderPlan("codex", tc.decision, tc.message))
+			lenv["DLGT_PROFILES"] = profiles
+			args := append([]string{"-p", "LEADER-TASK: delegate to codex", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
+			out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
+			if !strings.Contains(out, "LEADER-DONE AFTER-TOOL") {
+				var seen []string
+				for _, q := range leader.Requests() {
+					seen = append(seen, q.ToolResults...)
+				}
+				t.Fatalf("leader output:\n%s\nits tool results:\n%s", out, strings.Join(seen, "\n---\n"))
+			}
+			if n := leaderSawResult(leader, `call respond with {"session": "codex:`); n < 1 {
+				t.Fatal("no wait result told the leader how to respond")
+			}
+			_, err := os.Stat(filepath.Join(r.cwd, "dlgt-agents-marker"))
+			var toolResults []string
+			for _, q := range r.cp.Requests() {
+				if q.Kind == mockapi.KindToolResult && strings.Contains(q.Prompt, "COUNTERPART-TASK") {
+					toolResults = append(toolResults, q.ToolResults...)
+				}
+			}
+			switch tc.decision {
+			case "allow":
+				if err != nil {
+					t.Fatalf("the allowed command did not run: %v", err)
+				}
+			case "deny":
+				if err == nil {
+					t.Fatal("the denied command ran")
+				}
+				if !strings.Contains(strings.Join(toolResults, "\n"), tc.message) {
+					t.Fatalf("the counterpart's model did not receive the denial: %q", toolResults)
+				}
+			}
+		})
+	}
+}
