@@ -120,9 +120,10 @@ func holdPendingLocked(s *session, to lifecycleState) bool {
 // the terminal's write lease, where the harness shows no dialog while its
 // hook waits (Codex): the request is withdrawn, the forwarder returns with
 // no decision and the harness draws its dialog for the person. The Session
-// stays blocked. s.mu held.
+// stays blocked. A request held while canceling (holdPendingLocked) stays
+// held. s.mu held.
 func (rt *runtime) withdrawForPersonLocked(s *session) {
-	if s.pending == nil || s.pending.state != pendWaiting || !dialogAfterHook(s.h) {
+	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked || !dialogAfterHook(s.h) {
 		return
 	}
 	id := s.pending.p.ID
