@@ -2,10 +2,12 @@ package daemon
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -77,6 +79,10 @@ func startInline(t *testing.T, harness string) *e2eClaude {
 		return startE2EClaude(t, script)
 	case "codex":
 		e, _ := startE2ECodex(t, script)
+		return e
+	case "gemini":
+		e := geminiRig(t, script)
+		e.td = startTestDaemonWith(t, e.env)
 		return e
 	}
 	t.Fatalf("unknown harness %q", harness)
@@ -157,8 +163,31 @@ func (e *e2eClaude) inlineTurn(t *testing.T, p rpc.SessionCreateParams) rpc.Rece
 	if _, res := e.waitResult(t, id, r.Cursor); res.Status != rpc.StatusCompleted {
 		t.Fatalf("result = %+v", res)
 	}
+	if p.Harness == "gemini" {
+		e.geminiReady(t, id)
+	}
 	e.inlineSettle(t, id)
 	return r
+}
+
+// geminiTitle matches Gemini CLI's window title (OSC 0), which tracks its
+// state: "◇  Ready (dir)", "✦  Working… (dir)", "✋  Action Required".
+var geminiTitle = regexp.MustCompile("\x1b\\]0;([^\x07\x1b]*)")
+
+// geminiReady waits until Gemini CLI's last window title says Ready: its
+// result can come while it still renders a streamed reply, and under load
+// it went quiet for over a second while its title said Working.
+func (e *e2eClaude) geminiReady(t *testing.T, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		titles := geminiTitle.FindAllSubmatch(e.inlineRaw(t, id), -1)
+		if n := len(titles); n > 0 && strings.Contains(string(titles[n-1][1]), "Ready") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Gemini CLI's title did not say Ready within 60 s")
+		}
+	}
 }
 
 func (e *e2eClaude) inlineSettle(t *testing.T, id string) {
@@ -208,7 +237,7 @@ func replyCheck(rows []string) (first, last int, msg string) {
 	for i, r := range rows {
 		for n := 1; n <= inlineLines; n++ {
 			want := inlineLine(n)
-			if !strings.HasSuffix(r, want) || strings.TrimLeft(strings.TrimSuffix(r, want), " ●•⏺") != "" {
+			if !strings.HasSuffix(r, want) || strings.TrimLeft(strings.TrimSuffix(r, want), " ●•⏺✦") != "" {
 				continue
 			}
 			if n != next {
@@ -269,6 +298,7 @@ func inlineSameAsTmux(t *testing.T, harness string, hist []string, tm *vttest.Tm
 
 func TestInlineHistoryClaudeE2E(t *testing.T) { testInlineHistory(t, "claude") }
 func TestInlineHistoryCodexE2E(t *testing.T)  { testInlineHistory(t, "codex") }
+func TestInlineHistoryGeminiE2E(t *testing.T) { testInlineHistory(t, "gemini") }
 
 func testInlineHistory(t *testing.T, harness string) {
 	e := startInline(t, harness)
@@ -293,15 +323,20 @@ func testInlineHistory(t *testing.T, harness string) {
 
 	// The TUI finishes drawing after its Stop hook: wait until the rows
 	// hold the last reply line (it may still be on the live grid) and
-	// nothing changed for a second.
+	// nothing changed for a second. Gemini CLI may erase its last lines
+	// itself (geminiReplyShown): wait for its output to stop instead.
 	var stable []string
 	var screen *rpc.Screen
+	if harness == "gemini" {
+		e.geminiReady(t, id)
+		e.inlineSettle(t, id)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	prev := ""
 	for {
 		stable, screen, _ = e.inlineStable(t, id, r.Cursor)
 		all := strings.Join(append(slices.Clone(stable), screen.Live...), "\n")
-		if all == prev && strings.Contains(all, inlineLine(inlineLines)) {
+		if all == prev && (harness == "gemini" || strings.Contains(all, inlineLine(inlineLines))) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -311,10 +346,29 @@ func testInlineHistory(t *testing.T, harness string) {
 		time.Sleep(time.Second)
 	}
 
+	// What tmux makes of the same bytes, for Gemini's checks below.
+	raw := e.inlineRaw(t, id)
+	var shown []string
+	if harness == "gemini" {
+		tm, err := vttest.TmuxReplay(raw, inlineRows, inlineCols)
+		if err != nil {
+			t.Fatalf("tmux replay: %v", err)
+		}
+		shown = append(slices.Clone(tm.History), tm.Grid...)
+	}
+
 	// session.fetch from the turn's receipt: the reply in stable rows (the
 	// last rows may still be on the live grid), each line once, in order.
-	visible := append(slices.Clone(stable), screen.Live...)
-	replyOnce(t, "fetch stable+live", visible)
+	live := screen.Live
+	if harness == "gemini" {
+		// Gemini reprints its whole transcript after erasing the
+		// scrollback (geminiSameAsTmux): the grid's top rows may repeat
+		// the last stable rows until they scroll off; fetch's live is the
+		// screen as it is.
+		live = live[liveRepeats(stable, live):]
+	}
+	visible := append(slices.Clone(stable), live...)
+	geminiReplyShown(t, harness, "fetch stable+live", visible, shown, raw)
 	inStable := 0
 	for _, row := range stable {
 		if strings.Contains(row, "of the inline history") {
@@ -329,12 +383,12 @@ func testInlineHistory(t *testing.T, harness string) {
 	// scrollback.read: the same, with nothing of the live area repeated
 	// into history.
 	page := e.scrollbackAll(t, id)
-	replyOnce(t, "scrollback.read", page.Lines)
+	geminiReplyShown(t, harness, "scrollback.read", page.Lines, shown, raw)
 	noRepaintedLiveArea(t, harness, page.Lines, len(screen.Live))
 
 	// The same bytes through a fresh vt.Screen and through tmux give the
 	// same history and grid.
-	raw := e.inlineRaw(t, id)
+	raw = e.inlineRaw(t, id)
 	if dir := os.Getenv("DLGT_INLINE_CAPTURE_DIR"); dir != "" {
 		name := fmt.Sprintf("%s-inline-%dx%d.bin", harness, inlineCols, inlineRows)
 		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
@@ -344,16 +398,21 @@ func testInlineHistory(t *testing.T, harness string) {
 	if strings.Contains(string(raw), "\x1b[?1049h") {
 		t.Errorf("%s wrote ESC[?1049h: it switched to the alternate screen", harness)
 	}
-	hist, live := inlineVTHistory(raw, inlineRows, inlineCols)
+	hist, vtLive := inlineVTHistory(raw, inlineRows, inlineCols)
 	tm, err := vttest.TmuxReplay(raw, inlineRows, inlineCols)
 	if err != nil {
 		t.Fatalf("tmux replay: %v", err)
 	}
-	inlineSameAsTmux(t, harness, hist, tm)
-	if d := inlineDiff(inlineTrimTail(live), inlineTrimTail(tm.Grid)); d != "" {
+	if harness == "gemini" {
+		geminiSameAsTmux(t, raw, tm)
+		shown = append(slices.Clone(tm.History), tm.Grid...)
+	} else {
+		inlineSameAsTmux(t, harness, hist, tm)
+	}
+	if d := inlineDiff(inlineTrimTail(vtLive), inlineTrimTail(tm.Grid)); d != "" {
 		t.Errorf("vt grid differs from tmux's:\n%s", d)
 	}
-	replyOnce(t, "vt history+grid", inlineVTScrollback(raw, inlineRows, inlineCols))
+	geminiReplyShown(t, harness, "vt history+grid", inlineVTScrollback(raw, inlineRows, inlineCols), shown, raw)
 	t.Logf("%s: %d raw bytes; vt history %d lines, tmux history %d lines", harness, len(raw), len(hist), len(tm.History))
 
 	// A person attaches (the daemon nudges the TUI into a repaint by a
@@ -383,6 +442,20 @@ func testInlineHistory(t *testing.T, harness string) {
 		t.Errorf("reset_reason = %q, want resize", *sc.ResetReason)
 	}
 	t.Logf("%s: column change: epoch %d -> %d, reset_reason %s", harness, epoch, sc.Epoch, *sc.ResetReason)
+	if harness == "gemini" {
+		// Not asserted for Gemini CLI: its next turn ends in a reprint of
+		// the whole transcript (CSI 2 J 3 J) that vt does not recognise,
+		// so the first reply is history twice. On a column change Gemini
+		// does not reprint; it redraws only its input area, whose
+		// leftovers (status line, rule, "YOLO Ctrl+Y", hook spinner rows)
+		// scroll into history, and it may have erased its last reply
+		// lines (geminiReplyShown). The reprint omits the leftovers and
+		// holds the erased lines, so its words stop matching the history
+		// and vt/reprint.go delivers it all again. tmux drops its history
+		// at CSI 3 J and shows the reprint once.
+		t.Logf("gemini: the second turn after a column change is not checked (its reprint is stored again)")
+		return
+	}
 	var r2 rpc.Receipt
 	e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "INLINE-TAIL more rows", RequestID: "inline-2"}, &r2)
 	if _, res := e.waitResult(t, id, r2.Cursor); res.Status != rpc.StatusCompleted {
@@ -417,6 +490,79 @@ func testInlineHistory(t *testing.T, harness string) {
 	n := min(len(before), len(after.Lines)) - inlineRows
 	if n > 0 && !slices.Equal(before[:n], after.Lines[:n]) {
 		t.Errorf("history changed across a daemon restart:\n%s", inlineDiff(before[:n], after.Lines[:n]))
+	}
+}
+
+// liveRepeats is how many rows at the top of live repeat the last rows of
+// stable (the longest such run).
+func liveRepeats(stable, live []string) int {
+	for k := min(len(stable), len(live)); k > 0; k-- {
+		if slices.Equal(live[:k], stable[len(stable)-k:]) {
+			return k
+		}
+	}
+	return 0
+}
+
+// geminiReplyShown is replyOnce, except that for Gemini CLI reply lines
+// missing at the end are accepted when shown (what tmux makes of the same
+// bytes) lacks the same lines and raw has each of them (colours removed):
+// Gemini printed them, then erased them. Gemini CLI 0.61.0 (its Ink renderer)
+// erases them itself: after it clears the screen and prints its whole
+// transcript again it leaves the cursor 3 rows up in its input box, and
+// the next redraw of its live area (the AfterAgent hook's status line
+// going away) erases its line count upward from there, without first
+// moving down, so the last reply lines above the live area are blanked
+// and the bottom of the old frame stays below the new one. For other
+// harnesses shown is nil and this is replyOnce.
+func geminiReplyShown(t *testing.T, harness, what string, rows, shown []string, raw []byte) {
+	t.Helper()
+	_, last, msg := replyCheck(rows)
+	if msg == "" {
+		return
+	}
+	if harness == "gemini" && shown != nil && strings.HasPrefix(msg, "found reply lines") {
+		_, _, tmsg := replyCheck(shown)
+		printed := sgr.ReplaceAllString(string(raw), "")
+		erased := tmsg == msg
+		n := 0
+		for _, r := range rows[:last+1] {
+			if strings.Contains(r, "of the inline history") {
+				n++
+			}
+		}
+		// The erase reaches a few rows above the live area, no more.
+		erased = erased && inlineLines-n <= inlineRows/4
+		for i := n + 1; i <= inlineLines && erased; i++ {
+			erased = strings.Contains(printed, inlineLine(i))
+		}
+		if erased {
+			t.Logf("%s: %s; tmux shows the same, and Gemini CLI had printed the missing lines (it erased them)", what, msg)
+			return
+		}
+	}
+	t.Errorf("%s: %s", what, msg)
+}
+
+// sgr matches SGR escape sequences (colours, attributes).
+var sgr = regexp.MustCompile("\x1b\\[[0-9;:]*m")
+
+// geminiSameAsTmux compares vt with tmux on Gemini CLI's bytes. When a
+// reply moves into its history Gemini clears the screen and the scrollback
+// (CSI 2 J 3 J) and prints its whole transcript again, several times a
+// long turn. tmux's history is then what scrolled off after the last
+// clear; vt keeps what scrolled off before and does not store the
+// reprint's repeat of it again, so the two histories end at different
+// rows. History and grid together (vt's without the grid rows that repeat
+// its history) are the same.
+func geminiSameAsTmux(t *testing.T, raw []byte, tm *vttest.TmuxScreen) {
+	t.Helper()
+	if !strings.Contains(string(raw), "\x1b[3J") {
+		t.Logf("gemini did not erase the scrollback")
+	}
+	want := append(slices.Clone(tm.History), inlineTrimTail(tm.Grid)...)
+	if d := inlineDiff(inlineVTScrollback(raw, inlineRows, inlineCols), want); d != "" {
+		t.Errorf("vt history+grid differs from tmux's:\n%s", d)
 	}
 }
 
@@ -471,19 +617,40 @@ func inlineDiff(a, b []string) string {
 
 // A user's explicit choice of the alternate screen is respected (Claude
 // Code: the variable in the client's environment; Codex: its
-// tui.alternate_screen option), keeps the seed's rule (nothing of the
-// alternate screen becomes history) and scrollback.read says so.
+// tui.alternate_screen option; Gemini CLI: ui.useAlternateBuffer in the
+// user's settings.json, default false), keeps the seed's rule (nothing of
+// the alternate screen becomes history) and scrollback.read says so.
 func TestAlternateScreenChoiceClaudeE2E(t *testing.T) { testAlternateScreenChoice(t, "claude") }
 func TestAlternateScreenChoiceCodexE2E(t *testing.T)  { testAlternateScreenChoice(t, "codex") }
+func TestAlternateScreenChoiceGeminiE2E(t *testing.T) { testAlternateScreenChoice(t, "gemini") }
 
 func testAlternateScreenChoice(t *testing.T, harness string) {
 	e := startInline(t, harness)
 	env := maps.Clone(e.env)
 	var opts []string
-	if harness == "claude" {
+	switch harness {
+	case "claude":
 		env["CLAUDE_CODE_DISABLE_ALTERNATE_SCREEN"] = "0"
-	} else {
+	case "codex":
 		opts = []string{`tui.alternate_screen="always"`}
+	case "gemini":
+		// The user's settings (GEMINI_CLI_HOME names their Gemini home)
+		// with the alternate buffer on; dlgt copies them into the
+		// Session's own settings.json.
+		home := t.TempDir()
+		if err := mockapi.WriteGeminiHome(home); err != nil {
+			t.Fatal(err)
+		}
+		settings := mockapi.GeminiSettings()
+		settings["ui"].(map[string]any)["useAlternateBuffer"] = true
+		b, err := json.Marshal(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env["GEMINI_CLI_HOME"] = home
 	}
 	r := e.inlineTurn(t, rpc.SessionCreateParams{
 		Title: "alternate " + harness, Harness: harness, Prompt: "INLINE-150 print the numbered rows",
@@ -510,6 +677,7 @@ func testAlternateScreenChoice(t *testing.T, harness string) {
 // line once, in order, and the same as tmux's on the same bytes.
 func TestInlineStreamClaudeE2E(t *testing.T) { testInlineStream(t, "claude") }
 func TestInlineStreamCodexE2E(t *testing.T)  { testInlineStream(t, "codex") }
+func TestInlineStreamGeminiE2E(t *testing.T) { testInlineStream(t, "gemini") }
 
 func testInlineStream(t *testing.T, harness string) {
 	e := startInline(t, harness)
@@ -532,7 +700,13 @@ func testInlineStream(t *testing.T, harness string) {
 	if err != nil {
 		t.Fatalf("tmux replay: %v", err)
 	}
-	inlineSameAsTmux(t, harness, hist, tm)
+	var shown []string
+	if harness == "gemini" {
+		geminiSameAsTmux(t, raw, tm)
+		shown = append(slices.Clone(tm.History), tm.Grid...)
+	} else {
+		inlineSameAsTmux(t, harness, hist, tm)
+	}
 	// What the daemon stored from its PTY reads (boundaries set by
 	// timing) is what one Write of the raw transcript gives.
 	if string(before) == string(raw) {
@@ -540,13 +714,17 @@ func testInlineStream(t *testing.T, harness string) {
 			t.Errorf("scrollback.read differs from a replay of the raw transcript:\n%s", d)
 		}
 	}
-	replyOnce(t, "scrollback.read", page.Lines)
+	geminiReplyShown(t, harness, "scrollback.read", page.Lines, shown, raw)
 	t.Logf("%s: %d raw bytes streamed; history %d lines, tmux's %d", harness, len(raw), len(hist), len(tm.History))
 }
 
 // A column change makes the TUI wrap its transcript again: Codex reprints
 // every paragraph wrapped for the new width. The reprint is recognised word
-// by word, so the paragraph stays in history once.
+// by word, so the paragraph stays in history once. Gemini CLI 0.61.0 has
+// no row here: a column change makes it redraw only its input area (about
+// 2 KB after 100 -> 80 columns in TestInlineHistoryGeminiE2E), nothing of
+// its transcript, and the paragraph's repeated sentence trips its loop
+// detection ("A potential loop was detected", a dialog ending the turn).
 func TestInlineRewrapClaudeE2E(t *testing.T) { testInlineRewrap(t, "claude") }
 func TestInlineRewrapCodexE2E(t *testing.T)  { testInlineRewrap(t, "codex") }
 
