@@ -24,7 +24,9 @@
 //     prints its whole transcript again after CSI 3 J; Claude Code reprints
 //     the tail that fits) and are not emitted again (reprint.go). So are
 //     rows repeating it after a cursor-up of a whole screen to the top row
-//     (Claude Code repainting a frame taller than the screen).
+//     (Claude Code repainting a frame taller than the screen). A reprint
+//     that leaves out rows of history or holds a few rows it lacks (Gemini
+//     CLI) still counts once it has matched 64 words.
 //   - Rows are plain text with trailing blanks trimmed. Wide characters take
 //     two cells and render once; combining marks stay with their base
 //     character; invalid UTF-8 becomes U+FFFD.

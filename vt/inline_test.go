@@ -245,3 +245,50 @@ func TestInlineOverflowRepaint(t *testing.T) {
 		}
 	}
 }
+
+// gemini-inline-resize-100x40 is Gemini CLI 0.61.0 running the daemon
+// test's two turns (TestInlineHistoryGeminiE2E): the 150-line reply at
+// 100 columns; at byte geminiResizeAt the daemon's attach nudge (41 rows
+// and back) and a change to 80 columns, after which Gemini redrew only its
+// input area, leaving rows of it in history; then the second turn's 60
+// "tail row" lines and, at its end, Gemini's clear of the scrollback and
+// reprint of its whole transcript without those leftovers and with reply
+// lines 147..150, which it had erased before they scrolled off. The
+// reprint is not history again: every reply and tail line once, in order.
+const geminiResizeAt = 64362
+
+func TestInlineGeminiResize(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "captures", "gemini-inline-resize-100x40.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hist []string
+	s := New(40, 100, Callbacks{Stable: func(rows []string) { hist = append(hist, rows...) }})
+	s.Write(data[:geminiResizeAt])
+	s.Resize(41, 100)
+	s.Resize(40, 100)
+	s.Resize(40, 80)
+	s.Write(data[geminiResizeAt:])
+	live := trimBlankTail(s.Live())
+	all := append(slices.Clone(hist), live[min(s.LiveRepeated(), len(live)):]...)
+	reply, tail := 0, 0
+	for i, row := range all {
+		switch {
+		case strings.Contains(row, " of the inline history"):
+			reply++
+			if want := fmt.Sprintf("row %03d of the inline history", reply); !strings.Contains(row, want) {
+				t.Fatalf("row %d = %q, want %q", i, row, want)
+			}
+		case strings.Contains(row, "tail row "):
+			tail++
+			if want := fmt.Sprintf("tail row %d", tail); !strings.HasSuffix(row, want) {
+				t.Fatalf("row %d = %q, want %q", i, row, want)
+			}
+		}
+	}
+	// Lines 147..150 never scrolled off (Gemini erased them) and come
+	// back only in the reprint.
+	if reply != 146 || tail != 60 {
+		t.Fatalf("%d reply lines and %d tail rows in history and grid, want 146 and 60:\n%s", reply, tail, strings.Join(all, "\n"))
+	}
+}

@@ -38,15 +38,40 @@ const maxReprintLead = 256
 // disarms. Another reset while rows are held drops them (their words repeat
 // stored rows; the TUI is starting over) and re-arms. Rows repeating
 // history outside that window are stored as usual.
+//
+// Resync: Gemini CLI reprints its whole transcript after clearing the
+// scrollback, and its reprint differs from what scrolled off in two ways:
+// rows of its input area that a redraw left behind scrolled into history
+// and are not reprinted, and reply lines it erased before they scrolled off
+// are. Once a run has matched resyncMin words, a row that breaks it may
+// continue it up to resyncSkip words further on in history, or be held as
+// a row the history lacks (at most resyncExtra of them); such rows go with
+// the reprint when it reaches the end of the history, and are delivered
+// with the rest if it does not.
 type reprint struct {
-	seed  uint32   // per Screen: FNV-1a's offset basis, varied
-	hist  []uint32 // hashes of the delivered rows' words, oldest first
-	armed bool
-	held  []string
-	lead  int      // blank rows held before the first non-blank one
-	cands []int    // for each live run, the next history word it expects
-	words []uint32 // scratch: the current row's word hashes
+	seed    uint32   // per Screen: FNV-1a's offset basis, varied
+	hist    []uint32 // hashes of the delivered rows' words, oldest first
+	armed   bool
+	held    []string
+	lead    int      // blank rows held before the first non-blank one
+	cands   []int    // for each live run, the next history word it expects
+	words   []uint32 // scratch: the current row's word hashes
+	matched int      // words the live runs have matched
+	extra   int      // rows held that the history lacks (resync)
+	prev    []int    // scratch: the runs before the current row
 }
+
+// Resync bounds: a run that has matched resyncMin words is a reprint;
+// when a row breaks it, the run may skip up to resyncSkip words of
+// history (rows the TUI drew and erased, which its reprint leaves out) to
+// where the row continues, and may hold up to resyncExtra rows the history
+// lacks (rows the TUI erased before they scrolled off, which its reprint
+// has): they are part of the reprint and not delivered.
+const (
+	resyncMin   = 64
+	resyncSkip  = 2048
+	resyncExtra = 16
+)
 
 func newReprint() *reprint {
 	return &reprint{seed: 2166136261 ^ uint32(maphash.Comparable(maphash.MakeSeed(), 0))}
@@ -145,7 +170,7 @@ func (r *reprint) arm() {
 
 func (r *reprint) reset() {
 	clear(r.held)
-	r.held, r.cands, r.lead = r.held[:0], r.cands[:0], 0
+	r.held, r.cands, r.lead, r.matched, r.extra = r.held[:0], r.cands[:0], 0, 0, 0
 }
 
 // row takes one scrolled-off row and appends what is to be delivered now
@@ -175,6 +200,9 @@ func (r *reprint) row(text string, out []string) []string {
 				r.cands = append(r.cands, p)
 			}
 		}
+	}
+	if r.matched >= resyncMin {
+		r.prev = append(r.prev[:0], r.cands...)
 	}
 	keep, past := r.cands[:0], false
 	for _, q := range r.cands {
@@ -206,10 +234,56 @@ func (r *reprint) row(text string, out []string) []string {
 		return append(out, text)
 	}
 	if len(r.cands) == 0 {
+		if !starting && r.matched >= resyncMin {
+			if out, ok := r.resync(text, out); ok {
+				return out
+			}
+		}
 		return r.deliver(text, out)
 	}
+	r.matched += k
 	r.held = append(r.held, text)
 	return out
+}
+
+// resync continues a reprint that text broke (see resyncMin): from the
+// first run that finds text's words within resyncSkip words ahead, else
+// with text as a row the history lacks. It reports false when neither
+// applies.
+func (r *reprint) resync(text string, out []string) ([]string, bool) {
+	n, k := len(r.hist), len(r.words)
+	for _, q := range r.prev {
+		for p := q; p < min(n, q+resyncSkip); p++ {
+			m := min(k, n-p)
+			if r.hist[p] != r.words[0] || !wordsEqual(r.hist[p:p+m], r.words[:m]) {
+				continue
+			}
+			switch {
+			case p+k < n:
+				r.cands = append(r.cands[:0], p+k)
+				r.matched += k
+				r.held = append(r.held, text)
+				return out, true
+			case p+k == n:
+				r.reset()
+				r.armed = false
+				return out, true
+			default:
+				cur := append([]uint32(nil), r.words...)
+				r.reset()
+				r.armed = false
+				r.remember(cur)
+				return append(out, text), true
+			}
+		}
+	}
+	if r.extra < resyncExtra {
+		r.extra++
+		r.cands = append(r.cands[:0], r.prev...)
+		r.held = append(r.held, text)
+		return out, true
+	}
+	return out, false
 }
 
 // deliver ends a watch that found no reprint: the held rows, then text,

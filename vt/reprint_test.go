@@ -259,3 +259,43 @@ func TestReprintSplitWords(t *testing.T) {
 		t.Fatalf("%d collisions among 100,000 words", collisions)
 	}
 }
+
+// Gemini CLI inline: rows of its input area that a redraw left behind
+// scroll into history between reply lines, and it erases the last reply
+// lines above its input area before they scroll off. It then clears the
+// scrollback and prints its whole transcript again, without the leftovers
+// and with the erased lines: the reprint still matches the history, with
+// the leftovers skipped and the erased lines held as part of it.
+func TestReprintResync(t *testing.T) {
+	var r recorder
+	s := r.screen(4, 40)
+	reply := lines("a reply line with some words", 1, 30)
+	leftover := "> input\r\nstatus line\r\n"
+	s.Write([]byte(reply + leftover + lines("second turn", 1, 6) + "\r\n\r\n\r\n"))
+	if n := len(r.rows); n != 30+2+6 {
+		t.Fatalf("%d rows before the reprint: %q", n, r.rows)
+	}
+	r.rows = nil
+	s.Write([]byte("\x1b[2J\x1b[3J\x1b[H" + reply + lines("erased", 1, 2) + lines("second turn", 1, 6) + lines("third turn", 1, 8)))
+	// The reprint ends with "second turn 6", the history's end; then new rows.
+	exp := want([]string{"<reset erase_scrollback>"}, seq("third turn", 1, 5))
+	if !slices.Equal(r.rows, exp) {
+		t.Fatalf("rows:\n%q\nwant:\n%q", r.rows, exp)
+	}
+}
+
+// A run that broke off into rows found nowhere ahead in history is not
+// resynchronised for ever: past resyncExtra such rows, everything held is
+// delivered, in order.
+func TestReprintResyncBounded(t *testing.T) {
+	var r recorder
+	s := r.screen(4, 40)
+	s.Write([]byte(lines("a reply line with some words", 1, 30) + "\r\n\r\n\r\n"))
+	r.rows = nil
+	fresh := lines("new", 1, resyncExtra+5)
+	s.Write([]byte("\x1b[2J\x1b[3J\x1b[H" + lines("a reply line with some words", 1, 20) + fresh + "\r\n\r\n\r\n\r\n"))
+	exp := want([]string{"<reset erase_scrollback>"}, seq("a reply line with some words", 1, 20), seq("new", 1, resyncExtra+5))
+	if !slices.Equal(r.rows[:len(exp)], exp) {
+		t.Fatalf("rows:\n%q\nwant:\n%q", r.rows, exp)
+	}
+}
