@@ -501,9 +501,9 @@ func liveRepeats(stable, live []string) int {
 	return 0
 }
 
-// geminiReplyShown is replyOnce, except that for Gemini CLI up to
-// geminiErased reply lines may be missing at the end when raw has each of
-// them (colours removed): Gemini printed them, then erased them. Gemini
+// geminiReplyShown is replyOnce, except that for Gemini CLI a few reply
+// lines may be missing at the end when raw has each of them (geminiErased):
+// Gemini printed them, then erased them. Gemini
 // CLI 0.61.0 (its Ink renderer) does so at the first redraw of its live
 // area after it cleared the screen and printed its whole transcript
 // again: it left the cursor 3 rows up, in its input box, and erases its
