@@ -129,7 +129,7 @@ var e2eCodexCLI = e2eAdapter{
 	streaming: "slow line",
 	failText:  "mock bad request",
 	// mockapi's shell call.
-	toolInput: func(c string) string { return toolInputJSON(map[string]any{"cmd": c}) },
+	toolInput: func(c string) string { return toolInputJSON(map[string]any{"cmd": c, "yield_time_ms": 60000}) },
 	// Codex resumes with `codex resume ... -- <thread id>`.
 	resumed: func(argv, id string) bool {
 		args := strings.Split(argv, "\x00")
