@@ -185,6 +185,19 @@ func screenHas(t *testing.T, td *testDaemon, id, text string) {
 	}
 }
 
+// stillBlocked reports whether Session id is still blocked after wait.
+func stillBlocked(t *testing.T, td *testDaemon, id string, wait time.Duration) bool {
+	t.Helper()
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var read rpc.SessionReadResult
+		td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		if read.Session.State != rpc.StateBlocked {
+			return false
+		}
+	}
+	return true
+}
+
 func claudePersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	t.Helper()
 	cwd := t.TempDir()
@@ -230,8 +243,23 @@ func claudePersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 		t.Fatal(err)
 	}
 	screenHas(t, td, id, "Do you want to proceed?")
-	if err := td.input(id, w.ack.Token, "\r"); err != nil { // Enter: the highlighted "Yes"
-		t.Fatal(err)
+	// Enter: the highlighted "Yes". Claude Code redraws its dialog after
+	// the hook that ended with no decision, and an Enter landing in that
+	// redraw can be dropped (on an idle machine, 8 ms after the attach):
+	// as a person would, press it again while the Session stays blocked
+	// with the dialog on screen.
+	for attempt := 1; ; attempt++ {
+		if err := td.input(id, w.ack.Token, "\r"); err != nil {
+			t.Fatal(err)
+		}
+		if !stillBlocked(t, td, id, 3*time.Second) {
+			break
+		}
+		if attempt == 5 {
+			t.Fatal("the Session stayed blocked after 5 Enters on the dialog")
+		}
+		t.Logf("the dialog kept its Enter %d; pressing it again", attempt)
+		screenHas(t, td, id, "Do you want to proceed?")
 	}
 	_, result := td.waitResult(t, id, r.Cursor)
 	if result.Status != rpc.StatusCompleted {
