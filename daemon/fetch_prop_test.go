@@ -122,7 +122,11 @@ func TestFetchPropertyFollow(t *testing.T) {
 				t.Fatal(err)
 			}
 			if resp.Error != nil {
-				if resp.Error.Code != rpc.CodeInvalidArgument || resp.Error.WorkableMaxBytes <= mb || attempt > 3 {
+				// A live Session can outgrow the workable size between the
+				// calls several times in a row while a flood streams (4
+				// drifts were seen on an idle machine); each retry asks
+				// for more, so a bound of 10 still catches a loop.
+				if resp.Error.Code != rpc.CodeInvalidArgument || resp.Error.WorkableMaxBytes <= mb || attempt > 10 {
 					t.Fatalf("max_bytes %d: %+v", mb, resp.Error)
 				}
 				if attempt > 0 {
