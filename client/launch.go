@@ -82,6 +82,8 @@ type Launch struct {
 	// Params are the session.create parameters (for a resume, the launch
 	// fields of session.send; see ResumeParams).
 	Params rpc.SessionCreateParams
+	// Warm is the profile's warm spares (Profile.Warm; 0 without one).
+	Warm int
 }
 
 // ResolveLaunch applies the one launch precedence of every dlgt
@@ -145,6 +147,7 @@ func (c *Client) ResolveLaunch(spec LaunchSpec) (Launch, error) {
 		if p.Worktree == nil && prof.Worktree && !spec.Resume && !spec.NoWorktree {
 			p.Worktree = &rpc.WorktreeOption{}
 		}
+		l.Warm = prof.Warm
 	}
 	if p.Harness == "" && !spec.Resume && !spec.HarnessOptional {
 		return l, rpc.InvalidField("harness", "is required (%s) unless the profile sets it", HarnessList(c.opts.Harnesses))
@@ -236,4 +239,37 @@ func (c *Client) Resume(ctx context.Context, l Launch, ref string) (rpc.Receipt,
 		return rpc.Receipt{}, err
 	}
 	return cc.SessionSend(ctx, l.ResumeParams(ref))
+}
+
+// MaxWarm bounds a profile's warm spares (the daemon's bound per launch
+// shape).
+const MaxWarm = 4
+
+// WarmParams are the session.warm parameters that keep spares of l's
+// launch shape: a session.create of l (the same Client, so the same
+// environment) then claims one. A launch in a worktree has no shape to
+// keep warm (its directory is made by the create), and ok is false.
+func (l Launch) WarmParams(spares int) (p rpc.SessionWarmParams, ok bool) {
+	c := l.Params
+	if c.Worktree != nil || c.Harness == "" {
+		return p, false
+	}
+	return rpc.SessionWarmParams{
+		Harness: c.Harness, Cwd: c.Cwd, Model: c.Model, Effort: c.Effort,
+		HarnessOptions: c.HarnessOptions, AutoApprove: c.AutoApprove, Environment: c.Environment,
+		Rows: c.Rows, Cols: c.Cols, Spares: spares,
+	}, true
+}
+
+// KeepWarm asks the daemon that runs l for l.Warm spares of l's launch
+// shape, when the profile asks for any. It is a no-op for a launch
+// without them, in a worktree, or on another machine (a remote side
+// fills the environment in itself, so its shape is not this one's).
+func (c *Client) KeepWarm(ctx context.Context, l Launch) (rpc.SessionWarmResult, bool, error) {
+	p, ok := l.WarmParams(l.Warm)
+	if !ok || l.Warm == 0 || l.Host != "" {
+		return rpc.SessionWarmResult{}, false, nil
+	}
+	r, err := c.SessionWarm(ctx, p)
+	return r, err == nil, err
 }

@@ -87,6 +87,12 @@ func (c *Client) SessionDiff(ctx context.Context, p rpc.SessionDiffParams) (rpc.
 	return call(ctx, c, rpc.SessionDiff, p.Session, p)
 }
 
+// SessionWarm keeps p.Spares harness processes of a launch shape started
+// ahead on the daemon (session.warm, an extension).
+func (c *Client) SessionWarm(ctx context.Context, p rpc.SessionWarmParams) (rpc.SessionWarmResult, error) {
+	return call(ctx, c, rpc.SessionWarm, "", p)
+}
+
 // EventRead reads lifecycle events after a seq (event.read; at most
 // 1,000 a call).
 func (c *Client) EventRead(ctx context.Context, p rpc.EventReadParams) ([]rpc.Event, error) {

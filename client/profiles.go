@@ -41,6 +41,12 @@ type Profile struct {
 	// Worktree runs the profile's Sessions in a git worktree of their own
 	// (session.create worktree, the branch named from the alias).
 	Worktree bool `toml:"worktree"`
+	// Warm keeps this many harness processes of the profile's launch
+	// started ahead on the daemon (session.warm), so a Session launched
+	// through the profile skips the harness's start. 0 (the default)
+	// keeps none; at most 4. Front-ends that launch through profiles
+	// (dlgt mcp, dlgt session create) ask for them.
+	Warm int `toml:"warm"`
 }
 
 // maxProfilesBytes bounds the profiles file; it is configuration, not data.
@@ -150,6 +156,9 @@ func ParseProfilesFor(path string, data []byte, known []harness.Descriptor) (Pro
 		if _, err := harness.Find(known, p.Harness); p.Harness != "" && err != nil {
 			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: harness must be %s", path, name, HarnessList(known))
 		}
+		if p.Warm < 0 || p.Warm > MaxWarm {
+			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "%s: profile %q: warm must be 0 to %d", path, name, MaxWarm)
+		}
 	}
 	if file.Profiles == nil {
 		file.Profiles = Profiles{}
@@ -170,7 +179,7 @@ func (ps Profiles) List() rpc.ProfileListResult {
 		sort.Strings(keys)
 		res.Profiles = append(res.Profiles, rpc.Profile{
 			Name: name, Harness: pc.Harness, Model: pc.Model, Effort: pc.Effort,
-			HarnessOptions: pc.HarnessOptions, EnvironmentKeys: keys, Worktree: pc.Worktree,
+			HarnessOptions: pc.HarnessOptions, EnvironmentKeys: keys, Worktree: pc.Worktree, Warm: pc.Warm,
 		})
 	}
 	sort.Slice(res.Profiles, func(i, j int) bool { return res.Profiles[i].Name < res.Profiles[j].Name })

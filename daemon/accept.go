@@ -253,14 +253,35 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 // prompt. A failure before the provider is bound removes every trace and
 // names only the internal launch id.
 func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*storedReceipt, error) {
-	s, err := rt.newSessionObject(rec)
-	if err != nil {
-		return nil, rt.storageError("the new Session's logs", "nothing was created; retry once the state directory is writable", err)
+	var sp *spare
+	if rec.Worktree == nil {
+		sp = rt.claimSpare(rec, lo) // a warm spare of this shape (spares.go)
 	}
+	var s *session
+	if sp != nil {
+		s = sp.s
+	} else {
+		var err error
+		if s, err = rt.newSessionObject(rec); err != nil {
+			return nil, rt.storageError("the new Session's logs", "nothing was created; retry once the state directory is writable", err)
+		}
+	}
+	// A spare's hooks may read its record meanwhile: its alias, title
+	// and creation time are written under s.mu (taken before rt.mu, the
+	// daemon's lock order).
+	s.mu.Lock()
+	s.rec.Alias, s.rec.Title, s.rec.CreatedAtMS = rec.Alias, rec.Title, rec.CreatedAtMS
 	rt.mu.Lock()
-	if rt.closing {
+	refused := func(err error) (*storedReceipt, error) {
 		rt.mu.Unlock()
-		return nil, rpc.Errorf(rpc.CodeRPCUnavailable, "the daemon is shutting down")
+		s.mu.Unlock()
+		if sp != nil {
+			rt.retireSpare(sp)
+		}
+		return nil, err
+	}
+	if rt.closing {
+		return refused(rpc.Errorf(rpc.CodeRPCUnavailable, "the daemon is shutting down"))
 	}
 	if !exactAlias && rec.Alias != "" {
 		// Derived before the create (a worktree's branch is named
@@ -277,13 +298,16 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 			}
 		}
 	} else if _, taken := rt.aliases[rec.Alias]; taken {
-		rt.mu.Unlock()
-		return nil, &rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias " + strconv.Quote(rec.Alias) + " belongs to an active Session"}
+		return refused(&rpc.Error{Code: rpc.CodeAliasInUse, Field: "alias", Message: "alias " + strconv.Quote(rec.Alias) + " belongs to an active Session"})
 	}
 	rt.aliases[s.rec.Alias] = s
 	rt.holdSessionLocked(s)
 	rt.mu.Unlock()
+	s.mu.Unlock()
 
+	if sp != nil {
+		return rt.createFromSpare(ctx, sp, lo, prompt)
+	}
 	if lp, ok := s.h.(harness.LaunchPrompter); ok {
 		return rt.createWithLaunchPrompt(ctx, s, lp, lo, prompt)
 	}

@@ -125,6 +125,7 @@ func (rt *runtime) routes() []route {
 		serve(rpc.HarnessList, rt.harnessList),
 		serve(rpc.SessionRespond, rt.sessionRespond),
 		serve(rpc.SessionDiff, rt.sessionDiff),
+		serve(rpc.SessionWarm, rt.sessionWarm),
 
 		serve(HookMethod, rt.hookDeliver),
 		serve(HookDecisionMethod, rt.hookDecision),

@@ -88,6 +88,9 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		}
 		rt.tailTranscriptLocked(s, g, ev.Transcript, ev.ProviderID)
 	}
+	if s.spare != nil {
+		return spareEvidenceLocked(s, g, ev)
+	}
 	e := s.exec
 	switch ev.Kind {
 	case harness.KindReady:
@@ -106,7 +109,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		}
 		rt.bindLocked(s)
 		rt.transitionLocked(s, stIdle, rpc.Event{Type: rpc.EventSessionReady})
-		close(g.ready)
+		g.markReady()
 		if e != nil {
 			// The first prompt went with the launch (harness.LaunchPrompter).
 			rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})

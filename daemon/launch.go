@@ -40,6 +40,10 @@ type launchOpts struct {
 	rows, cols int
 	timeout    time.Duration
 	prompt     string // the first prompt, for a harness.LaunchPrompter
+	// spawnOnly returns once the process runs, without waiting for its
+	// ready evidence: a warm spare of a harness that reports nothing
+	// before its first turn (spares.go).
+	spawnOnly bool
 }
 
 // prepareMu serializes harness Prepare calls: Claude's Prepare rewrites
@@ -124,32 +128,44 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 		// dlgt's own launch operation: see harness.Launch.ReadyAtSpawn.
 		rt.applyEvidence(s, g.launchID, harness.Evidence{Kind: harness.KindReady, Event: "launch", ProviderID: l.ProviderID})
 	}
+	if lo.spawnOnly {
+		return g, nil
+	}
+	if err := rt.awaitReady(ctx, s, g, lo.timeout); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
 
-	timer := time.NewTimer(lo.timeout)
+// awaitReady waits for g's ready evidence, at most timeout; when it does
+// not come the process is killed and the error is LAUNCH_FAILED.
+func (rt *runtime) awaitReady(ctx context.Context, s *session, g *generation, timeout time.Duration) error {
+	proc := g.proc
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case <-g.ready:
-		return g, nil
+		return nil
 	case <-g.exited:
 		// The pump has rendered all the harness wrote before it exited (a
 		// sign-in it cannot do here, say): logged as for a timeout.
 		hint := rt.logLaunchScreen(s, g, "the harness exited before it was ready", "exit", g.exit.String())
-		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+		return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
 			Message: fmt.Sprintf("the harness exited before it was ready (%s; the daemon's log has its last screen)%s", g.exit, hint)}
 	case <-timer.C:
 		// What held the harness (a dialog of its own, say) is on its
 		// screen: the log keeps the last rows, the error says where.
-		hint := rt.logLaunchScreen(s, g, "the harness did not report ready", "timeout", lo.timeout)
+		hint := rt.logLaunchScreen(s, g, "the harness did not report ready", "timeout", timeout)
 		// Wait for the pump: it persists the record on exit, which must
 		// not resurrect a Session the caller is about to discard.
 		proc.Kill()
 		<-g.exited
-		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
-			Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)%s", lo.timeout, hint)}
+		return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+			Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)%s", timeout, hint)}
 	case <-ctx.Done():
 		proc.Kill()
 		<-g.exited
-		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: "the request was canceled during launch"}
+		return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: "the request was canceled during launch"}
 	}
 }
 
@@ -237,6 +253,12 @@ func (rt *runtime) pump(s *session, g *generation) {
 	rt.mu.Unlock()
 	close(g.exited)
 	rt.generationExited(s, g)
+	s.mu.Lock()
+	sp := s.spare
+	s.mu.Unlock()
+	if sp != nil {
+		rt.spareExited(sp, g)
+	}
 }
 
 // generationExited applies a process exit. Exits the daemon asked for

@@ -99,7 +99,9 @@ type runtime struct {
 	sessionsGen   uint64
 	statefulCache statefulCache
 	closing       bool
-	wg            sync.WaitGroup // process pumps and launches
+	// pools are the warm spares, by launch shape (spares.go).
+	pools map[string]*sparePool
+	wg    sync.WaitGroup // process pumps and launches
 	// retrying is set while retryLoop runs (storage.go).
 	retrying atomic.Bool
 }
@@ -110,7 +112,7 @@ func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime
 		instanceID: newInstanceID(), startedAt: time.Now(),
 		sessions: map[string]*session{}, byID: map[string]*session{},
 		byLaunch: map[string]*session{}, aliases: map[string]*session{},
-		allChanged: make(chan struct{}),
+		allChanged: make(chan struct{}), pools: map[string]*sparePool{},
 	}
 	rt.methodOf = rt.methods()
 	rt.receipts = newReceipts(db)
@@ -122,6 +124,7 @@ func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime
 	if err := rt.recover(); err != nil {
 		return nil, err
 	}
+	rt.sweepOrphans()
 	if err := rt.positions.load(func(uid string) bool {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
@@ -227,6 +230,7 @@ func (rt *runtime) close() {
 		all = append(all, s)
 	}
 	rt.mu.Unlock()
+	rt.closeSpares()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
@@ -350,6 +354,9 @@ func normalizeAlias(a string) string { return strings.TrimPrefix(a, "@") }
 // logged; callers that acknowledge something on the strength of the
 // record (accept) check the error.
 func (rt *runtime) persistLocked(s *session) error {
+	if s.spare != nil {
+		return nil // a warm spare is not a Session yet (spares.go)
+	}
 	s.rec.UpdatedAtMS = nowMS()
 	// A retried write stores the record as it is then.
 	return rt.storeLocked(s, "session record", func(w store.Writer) error { return w.PutSession(s.uid, s.rec.marshal()) })
@@ -357,6 +364,9 @@ func (rt *runtime) persistLocked(s *session) error {
 
 // emitLocked records a lifecycle event for s and wakes observers. s.mu held.
 func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
+	if s.spare != nil {
+		return // a warm spare is not a Session yet (spares.go)
+	}
 	ev.SchemaVersion = rpc.SchemaVersion
 	if ev.SessionID == "" {
 		ev.SessionID = s.rec.ID

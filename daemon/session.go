@@ -73,6 +73,16 @@ type execution struct {
 	usageFrom int64
 }
 
+// markReady closes g.ready once: the provider's ready evidence, or a
+// warm spare's (spares.go). s.mu held by every caller.
+func (g *generation) markReady() {
+	select {
+	case <-g.ready:
+	default:
+		close(g.ready)
+	}
+}
+
 func (e *execution) confirm() { e.submittedOnce.Do(func() { close(e.submitted) }) }
 
 func (e *execution) isConfirmed() bool {
@@ -137,6 +147,11 @@ type session struct {
 	unsaved []pendingWrite
 	// txWrites collects writes inside oneTxLocked (storage.go).
 	txWrites *[]pendingWrite
+
+	// spare, while set, makes this a warm spare, not a Session: nothing
+	// stores its record or records its events (spares.go). Cleared, under
+	// mu, when a create claims it.
+	spare *spare
 
 	// termMu guards screen (the pump writes, readers render the live grid).
 	termMu sync.Mutex

@@ -122,6 +122,15 @@ func (t *tools) delegate(ctx context.Context, _ *sdk.CallToolRequest, in delegat
 	if l.Host != t.c.Host() {
 		t.remember(l.Host, r.Session.ID, r.Session.Alias)
 	}
+	if l.Warm > 0 {
+		// The profile keeps spares: ask again, so a shape that went
+		// idle (its spares expired) is warm for the next delegate.
+		go func() {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), warmTimeout)
+			defer cancel()
+			t.c.KeepWarm(wctx, l)
+		}()
+	}
 	return receiptResult("Delegated to", reqID, &r), nil, nil
 }
 

@@ -197,6 +197,14 @@ func goldenCases() map[string]goldenCase {
 				Diff:     "diff --git a/NOTES b/NOTES\nnew file mode 100644\nindex 0000000..3b18e51\n--- /dev/null\n+++ b/NOTES\n@@ -0,0 +1 @@\n+hello world\n",
 			},
 		},
+		MethodSessionWarm: {
+			id: `"req_17"`,
+			params: &SessionWarmParams{
+				Harness: "codex", Cwd: "/home/dev/src/dlgt", Model: "gpt-5-codex",
+				Environment: map[string]string{"HOME": "/home/dev", "PATH": "/usr/local/bin:/usr/bin:/bin"}, Spares: 1,
+			},
+			result: SessionWarmResult{Shape: "5f0c2a9e41b7d3c8a1e6f4b2", Spares: 1, Ready: 1, RSSBytes: 97517568, Pids: []int{48213}, IdleMS: 600000},
+		},
 	}
 }
 
@@ -257,6 +265,8 @@ func newParams(method string) any {
 		return &SessionRespondParams{}
 	case MethodSessionDiff:
 		return &SessionDiffParams{}
+	case MethodSessionWarm:
+		return &SessionWarmParams{}
 	}
 	return nil
 }

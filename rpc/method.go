@@ -131,6 +131,7 @@ var (
 	ProfileList       = Method[ProfileListParams, ProfileListResult]{MethodProfileList}
 	HarnessList       = Method[HarnessListParams, HarnessListResult]{MethodHarnessList}
 	SessionRespond    = Method[SessionRespondParams, SessionRespondResult]{MethodSessionRespond}
+	SessionWarm       = Method[SessionWarmParams, SessionWarmResult]{MethodSessionWarm}
 )
 
 // Public is the v1 contract's method list, in the order the contract
@@ -141,6 +142,7 @@ var Public = []Descriptor{
 	ScrollbackRead, TranscriptReadRaw, ModelList, ProfileList, HarnessList,
 	SessionRespond,
 	SessionDiff,
+	SessionWarm,
 }
 
 func descriptorNames(ds []Descriptor) []string {

@@ -22,7 +22,7 @@ var contractOrder = []string{
 	"event.read", "event.subscribe", "scrollback.read", "transcript.read_raw",
 	"model.list", "profile.list", "harness.list",
 	// Extensions beyond the v1 list (docs/rpc.md).
-	"session.respond", "session.diff",
+	"session.respond", "session.diff", "session.warm",
 }
 
 // Every public method has exactly one descriptor, in the contract's order,

@@ -20,6 +20,7 @@ const (
 	MethodHarnessList       = "harness.list"
 	MethodSessionRespond    = "session.respond"
 	MethodSessionDiff       = "session.diff"
+	MethodSessionWarm       = "session.warm"
 )
 
 // Internal methods are served on the daemon socket for dlgt's own

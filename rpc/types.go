@@ -149,6 +149,45 @@ type SessionDiffResult struct {
 	Truncated bool        `json:"truncated"`
 }
 
+// SessionWarmParams are the parameters of session.warm (an extension):
+// keep Spares harness processes started ahead for one launch shape, the
+// launch fields of session.create (harness, cwd, model, effort,
+// harness_options, auto_approve, environment, rows, cols). A
+// session.create of exactly that shape, without a worktree, claims a
+// ready one instead of starting its harness. Spares 0 stops the shape's
+// spares. A shape unused for IdleMS (default 10 minutes) stops its
+// spares.
+type SessionWarmParams struct {
+	Harness        string            `json:"harness" rpc:"required"`
+	Cwd            string            `json:"cwd" rpc:"required"`
+	Model          string            `json:"model,omitempty"`
+	Effort         string            `json:"effort,omitempty"`
+	HarnessOptions []string          `json:"harness_options,omitempty"`
+	AutoApprove    *bool             `json:"auto_approve,omitempty"`
+	Environment    map[string]string `json:"environment,omitempty"`
+	Rows           int               `json:"rows,omitempty"`
+	Cols           int               `json:"cols,omitempty"`
+	Spares         int               `json:"spares"`
+	IdleMS         int64             `json:"idle_ms,omitempty"`
+}
+
+// SessionWarmResult is the result of session.warm: the shape's key (a
+// digest of its launch fields and environment), how many spares it
+// keeps, how many are ready or starting now, the resident memory of the
+// ready ones' process groups (and their leaders' pids), and why the last
+// spare launch failed, if it did.
+type SessionWarmResult struct {
+	Shape    string `json:"shape"`
+	Spares   int    `json:"spares"`
+	Ready    int    `json:"ready"`
+	Starting int    `json:"starting"`
+	RSSBytes int64  `json:"rss_bytes"`
+	// Pids are the process ids of the ready spares\' harnesses.
+	Pids      []int  `json:"pids,omitempty"`
+	IdleMS    int64  `json:"idle_ms"`
+	LastError string `json:"last_error,omitempty"`
+}
+
 // SessionRestartParams are the parameters of session.restart.
 type SessionRestartParams struct {
 	Session          string            `json:"session" rpc:"required"`
@@ -587,6 +626,9 @@ type Profile struct {
 	// Worktree: the profile's Sessions run in a git worktree of their own
 	// (an extension).
 	Worktree bool `json:"worktree,omitempty"`
+	// Warm is how many warm spares the profile keeps (session.warm, an
+	// extension).
+	Warm int `json:"warm,omitempty"`
 }
 
 // ProfileListResult is the result of profile.list.

@@ -288,8 +288,8 @@ func TestErrorIs(t *testing.T) {
 	if len(Codes) != 15 {
 		t.Fatalf("len(Codes) = %d, want the 15 v1 codes", len(Codes))
 	}
-	if len(PublicMethods) != 17 {
-		t.Fatalf("len(PublicMethods) = %d, want the 15 v1 methods, session.respond and session.diff", len(PublicMethods))
+	if len(PublicMethods) != 18 {
+		t.Fatalf("len(PublicMethods) = %d, want the 15 v1 methods, session.respond, session.diff and session.warm", len(PublicMethods))
 	}
 	for _, m := range PublicMethods {
 		if !IsPublic(m) {

@@ -56,6 +56,28 @@ func (db *DB) ListSessions() ([]Record, error) {
 	return out, err
 }
 
+// Orphans returns the uids that have rows stored but no session record:
+// what a writer that never stored its record left (a daemon killed while
+// a launch or a warm spare ran), for DeleteSession.
+func (db *DB) Orphans() ([]string, error) {
+	var out []string
+	err := db.view(func(tx *bolt.Tx) error {
+		sessions := tx.Bucket(bucketSessions)
+		seen := map[string]bool{}
+		note := func(k []byte) {
+			if sessions.Get(k) == nil && !seen[string(k)] {
+				seen[string(k)] = true
+				out = append(out, string(k))
+			}
+		}
+		if err := tx.Bucket(bucketRowsMeta).ForEach(func(k, _ []byte) error { note(k); return nil }); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketRows).ForEach(func(k, _ []byte) error { note(k); return nil })
+	})
+	return out, err
+}
+
 // DeleteSession removes everything stored under uid: the session record, its
 // results and result watermark, its rows and row watermarks, and its event
 // index. Events themselves stay in the global log until they age out, so

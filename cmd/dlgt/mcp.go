@@ -26,6 +26,8 @@ delegate (session.create), send (session.send), wait (session.fetch until a
 result, bounded by --wait-max), read (session.read), list (session.list),
 cancel (session.cancel), stop (session.stop). wait, read and list are marked
 read-only. The daemon is started when none runs, as for every client command.
+Profiles with "warm = N" get N warm spares (session.warm) when the server
+starts, so a delegate naming one skips the counterpart harness's start.
 
 --wait-max bounds one wait call; keep it under the leader harness's own tool
 limits (Claude Code backgrounds a call still running after 120 s; Codex cuts
@@ -42,6 +44,9 @@ one at 300 s).`,
 				return err
 			}
 			defer c.Close()
+			// Profiles with warm spares get them now, while the leader
+			// starts: its first delegate then finds the harness up.
+			go mcp.WarmProfiles(cmd.Context(), c, e.stderr)
 			return mcp.Serve(cmd.Context(), c, mcpOptions(e, waitMax), e.stdin, e.stdout)
 		},
 	}

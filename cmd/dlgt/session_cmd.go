@@ -36,6 +36,7 @@ the error code (see dlgt --help).`,
 		newSessionRespondCommand(e),
 		newSessionStopCommand(e),
 		newSessionDiffCommand(e),
+		newSessionWarmCommand(e),
 		newSessionRestartCommand(e),
 	)
 	return cmd
