@@ -155,7 +155,6 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-
 // A spare is never handed out when the create's environment differs, or
 // when its harness binary changed since it started, or when it died; the
 // create then starts cold and works.
