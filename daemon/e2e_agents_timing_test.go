@@ -30,14 +30,17 @@ import (
 
 const rtTask = "COUNTERPART-RT: answer at once"
 
-// rtLeaderPlan: delegate, wait until the result, stop, then answer.
-func rtLeaderPlan(harness string) func([]string) (*mockapi.ToolCall, string) {
+// rtLeaderPlan: delegate through the profile rtProfile, wait until the
+// result, stop, then answer. before runs when the model is first asked,
+// before it answers with the delegate call.
+func rtLeaderPlan(before func()) func([]string) (*mockapi.ToolCall, string) {
 	tool := func(name string, in map[string]any) *mockapi.ToolCall {
 		return &mockapi.ToolCall{Name: "mcp__dlgt__" + name, Input: in}
 	}
 	return func(results []string) (*mockapi.ToolCall, string) {
 		if len(results) == 0 {
-			return tool("delegate", map[string]any{"harness": harness, "prompt": rtTask, "request_id": "rt-1", "title": "round trip"}), ""
+			before()
+			return tool("delegate", map[string]any{"profile": rtProfile, "prompt": rtTask, "request_id": "rt-1", "title": "round trip"}), ""
 		}
 		session := lastMatch(agentSessionRe, results[0])
 		last := results[len(results)-1]
@@ -110,10 +113,41 @@ type rtStep struct {
 	d         time.Duration
 }
 
-// roundTrip runs one delegation and returns its steps, in order.
-func roundTrip(t *testing.T, leaderName, counterpart string) []rtStep {
+// rtProfile is the profile the leader delegates through: the counterpart
+// harness, with one warm spare in a warm round trip.
+const rtProfile = "counterpart"
+
+// roundTrip runs one delegation and returns its steps, in order. warm:
+// the profile keeps a warm spare (dlgt mcp asks for it when the leader
+// starts it), and the leader's model answers with the delegate call only
+// once the spare is ready, as a model that takes a few seconds to decide
+// would; the round trip is timed from that answer in both cases.
+func roundTrip(t *testing.T, leaderName, counterpart string, warm bool) []rtStep {
 	t.Helper()
 	r := newAgentRigScript(t, counterpart, mockapi.Script{mockapi.Contains("COUNTERPART-RT", mockapi.Reply{Text: agentAnswer})})
+	profiles := filepath.Join(t.TempDir(), "profiles.toml")
+	spares := 0
+	if warm {
+		spares = 1
+	}
+	if err := os.WriteFile(profiles, fmt.Appendf(nil, "[profiles.%s]\nharness = %q\nwarm = %d\n", rtProfile, counterpart, spares), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.env["DLGT_PROFILES"] = profiles
+	var spareRSS int64
+	before := func() {
+		if !warm {
+			return
+		}
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var st DaemonStatus
+			if err := r.td.call(DaemonStatusMethod.Name, struct{}{}, &st); err == nil && st.SparesReady > 0 {
+				spareRSS = st.SparesRSSBytes
+				return
+			}
+		}
+		t.Errorf("no warm spare was ready within 90 s")
+	}
 	ec := followEvents(t, r.td.paths.Socket)
 	// The counterpart CLI runs through a wrapper that notes when the
 	// daemon started it (the first time), then becomes the CLI.
@@ -130,7 +164,7 @@ func roundTrip(t *testing.T, leaderName, counterpart string) []rtStep {
 	switch leaderName {
 	case "claude":
 		var lenv map[string]string
-		leader, lenv = r.claudeLeader(t, rtLeaderPlan(counterpart))
+		leader, lenv = r.claudeLeader(t, rtLeaderPlan(before))
 		args := append([]string{"-p", "LEADER-TASK: round trip", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
 		out = r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
 	case "gemini":
@@ -138,11 +172,11 @@ func roundTrip(t *testing.T, leaderName, counterpart string) []rtStep {
 			claudeKeyHelper(t, r.home)
 		}
 		var lenv map[string]string
-		leader, lenv = r.geminiLeader(t, rtLeaderPlan(counterpart))
+		leader, lenv = r.geminiLeader(t, rtLeaderPlan(before))
 		out = r.runLeader(t, lenv, e2eGeminiBin(t), geminiLeaderArgs("LEADER-TASK: round trip")...)
 	case "codex":
 		var lenv map[string]string
-		leader, lenv = r.codexLeader(t, rtLeaderPlan(counterpart))
+		leader, lenv = r.codexLeader(t, rtLeaderPlan(before))
 		name, _, _ := strings.Cut(r.mark, "=")
 		fwd := []string{"--forward-env", "HOME", "--forward-env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--forward-env", name}
 		args := append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", fwd...)...)
@@ -195,10 +229,11 @@ func roundTrip(t *testing.T, leaderName, counterpart string) []rtStep {
 			launchedAt = time.Unix(0, ns)
 		}
 	}
-	marks := []struct {
+	type mark struct {
 		name string
 		at   time.Time
-	}{
+	}
+	marks := []mark{
 		{"leader model answered delegate", turn[0].Answered},
 		{"counterpart CLI started", launchedAt},
 		{"session.ready (SessionStart hook)", ec.get(rpc.EventSessionReady)},
@@ -208,24 +243,58 @@ func roundTrip(t *testing.T, leaderName, counterpart string) []rtStep {
 		{"session.idle", ec.get(rpc.EventSessionIdle)},
 		{"leader model got the answer", turn[answered].Received},
 	}
+	if warm {
+		// The spare's CLI started before the delegate: the claim's
+		// session.ready follows the delegate call instead.
+		if !launchedAt.Before(turn[0].Answered) {
+			t.Fatalf("the counterpart CLI started at %v, after the delegate call at %v: no spare served it", launchedAt, turn[0].Answered)
+		}
+		marks = append(marks[:1], marks[2:]...)
+		t.Logf("the warm spare's resident memory: %d MiB", spareRSS>>20)
+	}
 	for i := 1; i < len(marks); i++ {
 		if marks[i].at.IsZero() || marks[i].at.Before(marks[i-1].at) {
 			t.Fatalf("timeline out of order: %q at %v before %q at %v", marks[i].name, marks[i].at, marks[i-1].name, marks[i-1].at)
 		}
 	}
-	between := func(i int) time.Duration { return marks[i+1].at.Sub(marks[i].at) }
-	return []rtStep{
-		{"leader CLI → dlgt mcp → daemon → counterpart CLI started", "leader CLI + dlgt", between(0)},
-		{"counterpart CLI start until its SessionStart hook", "counterpart CLI", between(1)},
-		{"prompt delivered and confirmed (busy)", "dlgt + counterpart CLI", between(2)},
-		{"counterpart CLI until its model request", "counterpart CLI", between(3)},
-		{"counterpart model", "counterpart model", between(4)},
-		{"counterpart CLI reply → Stop hook → idle", "counterpart CLI + dlgt", between(5)},
-		{"idle → wait returns → leader's next request (incl. leader model " + leaderModel.Round(time.Millisecond).String() + ")", "dlgt + leader CLI + leader model", between(6)},
-		{"round trip", "all", marks[len(marks)-1].at.Sub(marks[0].at)},
+	at := func(name string) time.Time {
+		for _, m := range marks {
+			if m.name == name {
+				return m.at
+			}
+		}
+		return time.Time{}
 	}
+	span := func(from, to string) time.Duration { return at(to).Sub(at(from)) }
+	var steps []rtStep
+	if warm {
+		steps = append(steps, rtStep{"leader CLI → dlgt mcp → daemon → spare claimed (session.ready)", "leader CLI + dlgt", span("leader model answered delegate", "session.ready (SessionStart hook)")})
+	} else {
+		steps = append(steps,
+			rtStep{"leader CLI → dlgt mcp → daemon → counterpart CLI started", "leader CLI + dlgt", span("leader model answered delegate", "counterpart CLI started")},
+			rtStep{"counterpart CLI start until its SessionStart hook", "counterpart CLI", span("counterpart CLI started", "session.ready (SessionStart hook)")})
+	}
+	return append(steps,
+		rtStep{"prompt delivered and confirmed (busy)", "dlgt + counterpart CLI", span("session.ready (SessionStart hook)", "session.busy")},
+		rtStep{"counterpart CLI until its model request", "counterpart CLI", span("session.busy", "counterpart model asked")},
+		rtStep{"counterpart model", "counterpart model", span("counterpart model asked", "counterpart model answered")},
+		rtStep{"counterpart CLI reply → Stop hook → idle", "counterpart CLI + dlgt", span("counterpart model answered", "session.idle")},
+		rtStep{"idle → wait returns → leader's next request (incl. leader model " + leaderModel.Round(time.Millisecond).String() + ")", "dlgt + leader CLI + leader model", span("session.idle", "leader model got the answer")},
+		rtStep{rtToFirstRequest, "all", span("leader model answered delegate", "counterpart model asked")},
+		rtStep{rtRoundTrip, "all", marks[len(marks)-1].at.Sub(marks[0].at)},
+	)
 }
 
+// The two figures cold and warm are compared on.
+const (
+	rtToFirstRequest = "delegate → counterpart's first model request"
+	rtRoundTrip      = "round trip"
+)
+
+// TestAgentsRoundTripTiming times one delegation per direction cold (the
+// counterpart CLI starts when the leader delegates) and warm (a spare of
+// the profile's launch is claimed), rounds interleaved, and logs both
+// timelines' medians and the warm/cold ratios side by side.
 func TestAgentsRoundTripTiming(t *testing.T) {
 	rounds := 1
 	if v, err := strconv.Atoi(os.Getenv("DLGT_AGENTS_ROUNDS")); err == nil && v > 0 {
@@ -233,24 +302,38 @@ func TestAgentsRoundTripTiming(t *testing.T) {
 	}
 	for _, dir := range []struct{ leader, counterpart string }{{"claude", "codex"}, {"codex", "claude"}, {"claude", "gemini"}, {"gemini", "claude"}} {
 		t.Run(dir.leader+"_leads_"+dir.counterpart, func(t *testing.T) {
-			var all [][]rtStep
+			all := map[bool][][]rtStep{}
 			for i := 0; i < rounds; i++ {
-				var steps []rtStep
-				t.Run(fmt.Sprint("round", i), func(t *testing.T) { steps = roundTrip(t, dir.leader, dir.counterpart) })
-				if steps == nil {
-					return
+				for _, warm := range []bool{false, true} {
+					var steps []rtStep
+					t.Run(fmt.Sprintf("%s%d", map[bool]string{false: "cold", true: "warm"}[warm], i), func(t *testing.T) {
+						steps = roundTrip(t, dir.leader, dir.counterpart, warm)
+					})
+					if steps == nil {
+						return
+					}
+					all[warm] = append(all[warm], steps)
 				}
-				all = append(all, steps)
 			}
 			var b strings.Builder
-			fmt.Fprintf(&b, "%s leads %s, median of %d round trip(s):\n", dir.leader, dir.counterpart, len(all))
-			for j := range all[0] {
-				ds := make([]time.Duration, len(all))
-				for i := range all {
-					ds[i] = all[i][j].d
+			medians := map[bool]map[string]time.Duration{}
+			for _, warm := range []bool{false, true} {
+				runs := all[warm]
+				medians[warm] = map[string]time.Duration{}
+				fmt.Fprintf(&b, "%s leads %s %s, median of %d round trip(s):\n", dir.leader, dir.counterpart, map[bool]string{false: "cold", true: "warm"}[warm], len(runs))
+				for j := range runs[0] {
+					ds := make([]time.Duration, len(runs))
+					for i := range runs {
+						ds[i] = runs[i][j].d
+					}
+					sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
+					medians[warm][runs[0][j].name] = ds[len(ds)/2]
+					fmt.Fprintf(&b, "  %8s  %-24s %s\n", ds[len(ds)/2].Round(time.Millisecond), runs[0][j].who, runs[0][j].name)
 				}
-				sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-				fmt.Fprintf(&b, "  %8s  %-24s %s\n", ds[len(ds)/2].Round(time.Millisecond), all[0][j].who, all[0][j].name)
+			}
+			for _, name := range []string{rtToFirstRequest, rtRoundTrip} {
+				cold, warm := medians[false][name], medians[true][name]
+				fmt.Fprintf(&b, "  %s: cold %s, warm %s, warm/cold %.2f\n", name, cold.Round(time.Millisecond), warm.Round(time.Millisecond), float64(warm)/float64(cold))
 			}
 			t.Log(b.String())
 		})

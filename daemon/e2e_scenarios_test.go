@@ -35,7 +35,20 @@ import (
 // e2eHarnesses is the table's rows: Claude Code (e2e_claude_test.go),
 // Codex (e2e_codex_test.go), Gemini CLI (e2e_gemini_test.go) and the fake
 // Claude (e2e_claude_test.go).
-var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eGeminiCLI, &e2eFakeClaude}
+var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eGeminiCLI, &e2eFakeClaude,
+	warmRow(e2eClaudeCLI), warmRow(e2eCodexCLI)}
+
+// warmRow is a's row run warm: its conversation's Session is made by a
+// create that claims a warm spare (session.warm), and every step after
+// it runs on that Session as on a cold one. Claude Code's spare is ready
+// on its SessionStart; Codex's reports nothing before its first turn, so
+// the claim types the prompt. The harness's own extra steps run in its
+// cold row only.
+func warmRow(a e2eAdapter) *e2eAdapter {
+	a.name += "-warm"
+	a.warm, a.extra = true, nil
+	return &a
+}
 
 // e2eAdapter is one harness under the scenario table.
 type e2eAdapter struct {
@@ -71,6 +84,8 @@ type e2eAdapter struct {
 	caps    e2eCaps
 	// extra are steps only this harness runs, after the table's.
 	extra []e2eStep
+	// warm: the conversation's create claims a warm spare (warmRow).
+	warm bool
 }
 
 // e2eCaps is where the harnesses' behaviour differs in what a scenario
@@ -264,6 +279,20 @@ func stepHarnessAndModels(t *testing.T, s *e2eScenario) {
 func stepCreateFetch(t *testing.T, s *e2eScenario) {
 	const prompt = "hello from the dlgt e2e test"
 	seq, reqID := s.next()
+	var claimed func() []string
+	warm := rpc.SessionWarmParams{Harness: s.a.harness, Cwd: s.cwd, Environment: s.env, Spares: 1}
+	if s.a.warm {
+		claimed = claims(t)
+		w := awaitSpares(t, s.td, warm, 1)
+		var list rpc.SessionListResult
+		s.call(t, rpc.MethodSessionList, map[string]any{}, &list)
+		var evs []rpc.Event
+		s.call(t, rpc.MethodEventRead, map[string]any{}, &evs)
+		if len(list.Sessions) != 0 || len(evs) != 0 {
+			t.Fatalf("the spare is visible: list %+v, events %v", list.Sessions, eventTypes(evs))
+		}
+		t.Logf("warm spare ready: pid %v, %d KiB resident", w.Pids, w.RSSBytes>>10)
+	}
 	var r rpc.Receipt
 	start := time.Now()
 	s.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
@@ -275,6 +304,25 @@ func stepCreateFetch(t *testing.T, s *e2eScenario) {
 		t.Fatalf("receipt = %+v", r)
 	}
 	s.id = r.Session.ID
+	if claimed != nil {
+		if len(claimed()) != 1 {
+			t.Fatalf("the create claimed %d spares, want 1", len(claimed()))
+		}
+		// The spare that replaced it goes: the steps after this one
+		// count the harness processes left, and expect the Session's.
+		warm.Spares = 0
+		s.call(t, rpc.MethodSessionWarm, warm, &rpc.SessionWarmResult{})
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			var st DaemonStatus
+			s.call(t, DaemonStatusMethod.Name, struct{}{}, &st)
+			if st.SparesReady+st.SparesStarting == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("spares left: %+v", st)
+			}
+		}
+	}
 	doc, res := s.waitResult(t, s.id, r.Cursor)
 	fetched := time.Now()
 	if doc.Reason != rpc.ReasonResult {

@@ -549,6 +549,12 @@ type DaemonStatus struct {
 	UptimeMS    int64  `json:"uptime_ms"`
 	Connections int    `json:"connections"`
 	Sessions    int    `json:"sessions"`
+	// SparesReady and SparesStarting count the warm spares (spares.go),
+	// and SparesRSSBytes is the resident memory of the ready ones'
+	// process groups.
+	SparesReady    int   `json:"spares_ready"`
+	SparesStarting int   `json:"spares_starting"`
+	SparesRSSBytes int64 `json:"spares_rss_bytes"`
 }
 
 func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (DaemonStatus, error) {
@@ -562,7 +568,19 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) 
 	}
 	rt.mu.Lock()
 	st.Sessions = len(rt.sessions)
+	var ready []*spare
+	for _, pool := range rt.pools {
+		for _, sp := range pool.spares {
+			if sp.ready {
+				ready = append(ready, sp)
+			} else {
+				st.SparesStarting++
+			}
+		}
+	}
 	rt.mu.Unlock()
+	st.SparesReady = len(ready)
+	st.SparesRSSBytes = sparesRSS(ready)
 	return st, nil
 }
 

@@ -208,13 +208,13 @@ func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.Session
 		}
 	}
 	res := rpc.SessionWarmResult{Shape: key, Spares: p.Spares, IdleMS: idle.Milliseconds()}
-	var pids []int
+	var ready []*spare
 	if pool != nil {
 		res.LastError = pool.lastErr
 		for _, sp := range pool.spares {
 			if sp.ready {
 				res.Ready++
-				pids = append(pids, sp.pid())
+				ready = append(ready, sp) // their pids outside rt.mu: s.mu comes first
 			} else {
 				res.Starting++
 			}
@@ -222,16 +222,36 @@ func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.Session
 	}
 	rt.mu.Unlock()
 	rt.releaseSpares(retire)
-	for _, pid := range pids {
-		if pid <= 0 {
-			continue
-		}
-		res.Pids = append(res.Pids, pid)
-		if kb, err := procmem.GroupRSS(pid); err == nil {
-			res.RSSBytes += kb << 10
+	for _, sp := range ready {
+		if pid := sp.pid(); pid > 0 {
+			res.Pids = append(res.Pids, pid)
 		}
 	}
+	res.RSSBytes = groupsRSS(res.Pids)
 	return res, nil
+}
+
+// groupsRSS is the resident memory, in bytes, of the process groups
+// pids lead (a spare's harness and what it started).
+func groupsRSS(pids []int) int64 {
+	var sum int64
+	for _, pid := range pids {
+		if kb, err := procmem.GroupRSS(pid); err == nil {
+			sum += kb << 10
+		}
+	}
+	return sum
+}
+
+// sparesRSS is groupsRSS of spares' harnesses.
+func sparesRSS(spares []*spare) int64 {
+	pids := make([]int, 0, len(spares))
+	for _, sp := range spares {
+		if pid := sp.pid(); pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return groupsRSS(pids)
 }
 
 // pid is the spare's harness process id (0 when it has none).

@@ -24,7 +24,7 @@ func warmParams(td *testDaemon, cwd string, spares int) rpc.SessionWarmParams {
 // awaitSpares asks for spares of p's shape until want of them are ready.
 func awaitSpares(t *testing.T, td *testDaemon, p rpc.SessionWarmParams, want int) rpc.SessionWarmResult {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		var r rpc.SessionWarmResult
 		td.mustCall(rpc.MethodSessionWarm, p, &r)

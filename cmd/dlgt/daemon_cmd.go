@@ -137,6 +137,9 @@ func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
 	_, err := fmt.Fprintf(w, "running  dlgt %s (commit %s), pid %d, up %s\nholds    %d %s, %d %s open\nsocket   %s\nhome     %s\n",
 		st.Version, st.Commit, st.PID, up, st.Sessions, render.Plural(st.Sessions, "Session", "Sessions"),
 		st.Connections, render.Plural(st.Connections, "connection", "connections"), st.Socket, st.Home)
+	if err == nil && st.SparesReady+st.SparesStarting > 0 {
+		_, err = fmt.Fprintf(w, "warm     %d ready, %d starting (dlgt session warm)\n", st.SparesReady, st.SparesStarting)
+	}
 	return err
 }
 
