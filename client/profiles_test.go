@@ -138,3 +138,25 @@ func FuzzParseProfiles(f *testing.F) {
 		}
 	})
 }
+
+// warm is bounded like the daemon's per-shape bound, carried by the
+// resolved launch, and turned into the session.warm of that launch; a
+// worktree launch has no shape to keep warm.
+func TestProfileWarm(t *testing.T) {
+	if _, err := client.ParseProfiles("p.toml", []byte("[profiles.a]\nharness = \"codex\"\nwarm = 5\n")); err == nil || !strings.Contains(err.Error(), "warm must be 0 to 4") {
+		t.Fatalf("warm = 5: %v", err)
+	}
+	ps, err := client.ParseProfiles("p.toml", []byte("[profiles.a]\nharness = \"codex\"\nwarm = 2\n"))
+	if err != nil || ps["a"].Warm != 2 || ps.List().Profiles[0].Warm != 2 {
+		t.Fatalf("%+v %v", ps, err)
+	}
+	l := client.Launch{Warm: 2, Params: rpc.SessionCreateParams{Harness: "codex", Cwd: "/w", Model: "m", Environment: map[string]string{"A": "1"}, Rows: 30}}
+	p, ok := l.WarmParams(l.Warm)
+	if !ok || p.Harness != "codex" || p.Cwd != "/w" || p.Model != "m" || p.Environment["A"] != "1" || p.Rows != 30 || p.Spares != 2 {
+		t.Fatalf("WarmParams = %+v %v", p, ok)
+	}
+	l.Params.Worktree = &rpc.WorktreeOption{}
+	if _, ok := l.WarmParams(1); ok {
+		t.Fatal("a worktree launch has warm params")
+	}
+}

@@ -254,7 +254,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 // names only the internal launch id.
 func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*storedReceipt, error) {
 	var sp *spare
-	if rec.Worktree == nil {
+	if rec.Worktree == nil && launchPromptFits(rt.adapterFor(rec.Harness), prompt) {
 		sp = rt.claimSpare(rec, lo) // a warm spare of this shape (spares.go)
 	}
 	var s *session

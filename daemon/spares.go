@@ -342,11 +342,12 @@ func (rt *runtime) sparesTotalLocked() int {
 func (rt *runtime) fillPoolLocked(pool *sparePool) {
 	for len(pool.spares) < pool.want && pool.failures < maxSpareFailures &&
 		rt.sparesTotalLocked() < maxSparesTotal && !rt.closing {
-		rec := pool.rec
-		rec.HarnessOptions = slices.Clone(rec.HarnessOptions)
-		rec.UID, rec.State, rec.Epoch = newUID(), stStarting, 1
-		rec.CreatedAtMS = nowMS()
-		s, err := rt.newSessionObject(rec)
+		t := pool.rec
+		s, err := rt.newSessionObject(sessionRecord{
+			UID: newUID(), Harness: t.Harness, Cwd: t.Cwd, Model: t.Model, Effort: t.Effort,
+			HarnessOptions: slices.Clone(t.HarnessOptions), AutoApprove: t.AutoApprove,
+			State: rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1, Rows: t.Rows, Cols: t.Cols,
+		})
 		if err != nil {
 			pool.failures++
 			pool.lastErr = err.Error()
@@ -644,4 +645,12 @@ func (rt *runtime) sweepOrphans() {
 			}
 		}
 	}
+}
+
+// launchPromptFits reports whether a cold launch of h would take prompt:
+// a prompt a LaunchPrompter refuses (too long for Codex's command line)
+// must get the cold create's error, not a spare that would type it.
+func launchPromptFits(h harness.Harness, prompt string) bool {
+	lp, ok := h.(harness.LaunchPrompter)
+	return !ok || lp.LaunchPrompt(prompt) == nil
 }
