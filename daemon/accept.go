@@ -147,6 +147,28 @@ func newUID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// validateLaunch checks the launch fields session.create and
+// session.warm share: the harness options, the environment and the
+// working directory.
+func validateLaunch(h harness.Harness, options []string, env map[string]string, cwd string) error {
+	if len(options) > maxOptions {
+		return rpc.InvalidField("harness_options", "more than %d entries", maxOptions)
+	}
+	if err := h.ValidateOptions(options); err != nil {
+		return err
+	}
+	if err := validateEnv(env); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(cwd, "/") {
+		return rpc.InvalidField("cwd", "must be an absolute path (the client resolves relative paths)")
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return rpc.InvalidField("cwd", "%s is not a directory", clipRef(cwd))
+	}
+	return nil
+}
+
 func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.SessionCreateParams) (rpc.Receipt, error) {
 	if err := validateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
@@ -161,20 +183,8 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 	if err := validatePrompt(p.Prompt); err != nil {
 		return rpc.Receipt{}, err
 	}
-	if len(p.HarnessOptions) > maxOptions {
-		return rpc.Receipt{}, rpc.InvalidField("harness_options", "more than %d entries", maxOptions)
-	}
-	if err := h.ValidateOptions(p.HarnessOptions); err != nil {
+	if err := validateLaunch(h, p.HarnessOptions, p.Environment, p.Cwd); err != nil {
 		return rpc.Receipt{}, err
-	}
-	if err := validateEnv(p.Environment); err != nil {
-		return rpc.Receipt{}, err
-	}
-	if !strings.HasPrefix(p.Cwd, "/") {
-		return rpc.Receipt{}, rpc.InvalidField("cwd", "must be an absolute path (the client resolves relative paths)")
-	}
-	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
-		return rpc.Receipt{}, rpc.InvalidField("cwd", "%s is not a directory", clipRef(p.Cwd))
 	}
 	alias := normalizeAlias(p.Alias)
 	if p.Alias != "" && !aliasPattern.MatchString(alias) {

@@ -135,20 +135,8 @@ func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.Session
 	if err != nil {
 		return rpc.SessionWarmResult{}, err
 	}
-	if len(p.HarnessOptions) > maxOptions {
-		return rpc.SessionWarmResult{}, rpc.InvalidField("harness_options", "more than %d entries", maxOptions)
-	}
-	if err := h.ValidateOptions(p.HarnessOptions); err != nil {
+	if err := validateLaunch(h, p.HarnessOptions, p.Environment, p.Cwd); err != nil {
 		return rpc.SessionWarmResult{}, err
-	}
-	if err := validateEnv(p.Environment); err != nil {
-		return rpc.SessionWarmResult{}, err
-	}
-	if !strings.HasPrefix(p.Cwd, "/") {
-		return rpc.SessionWarmResult{}, rpc.InvalidField("cwd", "must be an absolute path (the client resolves relative paths)")
-	}
-	if fi, err := os.Stat(p.Cwd); err != nil || !fi.IsDir() {
-		return rpc.SessionWarmResult{}, rpc.InvalidField("cwd", "%s is not a directory", clipRef(p.Cwd))
 	}
 	rows, cols, err := validateSize(p.Rows, p.Cols)
 	if err != nil {
