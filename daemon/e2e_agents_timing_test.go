@@ -113,6 +113,10 @@ type rtStep struct {
 	d         time.Duration
 }
 
+// rtSpareSettle is how long a warm round trip's spare rests after it is
+// ready before the leader delegates.
+const rtSpareSettle = 2 * time.Second
+
 // rtProfile is the profile the leader delegates through: the counterpart
 // harness, with one warm spare in a warm round trip.
 const rtProfile = "counterpart"
@@ -121,7 +125,8 @@ const rtProfile = "counterpart"
 // the profile keeps a warm spare (dlgt mcp asks for it when the leader
 // starts it), and the leader's model answers with the delegate call only
 // once the spare is ready, as a model that takes a few seconds to decide
-// would; the round trip is timed from that answer in both cases.
+// would, and that spare has rested rtSpareSettle; the round trip is timed
+// from that answer in both cases.
 func roundTrip(t *testing.T, leaderName, counterpart string, warm bool) []rtStep {
 	t.Helper()
 	r := newAgentRigScript(t, counterpart, mockapi.Script{mockapi.Contains("COUNTERPART-RT", mockapi.Reply{Text: agentAnswer})})
@@ -142,6 +147,12 @@ func roundTrip(t *testing.T, leaderName, counterpart string, warm bool) []rtStep
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			var st DaemonStatus
 			if err := r.td.call(DaemonStatusMethod.Name, struct{}{}, &st); err == nil && st.SparesReady > 0 {
+				// A spare waits at rest: a CLI still finishing its
+				// start after its SessionStart hook would compete
+				// with the leader for the CPU, which a spare started
+				// seconds or minutes before a delegate does not.
+				time.Sleep(rtSpareSettle)
+				r.td.call(DaemonStatusMethod.Name, struct{}{}, &st)
 				spareRSS = st.SparesRSSBytes
 				return
 			}
