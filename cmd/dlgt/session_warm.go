@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -80,8 +81,8 @@ all. They stop with the daemon and never survive it. Profiles with
 
 // printWarm is session warm's text output.
 func printWarm(w io.Writer, r rpc.SessionWarmResult) error {
-	_, err := fmt.Fprintf(w, "shape %s: %d spares kept (%d ready, %d starting), %.1f MiB resident, idle after %ds\n",
-		r.Shape, r.Spares, r.Ready, r.Starting, float64(r.RSSBytes)/(1<<20), r.IdleMS/1000)
+	_, err := fmt.Fprintf(w, "shape %s: %d %s kept (%d ready, %d starting), %.1f MiB resident, idle after %ds\n",
+		r.Shape, r.Spares, render.Plural(r.Spares, "spare", "spares"), r.Ready, r.Starting, float64(r.RSSBytes)/(1<<20), r.IdleMS/1000)
 	if err == nil && r.LastError != "" {
 		_, err = fmt.Fprintf(w, "last spare launch failed: %s\n", r.LastError)
 	}
