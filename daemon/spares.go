@@ -15,7 +15,8 @@ package daemon
 // so the claimed Session's receipt, events and cursors are those of a
 // cold one. A harness that reports nothing before its first turn (Codex,
 // a harness.LaunchPrompter) is ready once its TUI takes a paste
-// (bracketed paste on, the same evidence prompt delivery waits for); the
+// (bracketed paste on, the same evidence prompt delivery waits for) and,
+// for a harness.SpareReadier (Codex), once it can run a turn; the
 // claim types the prompt, and the first turn's SessionStart binds the
 // Session as a launch prompt's would.
 //
@@ -380,6 +381,11 @@ func (rt *runtime) launchSpare(sp *spare) {
 		_, err = rt.awaitEvidence(sp.ctx, s, g, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0)
 		if err == nil && !g.out.state().pasteMode {
 			err = fmt.Errorf("the harness did not turn bracketed paste on within %s", lo.timeout)
+		}
+		// A TUI that takes a paste before it can run a turn (Codex):
+		// ready once it can (harness.SpareReadier).
+		if r, ok := s.h.(harness.SpareReadier); ok && err == nil {
+			_, err = rt.awaitEvidence(sp.ctx, s, g, r.SpareReady(), 0)
 		}
 	}
 	rt.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -188,6 +189,30 @@ func (c Codex) Prepare(spec Spec) (*Launch, error) {
 	}
 	return l, nil
 }
+
+// SpareReady is the evidence that a Codex TUI started without a prompt
+// has its thread, so that a prompt typed now runs at once. Codex 0.171.0
+// turns bracketed paste on and draws its composer ~50 ms after it starts,
+// but starts its thread (app-server initialize, thread/start) only
+// ~0.5 s later, then snapshots the login shell (~0.15 s) before a turn
+// can run: a prompt typed before that waits in the composer, so a spare
+// claimed at paste mode took as long as a cold launch (Enter to
+// SessionStart 0.6-1.1 s, against ~0.1-0.15 s once the thread is there).
+// The footer shows "← for agents" (and the status line) from the moment
+// the thread started.
+func (Codex) SpareReady() Await {
+	return Await{PasteMode: true, Shown: []string{codexThreadStarted}, Timeout: codexSpareReadyTimeout}
+}
+
+// codexThreadStarted is the footer hint Codex 0.171.0 adds once its
+// thread started ("← for agents · ? for shortcuts"; before, only "? for
+// shortcuts").
+const codexThreadStarted = "← for agents"
+
+// codexSpareReadyTimeout bounds the wait for codexThreadStarted (a user
+// configuration that hides the hint): the thread starts 0.5-1.5 s after
+// the process here.
+const codexSpareReadyTimeout = 5 * time.Second
 
 // maxCodexLaunchPrompt is Linux's limit on one argv string
 // (MAX_ARG_STRLEN, 32 pages, including the NUL).

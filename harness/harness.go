@@ -77,6 +77,16 @@ type LaunchPrompter interface {
 	LaunchPrompt(prompt string) error
 }
 
+// SpareReadier is implemented by a LaunchPrompter whose TUI takes a paste
+// well before it can run a turn: a warm spare of it (started without a
+// prompt) counts as ready once SpareReady's evidence holds after
+// bracketed paste is on. Its Timeout bounds the wait; the spare is ready
+// at the timeout all the same (a prompt typed early is still submitted,
+// only later).
+type SpareReadier interface {
+	SpareReady() Await
+}
+
 // Keystroke is one write to the harness's PTY, made at once or, when
 // Await is set, once the harness's output shows that evidence (or its
 // fallback timeout passed).
