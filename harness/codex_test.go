@@ -199,3 +199,23 @@ func TestCodexValidateOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexSpareReady: a warm Codex spare waits for bracketed paste and
+// then for the footer Codex draws once its thread started, boundedly;
+// Claude Code and Gemini CLI spares are ready at their SessionStart.
+func TestCodexSpareReady(t *testing.T) {
+	var h Harness = Codex{}
+	r, ok := h.(SpareReadier)
+	if !ok {
+		t.Fatal("Codex is not a SpareReadier")
+	}
+	a := r.SpareReady()
+	if !a.PasteMode || len(a.Shown) == 0 || a.Timeout <= 0 || len(a.Echo) != 0 {
+		t.Errorf("SpareReady() = %+v", a)
+	}
+	for _, other := range []Harness{Claude{}, Gemini{}} {
+		if _, ok := other.(SpareReadier); ok {
+			t.Errorf("%s is a SpareReadier", other.Name())
+		}
+	}
+}
