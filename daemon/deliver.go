@@ -249,10 +249,12 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 	s.mu.Unlock()
 	deadline := time.NewTimer(a.Timeout)
 	defer deadline.Stop()
-	var quiet *time.Timer
+	var quiet, settle *time.Timer
 	defer func() {
-		if quiet != nil {
-			quiet.Stop()
+		for _, t := range []*time.Timer{quiet, settle} {
+			if t != nil {
+				t.Stop()
+			}
 		}
 	}()
 	echo := a.Echo[:0:0]
@@ -294,6 +296,18 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 				quietC = quiet.C
 			}
 		}
+		var settleC <-chan time.Time
+		if waiting == "" && a.Settle > 0 {
+			if rest := a.Settle - time.Since(echoAt); rest > 0 {
+				waiting = "the settle time after the echo"
+				if settle == nil {
+					settle = time.NewTimer(rest)
+				} else {
+					settle.Reset(rest)
+				}
+				settleC = settle.C
+			}
+		}
 		if waiting == "" {
 			rt.log.Debug("prompt delivery: evidence seen", "session", id, "waited", time.Since(start))
 			return true, nil
@@ -301,6 +315,7 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 		select {
 		case <-st.wake:
 		case <-quietC:
+		case <-settleC:
 		case <-deadline.C:
 			if a.PasteMode && !st.pasteMode {
 				g.out.markPasteFellBack()

@@ -219,6 +219,36 @@ func TestAwaitEchoWithoutQuiet(t *testing.T) {
 	}
 }
 
+// Settle holds the write for a time after the echo was seen, even while
+// the TUI keeps drawing: it is counted from the echo, not from quiet.
+func TestAwaitSettleAfterEcho(t *testing.T) {
+	rt, s, g, logs := deliveryRig()
+	play(s, g, "> ")
+	mark := g.out.state().chunks
+	const settle = 60 * time.Millisecond
+	done := awaitAsync(rt, s, g, harness.Await{Echo: []string{"WORD"}, Settle: settle, Timeout: noFallback}, mark)
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the echo: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	play(s, g, "prompt WORD")
+	echoed := time.Now()
+	for i := 0; i < 3; i++ { // redraws after the echo do not restart it
+		time.Sleep(10 * time.Millisecond)
+		play(s, g, "\x1b7\x1b[1;1H-\x1b8")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(echoed); d < settle {
+		t.Fatalf("the write was allowed %v after the echo, want at least %v", d, settle)
+	}
+	if strings.Contains(logs.String(), "fell back") {
+		t.Fatalf("fell back: %s", logs)
+	}
+}
+
 // Shown waits for the input box anywhere on the grid (a resumed Gemini
 // turns bracketed paste on and reports ready before it has drawn it), and
 // is met at once by a box already on the screen, with no new output.

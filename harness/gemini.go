@@ -413,21 +413,31 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 // box for a long paste ("[Pasted Text: 1207 lines]").
 const geminiPastePlaceholder = "[Pasted Text: "
 
-// Gemini CLI 0.61.0 loses an Enter written right after a paste, even
-// once the paste shows (under dlgt's tests nearly every first Enter, ~75
-// ms after the echo; BeforeAgent then came 0.4-0.6 s after a second
-// one). Enter is written again while the prompt is not confirmed
+// Gemini CLI 0.61.0 takes an Enter that comes within 40 ms of a paste
+// as a newline, not a submit: unless the terminal speaks the kitty
+// keyboard protocol (dlgt's does not answer its query), a paste is
+// "unsafe", and InputPrompt's submit inserts a newline while
+// recentUnsafePasteTime is set (cleared by a 40 ms timer; bundle
+// interactiveCli-*.js, isTerminalPasteTrusted). The echo shows after the
+// paste was handled, so Enter waits geminiPasteGuard after it: measured
+// with the timing probes, an Enter ~20 ms after the echo became a
+// newline, one 60 or 100 ms after it submitted (every turn).
+//
+// Should one still be taken as a newline (a busy event loop runs the
+// timer late), Enter is written again while the prompt is not confirmed
 // (BeforeAgent) geminiEnterRetry after the last one, at most
-// geminiEnterRetries times: an Enter in an empty input box does nothing.
+// geminiEnterRetries times: an Enter in an empty input box does nothing,
+// and one in a box holding the prompt and that newline submits it.
 const (
+	geminiPasteGuard   = 80 * time.Millisecond
 	geminiEnterRetry   = 700 * time.Millisecond
 	geminiEnterRetries = 4
 )
 
 // Submit clears the draft (Ctrl-U) and pastes the prompt as one bracketed
 // paste once the TUI reads bracketed paste, then sends Enter separately
-// once the input box shows the paste, and again if BeforeAgent does not
-// confirm it (see geminiEnterRetry).
+// once the input box shows the paste and geminiPasteGuard has passed, and
+// again if BeforeAgent does not confirm it (see geminiEnterRetry).
 //
 // The first write also waits for the idle input box: a resumed Gemini
 // runs its SessionStart hook (and turns bracketed paste on) well before
@@ -441,6 +451,7 @@ func (Gemini) Submit(prompt string) []Keystroke {
 	enter := &keys[len(keys)-1]
 	enter.Await.Lost = []string{geminiInputBox}
 	enter.Await.Repaste = geminiRepastes
+	enter.Await.Settle = geminiPasteGuard
 	enter.Retry = &Retry{After: geminiEnterRetry, Max: geminiEnterRetries}
 	return keys
 }

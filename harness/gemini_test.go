@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -331,5 +332,7 @@ func TestGeminiDescriptor(t *testing.T) {
 	}
 	if keys := (Gemini{}).Submit("hello"); keys[len(keys)-1].Retry == nil || string(keys[len(keys)-1].Data) != "\r" {
 		t.Errorf("Enter is not retried: %+v", keys[len(keys)-1])
+	} else if a := keys[len(keys)-1].Await; a == nil || a.Settle < 40*time.Millisecond {
+		t.Errorf("Enter does not wait out Gemini's 40 ms unsafe-paste window: %+v", a)
 	}
 }

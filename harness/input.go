@@ -28,6 +28,11 @@ type Await struct {
 	// Quiet: once the rest holds, the output has been quiet this long, so
 	// the frame showing the echo is complete.
 	Quiet time.Duration
+	// Settle: once the rest holds, the write waits until this long has
+	// passed since the echo was seen (since the wait began, without one),
+	// for a TUI that treats the key differently for a while after a paste
+	// whatever its screen shows (Gemini CLI: geminiPasteGuard).
+	Settle time.Duration
 	// Timeout bounds the wait from the moment the write is due.
 	Timeout time.Duration
 	// Lost and Repaste are for a TUI that can drop a paste (Gemini CLI
