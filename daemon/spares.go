@@ -89,6 +89,9 @@ type sparePool struct {
 	lastUse  time.Time
 	spares   []*spare
 	failures int
+	// refillAt holds replacements back until then (after a claim: see
+	// spareRefillDelay).
+	refillAt time.Time
 	lastErr  string
 	expire   *time.Timer
 }
@@ -327,8 +330,12 @@ func (rt *runtime) sparesTotalLocked() int {
 	return n
 }
 
-// fillPoolLocked starts spares until pool has what it wants. rt.mu held.
+// fillPoolLocked starts spares until pool has what it wants, unless a
+// claim holds replacements back (refillAt). rt.mu held.
 func (rt *runtime) fillPoolLocked(pool *sparePool) {
+	if time.Now().Before(pool.refillAt) {
+		return
+	}
 	for len(pool.spares) < pool.want && pool.failures < maxSpareFailures &&
 		rt.sparesTotalLocked() < maxSparesTotal && !rt.closing {
 		t := pool.rec
@@ -485,7 +492,7 @@ func (rt *runtime) claimSpare(rec sessionRecord, lo launchOpts) *spare {
 		}
 		sp := pool.spares[i]
 		pool.spares = slices.Delete(pool.spares, i, i+1)
-		rt.fillPoolLocked(pool)
+		rt.refillLaterLocked(pool)
 		rt.mu.Unlock()
 		if why := sp.unfit(); why != "" {
 			rt.log.Info("a warm spare was not handed out", "shape", key, "why", why)
@@ -647,4 +654,26 @@ func (rt *runtime) sweepOrphans() {
 func launchPromptFits(h harness.Harness, prompt string) bool {
 	lp, ok := h.(harness.LaunchPrompter)
 	return !ok || lp.LaunchPrompt(prompt) == nil
+}
+
+// spareRefillDelay is how long a claim holds back the replacement of the
+// spare it took. A harness starting takes the CPU for about a second; on
+// a small machine, started at the claim, it slowed the claimed Session's
+// first turn (Claude Code's prompt to first model request by 100-150 ms,
+// Gemini CLI's by about 50 ms, on 2 cores), which is the latency a spare
+// is there to save. A create right after a claim finds no spare either
+// way: a replacement is not ready in less than this.
+const spareRefillDelay = 2 * time.Second
+
+// refillLaterLocked starts pool's replacements spareRefillDelay from now.
+// rt.mu held.
+func (rt *runtime) refillLaterLocked(pool *sparePool) {
+	pool.refillAt = time.Now().Add(spareRefillDelay)
+	time.AfterFunc(spareRefillDelay, func() {
+		rt.mu.Lock()
+		defer rt.mu.Unlock()
+		if rt.pools[pool.key] == pool {
+			rt.fillPoolLocked(pool)
+		}
+	})
 }
