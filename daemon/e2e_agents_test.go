@@ -389,7 +389,7 @@ func TestAgentsCodexLeadsClaudeMCP(t *testing.T) {
 	name, _, _ := strings.Cut(r.mark, "=")
 	// Codex gives MCP servers a filtered environment: the counterpart's
 	// variables are forwarded by name.
-	fwd := []string{"--forward-env", "HOME", "--forward-env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--forward-env", name}
+	fwd := claudeForwardEnv("HOME", name)
 	args := append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", fwd...)...)
 	args = append(args, "LEADER-TASK: delegate to claude")
 	out := r.runLeader(t, lenv, e2eCodexBin(t), args...)

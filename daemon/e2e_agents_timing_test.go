@@ -189,7 +189,7 @@ func roundTrip(t *testing.T, leaderName, counterpart string, warm bool) []rtStep
 		var lenv map[string]string
 		leader, lenv = r.codexLeader(t, rtLeaderPlan(before))
 		name, _, _ := strings.Cut(r.mark, "=")
-		fwd := []string{"--forward-env", "HOME", "--forward-env", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "--forward-env", name}
+		fwd := claudeForwardEnv("HOME", name)
 		args := append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", fwd...)...)
 		out = r.runLeader(t, lenv, e2eCodexBin(t), append(args, "LEADER-TASK: round trip")...)
 	}

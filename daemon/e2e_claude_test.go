@@ -98,10 +98,13 @@ func e2eClaudeEnv(t *testing.T, script mockapi.Script) (*mockapi.Server, map[str
 		"HOME":               home,
 		"ANTHROPIC_BASE_URL": mock.URL(),
 		"ANTHROPIC_API_KEY":  e2eClaudeKey,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-		"DLGT_CLAUDE_BIN":                          bin,
-		"GORACE":                                   "atexit_sleep_ms=0",
-		"TERM":                                     "xterm-256color",
+		"DLGT_CLAUDE_BIN":    bin,
+		"GORACE":             "atexit_sleep_ms=0",
+		"TERM":               "xterm-256color",
+	}
+	for _, kv := range mockapi.ClaudeOfflineEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
 	return mock, env
 }
@@ -280,4 +283,19 @@ func TestE2EClaudeHookTransportFollowsItsSettings(t *testing.T) {
 			})
 		}
 	}
+}
+
+// claudeForwardEnv is the --forward-env flags that pass names and the
+// variables of mockapi.ClaudeOfflineEnv to an MCP server a leader starts
+// with a filtered environment.
+func claudeForwardEnv(names ...string) []string {
+	for _, kv := range mockapi.ClaudeOfflineEnv() {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	var flags []string
+	for _, n := range names {
+		flags = append(flags, "--forward-env", n)
+	}
+	return flags
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -349,7 +350,8 @@ func TestMCPInstallSeenByRealCLIs(t *testing.T) {
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = home
 		cmd.Env = []string{"HOME=" + home, "CODEX_HOME=" + codexHome, "PATH=/usr/bin:/bin",
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ANTHROPIC_API_KEY=sk-ant-none"}
+			"ANTHROPIC_BASE_URL=http://127.0.0.1:9", "ANTHROPIC_API_KEY=sk-ant-none"}
+		cmd.Env = append(cmd.Env, mockapi.ClaudeOfflineEnv()...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("%s %v: %v\n%s", filepath.Base(bin), args, err, out)

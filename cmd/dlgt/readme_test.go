@@ -310,8 +310,8 @@ func TestREADMEHeadline(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		code, stdout, stderr := runHeadline(t, root, line, "DLGT_CLAUDE_BIN="+bin, "HOME="+home,
-			"ANTHROPIC_BASE_URL="+srv.URL(), "ANTHROPIC_API_KEY="+key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+		code, stdout, stderr := runHeadline(t, root, line, append([]string{"DLGT_CLAUDE_BIN=" + bin, "HOME=" + home,
+			"ANTHROPIC_BASE_URL=" + srv.URL(), "ANTHROPIC_API_KEY=" + key}, mockapi.ClaudeOfflineEnv()...)...)
 		if code != 0 || !strings.Contains(stdout, "MOCK-REPLY: Review the last commit") || !strings.Contains(stdout, "reason result") {
 			t.Fatalf("exit %d, want 0 and the answer\nstdout: %s\nstderr: %s", code, stdout, stderr)
 		}

@@ -102,7 +102,8 @@ func TestSkillInstalledCopySeenByRealClaude(t *testing.T) {
 			}
 		}
 		env := []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL(),
-			"ANTHROPIC_API_KEY=" + key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+			"ANTHROPIC_API_KEY=" + key}
+		env = append(env, mockapi.ClaudeOfflineEnv()...)
 		for k, v := range vars {
 			env = append(env, k+"="+v)
 		}
@@ -163,7 +164,8 @@ func TestSkillBodyLoadedByRealClaudeSkillTool(t *testing.T) {
 		t.Fatalf("install: exit %d %+v", code, doc)
 	}
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL(),
-		"ANTHROPIC_API_KEY=" + key, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1"}
+		"ANTHROPIC_API_KEY=" + key}
+	env = append(env, mockapi.ClaudeOfflineEnv()...)
 	runCLIProbe(t, srv, env, t.TempDir(), bin, "-p", "SKILL-PROBE use the dlgt skill", "--output-format", "json")
 	_, body, _ := strings.Cut(string(skillGuide), "\n---\n")
 	body = strings.TrimSpace(body)

@@ -59,7 +59,11 @@ func TestUIRealClaude(t *testing.T) {
 	}
 	launchEnv := map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": claudeHome, "ANTHROPIC_BASE_URL": mock.URL(), "ANTHROPIC_API_KEY": key,
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DLGT_CLAUDE_BIN": claude, "TERM": "xterm-256color",
+		"DLGT_CLAUDE_BIN": claude, "TERM": "xterm-256color",
+	}
+	for _, kv := range mockapi.ClaudeOfflineEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		launchEnv[k] = v
 	}
 	home := filepath.Join(dir, "h")
 	startDaemon(t, home)

@@ -99,13 +99,11 @@ func bigPrompt() string {
 // claudeEnv returns the environment that runs Claude Code offline against
 // srv with a private HOME.
 func claudeEnv(t *testing.T, srv *mockapi.Server) []string {
-	return []string{
+	return append([]string{
 		"HOME=" + t.TempDir(),
 		"ANTHROPIC_BASE_URL=" + srv.URL(),
 		"ANTHROPIC_API_KEY=sk-ant-mock-key",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1",
-	}
+	}, mockapi.ClaudeOfflineEnv()...)
 }
 
 type claudeResult struct {

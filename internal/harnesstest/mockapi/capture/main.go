@@ -184,9 +184,8 @@ func (c *capture) run() ([]byte, error) {
 		env = append(env,
 			"ANTHROPIC_BASE_URL="+srv.URL(),
 			"ANTHROPIC_API_KEY="+apiKey,
-			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			"DISABLE_AUTOUPDATER=1",
 		)
+		env = append(env, mockapi.ClaudeOfflineEnv()...)
 	case "codex":
 		srv = mockapi.NewResponses(nil, script)
 		codexHome := filepath.Join(home, ".codex")

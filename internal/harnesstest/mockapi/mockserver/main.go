@@ -58,7 +58,10 @@ func main() {
 		fmt.Printf("export HOME=%s\n", abs)
 	}
 	if *kind == "anthropic" {
-		fmt.Printf("export ANTHROPIC_BASE_URL=%s\nexport ANTHROPIC_API_KEY=%s\nexport CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1\n", srv.URL(), mockKey)
+		fmt.Printf("export ANTHROPIC_BASE_URL=%s\nexport ANTHROPIC_API_KEY=%s\n", srv.URL(), mockKey)
+		for _, kv := range mockapi.ClaudeOfflineEnv() {
+			fmt.Printf("export %s\n", kv)
+		}
 	} else {
 		if *home != "" {
 			abs, _ := filepath.Abs(*home)
