@@ -333,11 +333,16 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 		return nil, &rpc.Error{Code: rpc.CodeLaunchFailed, SessionID: s.rec.ID, Message: "the harness exited right after starting"}
 	}
 	s.mu.Unlock()
+	return rt.acceptFirst(ctx, s, g, prompt)
+}
+
+// acceptFirst accepts a new Session's first prompt on its ready
+// generation g. When it cannot be accepted (its record could not be
+// stored) the caller is told nothing was created, so the new Session
+// goes, like a failed launch.
+func (rt *runtime) acceptFirst(ctx context.Context, s *session, g *generation, prompt string) (*storedReceipt, error) {
 	st, err := rt.accept(ctx, s, prompt, true)
 	if err != nil {
-		// The first prompt could not be accepted (its record could not be
-		// stored): the caller is told nothing was created, so the new
-		// Session goes, like a failed launch.
 		rt.abandon(s, g)
 		var re *rpc.Error
 		if errors.As(err, &re) {

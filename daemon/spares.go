@@ -35,7 +35,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -590,16 +589,7 @@ func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts
 	rt.bindLocked(s)
 	rt.transitionLocked(s, stIdle, rpc.Event{Type: rpc.EventSessionReady})
 	s.mu.Unlock()
-	st, err := rt.accept(ctx, s, prompt, true)
-	if err != nil {
-		rt.abandon(s, g)
-		var re *rpc.Error
-		if errors.As(err, &re) {
-			re.SessionID = ""
-		}
-		return nil, err
-	}
-	return st, nil
+	return rt.acceptFirst(ctx, s, g, prompt)
 }
 
 // discardSpare forgets a claimed spare whose create failed before its
