@@ -246,6 +246,10 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 	start := time.Now()
 	s.mu.Lock()
 	id := s.rec.ID
+	what := "prompt delivery" // a warm spare's readiness waits on the same evidence
+	if s.spare != nil {
+		what = "warm spare readiness"
+	}
 	s.mu.Unlock()
 	deadline := time.NewTimer(a.Timeout)
 	defer deadline.Stop()
@@ -309,7 +313,7 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 			}
 		}
 		if waiting == "" {
-			rt.log.Debug("prompt delivery: evidence seen", "session", id, "waited", time.Since(start))
+			rt.log.Debug(what+": evidence seen", "session", id, "waited", time.Since(start))
 			return true, nil
 		}
 		select {
@@ -324,7 +328,7 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 			if !echoed {
 				args = append(args, "echo", echo, "near_cursor", rt.nearCursor(s))
 			}
-			rt.log.Warn("prompt delivery fell back to its timeout", args...)
+			rt.log.Warn(what+" fell back to its timeout", args...)
 			return echoed, nil
 		case <-g.exited:
 			return false, errGenerationExited
