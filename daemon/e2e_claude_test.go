@@ -299,3 +299,55 @@ func claudeForwardEnv(names ...string) []string {
 	}
 	return flags
 }
+
+// A prompt sent while Claude Code is still ending its previous turn (a
+// Stop hook of the user's own still running) is queued by Claude Code,
+// which then runs UserPromptSubmit for it with the previous turn's
+// prompt_id. The queued turn's result still carries its own usage, and a
+// queued turn can still be canceled.
+func TestE2EClaudeQueuedPrompt(t *testing.T) {
+	e := claudeRig(t, mockapi.Script{mockapi.Prefix("E2E-SLOW", e2eSlowReply)})
+	home := e.env["HOME"]
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// dlgt's own Stop hook reports the turn's end at once; this one keeps
+	// Claude Code ending the turn for a second more.
+	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"sleep 1"}]}]}}`
+	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.td = startTestDaemonWith(t, e.env)
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "queued", Harness: "claude", Cwd: t.TempDir(), Prompt: "the first question",
+		RequestID: "queued-1", Environment: e.env,
+	}, &r)
+	id := r.Session.ID
+	e.expectReply(t, id, r.Cursor, "the first question", 1)
+
+	// Sent as the result arrives: Claude Code is in its Stop hooks.
+	const queued = "a question sent while the first turn ends"
+	r2 := e.send(t, id, queued, "queued-2")
+	e.expectReply(t, id, r2.Cursor, queued, 2) // its usage included
+	if !transcriptHas(t, home, `"promptSource":"queued"`) {
+		t.Fatal("Claude Code did not queue the prompt: this test no longer tests what it says")
+	}
+
+	e.send(t, id, "E2E-SLOW and queued again", "queued-3")
+	e.waitLive(t, id, "slow slow slow")
+	e.cancelOK(t, id, 3)
+}
+
+// transcriptHas reports whether a Claude Code transcript under home
+// holds s.
+func transcriptHas(t *testing.T, home, s string) bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", "*.jsonl"))
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), s) {
+			return true
+		}
+	}
+	return false
+}

@@ -126,7 +126,17 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			rt.log.Info("UserPromptSubmit for another prompt ignored", "session", s.rec.ID)
 			return false
 		}
-		e.turnID = ev.TurnID
+		if ev.TurnID != "" && ev.TurnID == s.endedTurnID {
+			// Claude Code 2.1.332 runs UserPromptSubmit for a prompt
+			// it queued while its previous turn was still ending (its
+			// Stop hooks running) with that turn's prompt_id; the
+			// transcript and the Stop hook give the queued turn its
+			// own. Taken here, the id would find no usage and match
+			// no interrupt of this turn: the turn's end names it.
+			rt.log.Debug("UserPromptSubmit names the turn that ended; the turn's id is taken from its end", "session", s.rec.ID)
+		} else {
+			e.turnID = ev.TurnID
+		}
 		e.confirm()
 		return true
 	case harness.KindBlocked:

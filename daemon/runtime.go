@@ -428,6 +428,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	rt.storeLocked(s, "result", func(w store.Writer) error { return w.PutResult(s.uid, seq, data) })
 	e.result = res
 	close(e.done)
+	s.endedTurnID = e.turnID
 	s.exec = nil
 	s.rec.ActiveExec = nil
 	return res

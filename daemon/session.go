@@ -118,11 +118,14 @@ type session struct {
 	rows *store.RowLog
 	raw  *store.RawLog
 
-	mu     sync.Mutex
-	rec    sessionRecord
-	gen    *generation
-	exec   *execution
-	attach *attachLease
+	mu   sync.Mutex
+	rec  sessionRecord
+	gen  *generation
+	exec *execution
+	// endedTurnID is the provider's id of the last turn that ended, to
+	// recognise a prompt submission that names it (applyEvidence).
+	endedTurnID string
+	attach      *attachLease
 	// pending is the request the Session asks (pending.go), and
 	// pastPending the last ones closed, for a late answer's error.
 	pending     *pendingReq
