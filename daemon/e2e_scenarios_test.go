@@ -624,7 +624,8 @@ func stepDaemonKill9(t *testing.T, s *e2eScenario) {
 	deadline := time.Now().Add(30 * time.Second)
 	var quiet time.Time
 	for {
-		if len(markedProcs(e.mark)) != 0 {
+		ps := markedProcs(e.mark)
+		if len(ps) != 0 {
 			quiet = time.Time{}
 		} else if quiet.IsZero() {
 			quiet = time.Now()
@@ -634,7 +635,7 @@ func stepDaemonKill9(t *testing.T, s *e2eScenario) {
 		if time.Now().After(deadline) {
 			t.Fatalf("harness processes survived SIGKILL: %v", describeMarked(e.mark))
 		}
-		for _, g := range markedGroups(e.mark) {
+		for _, g := range groupsOf(ps) {
 			syscall.Kill(-g, syscall.SIGKILL)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -986,11 +987,14 @@ func describeMarked(mark string) []string {
 
 // markedGroups lists the process groups of the processes carrying mark,
 // never the test's own group.
-func markedGroups(mark string) []int {
+func markedGroups(mark string) []int { return groupsOf(markedProcs(mark)) }
+
+// groupsOf lists the process groups of ps, never the test's own group.
+func groupsOf(ps []markedProc) []int {
 	own := syscall.Getpgrp()
 	seen := map[int]bool{}
 	var out []int
-	for _, p := range markedProcs(mark) {
+	for _, p := range ps {
 		if p.pgrp <= 1 || p.pgrp == own || seen[p.pgrp] {
 			continue
 		}
