@@ -25,11 +25,36 @@ func (e *env) registry() []harness.Descriptor {
 func harnessList(ds []harness.Descriptor) string { return orList(harness.Names(ds)) }
 
 // orList joins words for a sentence: "a", "a or b", "a, b or c".
-func orList(words []string) string {
+func orList(words []string) string { return joinList(words, " or ") }
+
+// andList joins words for a sentence: "a", "a and b", "a, b and c".
+func andList(words []string) string { return joinList(words, " and ") }
+
+func joinList(words []string, last string) string {
 	if len(words) < 2 {
 		return strings.Join(words, "")
 	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return strings.Join(words[:len(words)-1], ", ") + last + words[len(words)-1]
+}
+
+// displayNames are the products' names of ds, for people: "Claude Code".
+func displayNames(ds []harness.Descriptor) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.DisplayName
+	}
+	return out
+}
+
+// skillHarnesses are the harnesses of ds that load user skills.
+func skillHarnesses(ds []harness.Descriptor) []harness.Descriptor {
+	var out []harness.Descriptor
+	for _, d := range ds {
+		if d.SkillsDir != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // harnessFlags is a command's --harness NAME and the hidden --NAME

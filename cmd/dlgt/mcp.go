@@ -24,8 +24,10 @@ A leader agent's harness starts this command (see "dlgt mcp config" and
 "dlgt mcp install"). Tools:
 delegate (session.create), send (session.send), wait (session.fetch until a
 result, bounded by --wait-max), read (session.read), list (session.list),
-cancel (session.cancel), stop (session.stop). wait, read and list are marked
-read-only. The daemon is started when none runs, as for every client command.
+cancel (session.cancel), respond (session.respond: allow or deny what a
+blocked Session asks), stop (session.stop), diff (session.diff: what a
+worktree Session changed). wait, read, list and diff are marked read-only.
+The daemon is started when none runs, as for every client command.
 Profiles with "warm = N" get N warm spares (session.warm) when the server
 starts, so a delegate naming one skips the counterpart harness's start.
 

@@ -210,11 +210,14 @@ Exit statuses:
   130/143  interrupted by Ctrl-C/SIGTERM (nothing more on stdout)
 `
 
+// rootLong is the root command's help; %s is the registry's harnesses
+// ("Claude Code, Codex and Gemini CLI").
 const rootLong = `dlgt lets one coding agent delegate to another.
 
-A local daemon hosts Claude Code and Codex sessions under PTYs, learns their
-lifecycle from structured hooks, and serves newline-delimited JSON over a
-private Unix socket. Client commands start the daemon when none is running.
+A local daemon hosts %s
+sessions under PTYs, learns their lifecycle from structured hooks, and serves
+newline-delimited JSON over a private Unix socket. Client commands start the
+daemon when none is running.
 
 Control commands print one JSON line ({"ok":true,...} or {"ok":false,...}),
 or with -o text a form for people. The others print what they are for:
@@ -229,7 +232,7 @@ func newRootCommand(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dlgt",
 		Short:         "Delegate work from one coding agent to another",
-		Long:          rootLong,
+		Long:          fmt.Sprintf(rootLong, andList(displayNames(e.registry()))),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

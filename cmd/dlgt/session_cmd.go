@@ -12,9 +12,13 @@ func newSessionCommand(e *env) *cobra.Command {
 		Short: "Create, drive and inspect delegated Sessions",
 		Long: `Create, drive and inspect delegated Sessions.
 
-Every subcommand prints one compact JSON line: {"ok":true,...} with the
+Each subcommand prints one compact JSON line: {"ok":true,...} with the
 method's result fields, or {"ok":false,"error":{...}} with the exit status of
-the error code (see dlgt --help).`,
+the error code (see dlgt --help). With -o text it prints its result for a
+person instead: a table, or a few labelled lines. Two print something else:
+diff prints the unified diff itself (-o text its stat, -o json the JSON
+line), and attach hands the terminal over to the Session and prints its JSON
+line once you detach (Ctrl-]).`,
 		Example: `  dlgt session create --harness claude --cwd . --title review --request-id r1 -- "Review the diff"
   dlgt session fetch review --wait 15m --until result`,
 		Args: cobra.ArbitraryArgs,

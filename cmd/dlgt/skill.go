@@ -8,25 +8,27 @@ import (
 )
 
 // skillGuide is the agent-facing guide: a SKILL.md with the front matter
-// (name, description) Claude Code and Codex read from their skills
-// directories. daemon/skill_guide_test.go runs every command in it.
+// (name, description) the harnesses read from their skills directories.
+// daemon/skill_guide_test.go runs every command in it.
 //
 //go:embed skill/SKILL.md
 var skillGuide []byte
 
+// skillLong is the skill command's help; %s is the harnesses that load
+// skills, from the registry.
 const skillLong = `Print the agent-facing guide: a SKILL.md that tells a model when to delegate
 through dlgt and exactly how (the MCP tools when present, else the shell
 commands; request ids, cursors, the bounded wait loop, what pending, blocked,
 SESSION_BUSY and a lost response mean). Its front matter (name, description)
-is what Claude Code and Codex read from their skills directories.
+is what %s read from their skills directories.
 
-"dlgt skill install" puts this file where both harnesses load it.`
+"dlgt skill install" puts this file where each of them loads it.`
 
 func newSkillCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "skill",
 		Short: "Print the agent-facing guide (SKILL.md) built into this binary",
-		Long:  skillLong,
+		Long:  fmt.Sprintf(skillLong, andList(displayNames(skillHarnesses(e.registry())))),
 		Example: `  dlgt skill > SKILL.md
   dlgt skill install`,
 		Args: jsonArgs(cobra.NoArgs),
