@@ -186,6 +186,12 @@ func (g Gemini) Prepare(spec Spec) (*Launch, error) {
 	}
 	home := filepath.Join(spec.StateDir, "gemini-home")
 	getenv := func(k string) string { return spec.Env[k] }
+	// A Gemini with no usable sign-in stops at a screen of its own
+	// waiting for a person: say so now rather than after the startup
+	// timeout.
+	if why := GeminiSignInProblem(getenv, spec.Cwd); why != "" {
+		return nil, rpc.Errorf(rpc.CodeLaunchFailed, "%s", why)
+	}
 	userDir, uerr := geminiDescriptor().Config.Resolve(getenv)
 	if uerr != nil {
 		userDir = "" // no user settings to carry; the launch still works with the environment's auth
@@ -880,15 +886,33 @@ func (Gemini) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
 // geminiLaunchHints are Gemini CLI 0.61.0's screens that hold a launch:
 // its auth dialog (no auth type chosen in the user's settings, or an
 // environment its validator rejects) and its folder-trust dialog.
-var geminiLaunchHints = []screenHint{
-	{[]string{"Get started", "How would you like to authenticate", "Enter Gemini API Key", "Invalid auth method selected"},
-		"Gemini CLI is not signed in: run `gemini` once in a terminal and choose how to authenticate (or set security.auth.selectedType in ~/.gemini/settings.json)"},
+var geminiLaunchHints = append(geminiSignInScreens, []screenHint{
+	{[]string{"Get started", "Invalid auth method selected"}, geminiNotSignedIn},
 	{[]string{"Do you trust the files in this folder?"},
 		"Gemini CLI asks whether to trust this folder: run `gemini` once in it in a terminal and answer"},
+}...)
+
+// geminiSignInScreens are Gemini CLI 0.61.0's sign-in screens, each of
+// which waits for a person (seen with an empty HOME and each sign-in
+// method chosen without its credential): the auth dialog, its API key
+// entry, the Google sign-in by user code, and the dialog's Google sign-in
+// that exits to restart (exit 199).
+var geminiSignInScreens = []screenHint{
+	{[]string{"How would you like to authenticate for this project?"}, geminiNotSignedIn},
+	{[]string{"Enter Gemini API Key"},
+		"Gemini CLI is set to use a Gemini API key but has none: set GEMINI_API_KEY where you run dlgt, or run `gemini` once in a terminal and enter it"},
+	{[]string{"Please visit the following URL to authorize the application", "Enter the authorization code", "Logging in with Google... Restarting Gemini CLI"},
+		geminiNoGoogleSignIn},
 }
 
 // LaunchHint recognises Gemini CLI's auth and trust screens.
 func (Gemini) LaunchHint(rows []string) string { return matchScreen(rows, geminiLaunchHints) }
+
+// BlockingLaunchHint recognises Gemini CLI's sign-in screens, which it
+// draws before its SessionStart hook and never leaves without a person.
+func (Gemini) BlockingLaunchHint(rows []string) string {
+	return matchScreen(rows, geminiSignInScreens)
+}
 
 // maxGeminiDenyReason bounds the reason a denial hands to the model.
 const maxGeminiDenyReason = 4096
