@@ -178,14 +178,21 @@ func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env m
 		}
 		t.Logf("deny: session.respond -> the model's next request (with the message) %v", next.Received.Sub(answered).Round(time.Millisecond))
 	}
-	// The same answer again is a replay; another answer is refused.
-	var again rpc.SessionRespondResult
-	mustCallT(t, td, rpc.MethodSessionRespond, params, &again)
-	if !again.Replayed || again.PendingID != p.ID {
-		t.Fatalf("replay = %+v", again)
-	}
 	late := params
 	late.RequestID, late.Decision, late.Message = "codex-"+decision+"-late", rpc.DecisionDeny, "late"
+	replayAndRefuse(t, td, params, late)
+}
+
+// replayAndRefuse checks that params, the answer given, is replayed when
+// sent again, and that late, another answer to the same request, gets
+// the typed error.
+func replayAndRefuse(t *testing.T, td *testDaemon, params, late rpc.SessionRespondParams) {
+	t.Helper()
+	var again rpc.SessionRespondResult
+	mustCallT(t, td, rpc.MethodSessionRespond, params, &again)
+	if !again.Replayed || again.PendingID != params.PendingID {
+		t.Fatalf("replay = %+v", again)
+	}
 	if err := td.call(rpc.MethodSessionRespond, late, nil); !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "already answered") {
 		t.Fatalf("second answer: %v", err)
 	}

@@ -61,6 +61,13 @@ var geminiChunked = mockapi.Lines("chunk\tline \"quoted\" ünïcode", 9)
 // default, on); dlgt must leave its settings as they are.
 func geminiRig(t *testing.T, script mockapi.Script) *e2eRig {
 	t.Helper()
+	r, _ := geminiRigMock(t, script)
+	return r
+}
+
+// geminiRigMock is geminiRig, also returning its mock.
+func geminiRigMock(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
+	t.Helper()
 	bin := e2eGeminiBin(t)
 	mark := newE2EMark(t)
 	mock := mockapi.NewGemini(t, script)
@@ -96,7 +103,7 @@ func geminiRig(t *testing.T, script mockapi.Script) *e2eRig {
 	}
 	addMark(env, mark)
 	return &e2eRig{env: env, mark: mark, requests: mockRequests(mock), textSource: rpc.TextSourceTranscript,
-		isHarness: func(argv string) bool { return strings.Contains(argv, "\x00"+bin+"\x00") }}
+		isHarness: func(argv string) bool { return strings.Contains(argv, "\x00"+bin+"\x00") }}, mock
 }
 
 // e2eGeminiCLI is the real Gemini CLI's row.

@@ -191,6 +191,9 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		e.confirm()
 		rt.log.Debug("turn interrupted", "session", s.rec.ID, "event", ev.Event, "reason", ev.Reason, "canceling", e.canceling)
 		status, rerr := rpc.StatusInterrupted, &rpc.ResultError{Code: "interrupted", Message: "the turn was interrupted in the harness"}
+		if e.denied {
+			rerr.Message = "the tool call was denied (session.respond), and the harness ended the turn as it does on a denial"
+		}
 		if e.canceling {
 			status, rerr = rpc.StatusCanceled, &rpc.ResultError{Code: "canceled", Message: "canceled by request"}
 		}

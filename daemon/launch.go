@@ -143,31 +143,57 @@ func (rt *runtime) awaitReady(ctx context.Context, s *session, g *generation, ti
 	proc := g.proc
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case <-g.ready:
-		return nil
-	case <-g.exited:
-		// The pump has rendered all the harness wrote before it exited (a
-		// sign-in it cannot do here, say): logged as for a timeout.
-		hint := rt.logLaunchScreen(s, g, "the harness exited before it was ready", "exit", g.exit.String())
-		return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
-			Message: fmt.Sprintf("the harness exited before it was ready (%s; the daemon's log has its last screen)%s", g.exit, hint)}
-	case <-timer.C:
-		// What held the harness (a dialog of its own, say) is on its
-		// screen: the log keeps the last rows, the error says where.
-		hint := rt.logLaunchScreen(s, g, "the harness did not report ready", "timeout", timeout)
-		// Wait for the pump: it persists the record on exit, which must
-		// not resurrect a Session the caller is about to discard.
-		proc.Kill()
-		<-g.exited
-		return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
-			Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)%s", timeout, hint)}
-	case <-ctx.Done():
-		proc.Kill()
-		<-g.exited
-		return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: "the request was canceled during launch"}
+	// A harness that draws some screens only when it cannot go on without
+	// a person (harness.LaunchBlocker: Gemini's sign-in) is watched for
+	// them, and the launch fails as soon as one shows.
+	var watch <-chan time.Time
+	blocker, _ := s.h.(harness.LaunchBlocker)
+	if blocker != nil {
+		t := time.NewTicker(launchWatchEvery)
+		defer t.Stop()
+		watch = t.C
+	}
+	for {
+		select {
+		case <-g.ready:
+			return nil
+		case <-watch:
+			hint := blocker.BlockingLaunchHint(s.liveRows())
+			if hint == "" {
+				continue
+			}
+			rt.logLaunchScreen(s, g, "the harness stopped at a screen that waits for a person", "hint", hint)
+			proc.Kill()
+			<-g.exited
+			return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+				Message: "the harness stopped at a screen of its own before it was ready (the daemon's log has it); " + hint}
+		case <-g.exited:
+			// The pump has rendered all the harness wrote before it exited (a
+			// sign-in it cannot do here, say): logged as for a timeout.
+			hint := rt.logLaunchScreen(s, g, "the harness exited before it was ready", "exit", g.exit.String())
+			return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+				Message: fmt.Sprintf("the harness exited before it was ready (%s; the daemon's log has its last screen)%s", g.exit, hint)}
+		case <-timer.C:
+			// What held the harness (a dialog of its own, say) is on its
+			// screen: the log keeps the last rows, the error says where.
+			hint := rt.logLaunchScreen(s, g, "the harness did not report ready", "timeout", timeout)
+			// Wait for the pump: it persists the record on exit, which must
+			// not resurrect a Session the caller is about to discard.
+			proc.Kill()
+			<-g.exited
+			return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID,
+				Message: fmt.Sprintf("the harness did not report ready within %s (the daemon's log has its last screen)%s", timeout, hint)}
+		case <-ctx.Done():
+			proc.Kill()
+			<-g.exited
+			return &rpc.Error{Code: rpc.CodeLaunchFailed, LaunchID: g.launchID, Message: "the request was canceled during launch"}
+		}
 	}
 }
+
+// launchWatchEvery is how often a launch's screen is read for a
+// harness.LaunchBlocker's screens.
+const launchWatchEvery = 250 * time.Millisecond
 
 func launchFailed(launchID string, err error) error {
 	var re *rpc.Error

@@ -62,9 +62,12 @@ type pendingReq struct {
 	launch  string
 	state   string
 	claimed bool // a forwarder delivered it and is to wait for it
-	waited  bool // that forwarder's decision wait began
-	output  []byte
-	done    chan struct{} // closed when it stops waiting
+	// keys: answered with the dialog's keys (harness.KeyAnswerer), not
+	// through a waiting hook; no forwarder claims it.
+	keys   bool
+	waited bool // that forwarder's decision wait began
+	output []byte
+	done   chan struct{} // closed when it stops waiting
 }
 
 func newPendingID() string {
@@ -79,22 +82,37 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 	if !ev.Answerable || s.pending != nil {
 		return
 	}
-	if _, ok := s.h.(harness.Decider); !ok {
+	ka, keys := s.h.(harness.KeyAnswerer)
+	if _, ok := s.h.(harness.Decider); !ok && !keys {
 		return
 	}
-	if s.attach != nil && dialogAfterHook(s.h) {
+	if s.attach != nil && personOwnsDialog(s.h) {
 		// A person holds the terminal: the harness's own dialog is theirs
-		// (it appears once the hook returns with no decision).
+		// (it appears once the hook returns with no decision; or keys
+		// written for an answer would mix with theirs).
 		return
+	}
+	deny := "Deny it (with an optional message for the model)"
+	if keys && ka.DenyEndsTurn() {
+		deny = "Deny it: the harness declines the call and ends the turn (no message)"
 	}
 	s.pending = &pendingReq{
 		p: rpc.Pending{
 			ID: newPendingID(), Kind: rpc.PendingPermission, Tool: ev.Tool, Input: ev.Input,
-			Options:   []rpc.PendingOption{{ID: rpc.DecisionAllow, Label: "Allow this call once"}, {ID: rpc.DecisionDeny, Label: "Deny it (with an optional message for the model)"}},
+			Options:   []rpc.PendingOption{{ID: rpc.DecisionAllow, Label: "Allow this call once"}, {ID: rpc.DecisionDeny, Label: deny}},
 			AskedAtMS: nowMS(),
 		},
-		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}),
+		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}), keys: keys,
 	}
+}
+
+// personOwnsDialog reports whether a person holding h's terminal takes a
+// pending request over: h draws its dialog only once the hook returned
+// (harness.DialogAfterHook), or is answered with the dialog's keys
+// (harness.KeyAnswerer), which must not mix with the person's.
+func personOwnsDialog(h any) bool {
+	_, keys := h.(harness.KeyAnswerer)
+	return keys || dialogAfterHook(h)
 }
 
 // dialogAfterHook reports whether h draws its approval dialog only after
@@ -123,7 +141,7 @@ func holdPendingLocked(s *session, to lifecycleState) bool {
 // stays blocked. A request held while canceling (holdPendingLocked) stays
 // held. s.mu held.
 func (rt *runtime) withdrawForPersonLocked(s *session) {
-	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked || !dialogAfterHook(s.h) {
+	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked || !personOwnsDialog(s.h) {
 		return
 	}
 	id := s.pending.p.ID
@@ -173,7 +191,7 @@ func (rt *runtime) claimPending(launch, event string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.pending
-	if p == nil || p.claimed || p.launch != launch || p.event != event || p.state != pendWaiting {
+	if p == nil || p.claimed || p.keys || p.launch != launch || p.event != event || p.state != pendWaiting {
 		return ""
 	}
 	p.claimed = true
@@ -329,8 +347,8 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 	}
 	digest := s.uid + "\x00" + respondDigest(p)
 	rt.respondMu.Lock()
-	defer rt.respondMu.Unlock()
 	if rec, ok := rt.responses.get(p.RequestID); ok {
+		rt.respondMu.Unlock()
 		if rec.digest != digest {
 			return rpc.SessionRespondResult{}, errDifferentPayload
 		}
@@ -340,7 +358,30 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 		return res, nil
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	res, keys, g, err := rt.answerLocked(s, p, digest)
+	id := s.rec.ID
+	s.mu.Unlock()
+	rt.respondMu.Unlock()
+	if err != nil || keys == nil {
+		return res, err
+	}
+	// The dialog's keys (harness.KeyAnswerer), once it is drawn; the
+	// harness's own evidence then moves the Session (its tool running, or
+	// the turn's end).
+	if err := rt.deliver(ctx, s, g, keys); err != nil {
+		rt.log.Warn("the answer's keys were not all written", "session", id, "pending", res.PendingID, "err", err)
+	}
+	s.mu.Lock()
+	res.Session = s.snapshotLocked(time.Now())
+	s.mu.Unlock()
+	return res, nil
+}
+
+// answerLocked answers s's open request with p: through the waiting hook
+// (harness.Decider), or, for a harness answered with its dialog's keys
+// (harness.KeyAnswerer), by returning those keys and the generation to
+// write them to. rt.respondMu and s.mu held.
+func (rt *runtime) answerLocked(s *session, p rpc.SessionRespondParams, digest string) (rpc.SessionRespondResult, []harness.Keystroke, *generation, error) {
 	cur := s.pending
 	if cur != nil && cur.state != pendWaiting {
 		cur = nil
@@ -348,34 +389,53 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 	switch {
 	case p.PendingID != "" && (cur == nil || cur.p.ID != p.PendingID):
 		if old := s.findPendingLocked(p.PendingID); old != nil {
-			return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID,
+			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID,
 				Message: "pending request " + p.PendingID + " was already " + old.state + "; read the Session for what it asks now"}
 		}
 		if cur == nil {
-			return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
+			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
 				Message: "the Session has no pending request " + p.PendingID}
 		}
-		return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
+		return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
 			Message: "pending request " + p.PendingID + " is not the Session's; it waits on " + cur.p.ID}
 	case cur == nil || s.rec.State != rpc.StateBlocked:
 		msg := "the Session is " + string(s.rec.State) + " and has no pending request"
 		if s.rec.State == rpc.StateBlocked {
 			msg = "the Session is blocked on a request dlgt cannot answer for its harness; attach to answer it in the terminal"
 		}
-		return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: msg}
+		return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: msg}
 	}
-	d := s.h.(harness.Decider) // openPendingLocked made cur only for a Decider
-	out, ok := d.DecisionOutput(cur.event, p.Decision, p.Message)
-	if !ok {
-		return rpc.SessionRespondResult{}, &rpc.Error{Code: rpc.CodeInternal, SessionID: s.rec.ID, Message: "the harness takes no decision for " + cur.event}
+	var (
+		keys []harness.Keystroke
+		g    *generation
+	)
+	if cur.keys {
+		// openPendingLocked made cur for a KeyAnswerer.
+		var err error
+		keys, err = s.h.(harness.KeyAnswerer).AnswerKeys(p.Decision, p.Message)
+		if err != nil {
+			return rpc.SessionRespondResult{}, nil, nil, err
+		}
+		if g = s.gen; g == nil || g.launchID != cur.launch || g.proc == nil {
+			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the harness process that asked is gone"}
+		}
+		if e := s.exec; e != nil && p.Decision == rpc.DecisionDeny {
+			e.denied = true
+		}
+	} else {
+		d := s.h.(harness.Decider) // openPendingLocked made cur only for a Decider
+		out, ok := d.DecisionOutput(cur.event, p.Decision, p.Message)
+		if !ok {
+			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeInternal, SessionID: s.rec.ID, Message: "the harness takes no decision for " + cur.event}
+		}
+		cur.output = out
 	}
-	cur.output = out
 	cur.state = pendAnswered
 	close(cur.done)
-	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.p.ID, "decision", p.Decision)
+	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.p.ID, "decision", p.Decision, "keys", cur.keys)
 	res := rpc.SessionRespondResult{PendingID: cur.p.ID, Decision: p.Decision}
 	rt.responses.put(p.RequestID, respondRecord{digest: digest, res: res})
 	s.notifyLocked()
 	res.Session = s.snapshotLocked(time.Now())
-	return res, nil
+	return res, keys, g, nil
 }

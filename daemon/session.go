@@ -64,6 +64,9 @@ type execution struct {
 	// interruptHeard: the harness took an interrupt and its turn-end
 	// evidence is awaited (awaitInterruptEnd) (s.mu).
 	interruptHeard bool
+	// denied: a pending request of this turn was denied with the keys of
+	// a harness whose deny ends the turn (harness.KeyAnswerer) (s.mu).
+	denied bool
 	// turnID is the provider's id for this turn, from the evidence that
 	// confirmed the prompt, when it gives one (s.mu).
 	turnID string

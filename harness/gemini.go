@@ -186,6 +186,12 @@ func (g Gemini) Prepare(spec Spec) (*Launch, error) {
 	}
 	home := filepath.Join(spec.StateDir, "gemini-home")
 	getenv := func(k string) string { return spec.Env[k] }
+	// A Gemini with no usable sign-in stops at a screen of its own
+	// waiting for a person: say so now rather than after the startup
+	// timeout.
+	if why := GeminiSignInProblem(getenv, spec.Cwd); why != "" {
+		return nil, rpc.Errorf(rpc.CodeLaunchFailed, "%s", why)
+	}
 	userDir, uerr := geminiDescriptor().Config.Resolve(getenv)
 	if uerr != nil {
 		userDir = "" // no user settings to carry; the launch still works with the environment's auth
@@ -492,12 +498,17 @@ type geminiHook struct {
 	NotificationType string          `json:"notification_type"`
 	ToolName         string          `json:"tool_name"`
 	ToolInput        json.RawMessage `json:"tool_input"`
-	Details          struct {
-		Type       string `json:"type"`
-		Command    string `json:"command"`
-		ServerName string `json:"serverName"`
-		ToolName   string `json:"toolName"`
-	} `json:"details"`
+	Details          json.RawMessage `json:"details"`
+}
+
+// geminiDetails is a ToolPermission notification's details: the approval
+// box's content ("exec": a shell command; "mcp": an MCP server's tool;
+// others, such as an edit, with fields of their own).
+type geminiDetails struct {
+	Type       string `json:"type"`
+	Command    string `json:"command"`
+	ServerName string `json:"serverName"`
+	ToolName   string `json:"toolName"`
 }
 
 // geminiTurnID is the turn id dlgt gives a Gemini turn: Gemini's hooks
@@ -546,10 +557,19 @@ func (Gemini) ParseHook(event string, payload []byte) (Evidence, error) {
 		}
 	case "Notification":
 		if h.NotificationType == "ToolPermission" {
-			ev.Kind, ev.Reason = KindBlocked, "permission"
-			ev.Tool, ev.Command = h.Details.Type, clipText(h.Details.Command, 512)
-			if h.Details.Type == "mcp" {
-				ev.Tool = "mcp_" + h.Details.ServerName + "_" + h.Details.ToolName
+			var d geminiDetails
+			json.Unmarshal(h.Details, &d)
+			// The approval box is up: answerable with its keys
+			// (AnswerKeys), what it asks is the command, else the
+			// details Gemini gives.
+			ev.Kind, ev.Reason, ev.Answerable = KindBlocked, "permission", true
+			ev.Tool, ev.Command = d.Type, clipText(d.Command, 512)
+			ev.Input = ToolInputText(h.Details)
+			switch d.Type {
+			case "exec":
+				ev.Tool = "run_shell_command"
+			case "mcp":
+				ev.Tool = "mcp_" + d.ServerName + "_" + d.ToolName
 			}
 		}
 	case "BeforeTool", "AfterTool":
@@ -880,15 +900,33 @@ func (Gemini) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
 // geminiLaunchHints are Gemini CLI 0.61.0's screens that hold a launch:
 // its auth dialog (no auth type chosen in the user's settings, or an
 // environment its validator rejects) and its folder-trust dialog.
-var geminiLaunchHints = []screenHint{
-	{[]string{"Get started", "How would you like to authenticate", "Enter Gemini API Key", "Invalid auth method selected"},
-		"Gemini CLI is not signed in: run `gemini` once in a terminal and choose how to authenticate (or set security.auth.selectedType in ~/.gemini/settings.json)"},
+var geminiLaunchHints = append(geminiSignInScreens, []screenHint{
+	{[]string{"Get started", "Invalid auth method selected"}, geminiNotSignedIn},
 	{[]string{"Do you trust the files in this folder?"},
 		"Gemini CLI asks whether to trust this folder: run `gemini` once in it in a terminal and answer"},
+}...)
+
+// geminiSignInScreens are Gemini CLI 0.61.0's sign-in screens, each of
+// which waits for a person (seen with an empty HOME and each sign-in
+// method chosen without its credential): the auth dialog, its API key
+// entry, the Google sign-in by user code, and the dialog's Google sign-in
+// that exits to restart (exit 199).
+var geminiSignInScreens = []screenHint{
+	{[]string{"How would you like to authenticate for this project?"}, geminiNotSignedIn},
+	{[]string{"Enter Gemini API Key"},
+		"Gemini CLI is set to use a Gemini API key but has none: set GEMINI_API_KEY where you run dlgt, or run `gemini` once in a terminal and enter it"},
+	{[]string{"Please visit the following URL to authorize the application", "Enter the authorization code", "Logging in with Google... Restarting Gemini CLI"},
+		geminiNoGoogleSignIn},
 }
 
 // LaunchHint recognises Gemini CLI's auth and trust screens.
 func (Gemini) LaunchHint(rows []string) string { return matchScreen(rows, geminiLaunchHints) }
+
+// BlockingLaunchHint recognises Gemini CLI's sign-in screens, which it
+// draws before its SessionStart hook and never leaves without a person.
+func (Gemini) BlockingLaunchHint(rows []string) string {
+	return matchScreen(rows, geminiSignInScreens)
+}
 
 // maxGeminiDenyReason bounds the reason a denial hands to the model.
 const maxGeminiDenyReason = 4096
@@ -914,6 +952,33 @@ func GeminiToolDenial(reason string) ([]byte, error) {
 		Reason   string `json:"reason"`
 	}{"deny", reason})
 }
+
+// geminiBoxShown is what every approval box of Gemini CLI 0.61.0 shows as
+// its first option (shell, MCP and edit boxes alike): the answer's keys
+// wait for it, since the Notification hook can run before the box reads
+// keys.
+const geminiBoxShown = "Allow once"
+
+// geminiBoxTimeout bounds that wait; past it the key is written anyway.
+const geminiBoxTimeout = 5 * time.Second
+
+// AnswerKeys answers the approval box announced by Notification
+// ToolPermission (GeminiApprovalKeys), once the box is drawn: "1" allows
+// the call once; Esc declines it, which ends the turn (DenyEndsTurn). The
+// box takes no message: a deny with one is refused.
+func (Gemini) AnswerKeys(decision, message string) ([]Keystroke, error) {
+	if message != "" {
+		return nil, rpc.InvalidField("message", "Gemini CLI's approval box takes no message: deny declines the call and ends the turn; send the message as the next prompt")
+	}
+	keys := GeminiApprovalKeys(decision == rpc.DecisionAllow)
+	for i := range keys {
+		keys[i].Await = &Await{Shown: []string{geminiBoxShown}, Timeout: geminiBoxTimeout}
+	}
+	return keys, nil
+}
+
+// DenyEndsTurn: declining Gemini's box cancels the turn (GeminiApprovalKeys).
+func (Gemini) DenyEndsTurn() bool { return true }
 
 // GeminiApprovalKeys answers Gemini CLI 0.61.0's approval box ("Allow
 // execution of [Shell]?", announced by Notification ToolPermission): allow

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,7 +73,32 @@ func TestGeminiApprovalKeys(t *testing.T) {
 		t.Error("the recorded BeforeTool allow should have shown the box")
 	}
 	ev, err := Gemini{}.ParseHook("Notification", cases["allow-from-hook"]["notification"])
-	if err != nil || ev.Kind != KindBlocked {
+	if err != nil || ev.Kind != KindBlocked || !ev.Answerable || ev.Tool != "run_shell_command" || ev.Input != "touch gmarker" {
 		t.Errorf("the recorded ToolPermission notification: %+v %v", ev, err)
+	}
+}
+
+// Gemini is answered with its box's keys (a KeyAnswerer): each waits for
+// the box's first option on the screen; a deny ends the turn and takes no
+// message (refused with INVALID_ARGUMENT). An MCP box's request names the
+// server's tool and carries the details as its input.
+func TestGeminiAnswerKeys(t *testing.T) {
+	var ka KeyAnswerer = Gemini{}
+	for decision, want := range map[string]string{rpc.DecisionAllow: "1", rpc.DecisionDeny: "\x1b"} {
+		k, err := ka.AnswerKeys(decision, "")
+		if err != nil || len(k) != 1 || string(k[0].Data) != want || k[0].Await == nil || !slices.Contains(k[0].Await.Shown, "Allow once") || k[0].Await.Timeout <= 0 {
+			t.Errorf("%s: %+v %v", decision, k, err)
+		}
+	}
+	if _, err := ka.AnswerKeys(rpc.DecisionDeny, "not here"); !errors.Is(err, rpc.ErrInvalidArgument) {
+		t.Errorf("deny with a message: %v", err)
+	}
+	if !ka.DenyEndsTurn() {
+		t.Error("Gemini's deny ends the turn")
+	}
+	ev, err := Gemini{}.ParseHook("Notification", []byte(`{"session_id":"s","hook_event_name":"Notification","notification_type":"ToolPermission",`+
+		`"message":"m","details":{"type":"mcp","serverName":"probe","toolName":"hello","toolDisplayName":"hello\u0007"}}`))
+	if err != nil || !ev.Answerable || ev.Tool != "mcp_probe_hello" || ev.Input != `{"type":"mcp","serverName":"probe","toolName":"hello","toolDisplayName":"hello\u0007"}` {
+		t.Errorf("mcp box: %+v %v", ev, err)
 	}
 }

@@ -95,7 +95,8 @@ func TestGeminiParseHookSamples(t *testing.T) {
 	if cancelled.Reason != "Request cancelled." || cancelled.FinalText != nil {
 		t.Errorf("cancel = %+v", cancelled)
 	}
-	if blocked.Reason != "permission" || blocked.Command != "touch declined-marker" || blocked.Tool != "exec" {
+	if blocked.Reason != "permission" || blocked.Command != "touch declined-marker" || blocked.Tool != "run_shell_command" ||
+		!blocked.Answerable || blocked.Input != "touch declined-marker" {
 		t.Errorf("blocked = %+v", blocked)
 	}
 	// BeforeAgent and AfterAgent of one turn carry one id; turns differ.

@@ -193,6 +193,20 @@ type Decider interface {
 	DecisionOutput(event, decision, message string) ([]byte, bool)
 }
 
+// KeyAnswerer is implemented by a harness whose approval dialog no hook
+// can answer (Gemini CLI 0.61.0: a BeforeTool hook can deny but not
+// allow, and runs before Gemini decides whether to ask), so a pending
+// request is answered with the dialog's own keys, made only from the
+// structured evidence that the dialog is up (KindBlocked, Answerable).
+// AnswerKeys returns them for decision ("allow" or "deny"), each awaiting
+// the dialog on the screen; a message the dialog cannot carry is refused
+// with INVALID_ARGUMENT. DenyEndsTurn says a deny ends the whole turn
+// (the model is told nothing and does not continue).
+type KeyAnswerer interface {
+	AnswerKeys(decision, message string) ([]Keystroke, error)
+	DenyEndsTurn() bool
+}
+
 // DialogAfterHook is implemented by a Decider whose harness draws its own
 // approval dialog only after the hook that asked has returned (Codex),
 // unlike one that shows it while the hook runs (Claude Code): while the

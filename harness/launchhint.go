@@ -11,6 +11,15 @@ type LaunchDiagnoser interface {
 	LaunchHint(rows []string) string
 }
 
+// LaunchBlocker is a LaunchDiagnoser whose harness draws some screens
+// only when it cannot go on without a person (Gemini CLI's sign-in, shown
+// before its ready hook): BlockingLaunchHint returns the hint of such a
+// screen, or "". The daemon fails a launch whose screen shows one as soon
+// as it does, rather than at the startup timeout.
+type LaunchBlocker interface {
+	BlockingLaunchHint(rows []string) string
+}
+
 // screenHint is one recognisable screen: any of its phrases, found on the
 // screen, gives its hint.
 type screenHint struct {

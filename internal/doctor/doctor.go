@@ -77,8 +77,12 @@ func Run(ctx context.Context, o Options) []Check {
 	var checks []Check
 	env := harness.BinEnv(o.Harnesses, o.Getenv)
 	env["PATH"] = o.Getenv("PATH")
+	wd, _ := os.Getwd()
 	for _, d := range o.Harnesses {
 		checks = append(checks, checkHarness(ctx, d, env))
+		if c, ok := checkSignIn(d, env, o.Getenv, wd); ok {
+			checks = append(checks, c)
+		}
 	}
 	checks = append(checks, o.Extra...)
 	checks = append(checks, hookCheck(o.Getenv))
@@ -200,6 +204,33 @@ func checkHarness(ctx context.Context, d harness.Descriptor, env map[string]stri
 		c.Fix = "if Sessions misbehave, install the tested version: " + installHint
 	}
 	return c
+}
+
+// checkSignIn reports, for an installed harness whose sign-in can be
+// read from its settings, files and environment (harness.SignInChecker:
+// Gemini CLI), whether a Session started from here would stop at its
+// sign-in screen. A warning, never a failure: like a harness not
+// installed, it matters only for --harness NAME. Not reported for a
+// harness that is not installed.
+func checkSignIn(d harness.Descriptor, binEnv map[string]string, getenv func(string) string, cwd string) (Check, bool) {
+	sc, ok := d.Harness.(harness.SignInChecker)
+	if !ok {
+		return Check{}, false
+	}
+	if _, err := d.Harness.Binary(binEnv); err != nil {
+		return Check{}, false
+	}
+	c := Check{Name: "sign_in." + d.Name, OK: true}
+	why := sc.SignInProblem(getenv, cwd)
+	if why == "" {
+		c.Detail = fmt.Sprintf("found nothing in %s's settings, credential files and environment that would stop it at a sign-in screen", d.DisplayName)
+		return c, true
+	}
+	c.Warning = true
+	detail, fix, _ := strings.Cut(why, ": ")
+	c.Detail = detail + "; Sessions with --harness " + d.Name + " fail at launch until then"
+	c.Fix = fix
+	return c, true
 }
 
 // hookCheck says how Claude Code's hooks reach a daemon started

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"io"
 	"log/slog"
@@ -115,5 +116,47 @@ func TestWorktreesStale(t *testing.T) {
 	}
 	if w := find(); !w.OK || !w.Warning || !strings.Contains(w.Detail, "1 no Session claims: "+stale) || !strings.Contains(w.Fix, "git worktree remove") {
 		t.Fatalf("with the daemon: %+v", w)
+	}
+}
+
+// An installed Gemini CLI with no sign-in chosen is a warning naming
+// `gemini` and the variables it takes (the issue: doctor said ok and the
+// create waited 39 s); chosen with its key, the check passes quietly; not
+// installed, there is no sign-in check.
+func TestSignInGemini(t *testing.T) {
+	home := t.TempDir()
+	bin := filepath.Join(t.TempDir(), "gemini")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 0.61.0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"DLGT_HOME": filepath.Join(t.TempDir(), "d"), "HOME": home, "PATH": t.TempDir(), "DLGT_GEMINI_BIN": bin}
+	getenv := func(k string) string { return vars[k] }
+	signIn := func() (Check, bool) {
+		c, err := client.New(client.Options{Getenv: getenv, NoAutostart: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, ch := range Run(context.Background(), Options{Getenv: getenv, Client: c, Harnesses: harness.All()}) {
+			if ch.Name == "sign_in.gemini" {
+				return ch, true
+			}
+		}
+		return Check{}, false
+	}
+	c, ok := signIn()
+	if !ok || !c.OK || !c.Warning || !strings.Contains(c.Detail, "Gemini CLI is not signed in") ||
+		!strings.Contains(c.Fix, "run `gemini` once") || !strings.Contains(c.Fix, "GEMINI_API_KEY") || !strings.Contains(c.Fix, "GOOGLE_CLOUD_PROJECT") {
+		t.Errorf("no sign-in: %+v (reported %v)", c, ok)
+	}
+	os.MkdirAll(filepath.Join(home, ".gemini"), 0o700)
+	os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`), 0o600)
+	vars["GEMINI_API_KEY"] = "k"
+	if c, ok := signIn(); !ok || !c.OK || c.Warning {
+		t.Errorf("signed in: %+v (reported %v)", c, ok)
+	}
+	delete(vars, "DLGT_GEMINI_BIN")
+	if c, ok := signIn(); ok {
+		t.Errorf("not installed, yet reported: %+v", c)
 	}
 }
