@@ -479,10 +479,30 @@ func sendableLocked(s *session) error {
 	case rpc.StateBusy, rpc.StateCanceling:
 		return &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: s.rec.ID, Message: "execution " + itoa(s.rec.LastExecSeq) + " is active; retry after it finishes"}
 	case rpc.StateBlocked:
-		return &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: s.rec.ID, Message: "the Session waits for human input (attach to answer it)"}
+		return &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: s.rec.ID, Message: blockedMessage(s.rec, s.pendingSnapshotLocked())}
 	default:
 		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(s.rec.State) + " and cannot accept work"}
 	}
+}
+
+// blockedMessage is SESSION_BLOCKED's message for the Session rec,
+// blocked on p (nil: on nothing dlgt can answer): what it waits for and
+// how to answer it, by the commands that do.
+func blockedMessage(rec sessionRecord, p *rpc.Pending) string {
+	ref := rec.Alias
+	if ref == "" {
+		ref = rec.ID
+	}
+	attach := "dlgt session attach " + ref
+	if p == nil {
+		return "the Session waits for human input that only its terminal can answer: attach to answer it (" + attach + ")"
+	}
+	what := "an answer to a question"
+	if p.Kind == rpc.PendingPermission {
+		what = "permission to run " + clipText(p.Tool, 80)
+	}
+	return "the Session waits for " + what + " (dlgt session read " + ref + " -o text shows the request): answer it with session.respond (dlgt session respond " + ref +
+		" --allow, or --deny), or in its terminal (" + attach + ")"
 }
 
 // fillSubmission sets submission (and the recovery hint when pending)

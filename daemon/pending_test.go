@@ -234,3 +234,23 @@ func forwarderPID(t *testing.T, socket, event string) int {
 	t.Fatalf("no %s forwarder on %s", event, socket)
 	return 0
 }
+
+// A send to a blocked Session is SESSION_BLOCKED saying what it waits for
+// and the commands that answer it.
+func TestBlockedSendSaysHowToAnswer(t *testing.T) {
+	td := startTestDaemon(t)
+	id, p := td.blockedOnTool(t, "blocked-send-1", t.TempDir(), "touch x")
+	var read rpc.SessionReadResult
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+	alias := read.Session.Alias
+	err := td.call(rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "more", RequestID: "blocked-send-2"}, nil)
+	var re *rpc.Error
+	if !errors.As(err, &re) || re.Code != rpc.CodeSessionBlocked || alias == "" {
+		t.Fatalf("send to a blocked Session: %v (alias %q)", err, alias)
+	}
+	for _, want := range []string{"permission to run " + p.Tool, "dlgt session read " + alias + " -o text", "dlgt session respond " + alias + " --allow", "dlgt session attach " + alias} {
+		if !strings.Contains(re.Message, want) {
+			t.Fatalf("message %q lacks %q", re.Message, want)
+		}
+	}
+}

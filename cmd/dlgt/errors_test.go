@@ -358,7 +358,7 @@ func TestCLIEveryCommandDaemonDown(t *testing.T) {
 		{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--", "hi"},
 		{"session", "send", "review", "--request-id", "r", "--", "hi"},
 		{"session", "fetch", "review"}, {"session", "fetch", "--all"}, {"session", "read", "review"},
-		{"session", "list"}, {"session", "list", "-o", "text"}, {"session", "list", "--watch"},
+		{"session", "list"}, {"session", "list", "--watch"},
 		{"session", "cancel", "review"}, {"session", "stop", "review"}, {"session", "restart", "review"},
 		{"events"}, {"events", "--follow"}, {"scrollback", "review"}, {"models", "--harness", "codex"},
 		{"harnesses"}, {"daemon", "stop"},
@@ -380,5 +380,57 @@ func TestCLIEveryCommandDaemonDown(t *testing.T) {
 		if code != exitError || stdout != "" || !strings.Contains(errb.String(), "RPC_UNAVAILABLE") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
 		}
+	}
+}
+
+// With -o text a failure is text on stderr (code, message, the Session,
+// a hint), stdout stays empty and the exit status is the code's; a
+// usage error still ends with the usage, and no other failure does.
+func TestCLIFailureAsText(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionCreate, &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: "claude:9", Message: "the Session waits for human input"})
+	d.set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeNotFound, Message: `no Session "nope" on this daemon`})
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		code  int
+		want  []string
+		usage bool
+	}{
+		{"daemon error", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r1", "-o", "text", "--", "hi"}, exitBlocked,
+			[]string{"dlgt: SESSION_BLOCKED: the Session waits for human input\n", "session: claude:9\n", "hint: ", "dlgt session respond claude:9 --allow", "dlgt session attach claude:9"}, false},
+		{"not found", []string{"session", "read", "nope", "-o", "text"}, exitError,
+			[]string{"dlgt: NOT_FOUND: no Session \"nope\" on this daemon\n", "hint: dlgt session list --all"}, false},
+		{"usage error", []string{"session", "fetch", "x", "--until", "foo", "-o", "text"}, exitError,
+			[]string{"dlgt: INVALID_ARGUMENT: "}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, out, errb := cliEnv(t, d, nil, []string{"PATH=/bin"}, "")
+			code, stdout := runCLI(t, e, out, tc.args...)
+			if code != tc.code || stdout != "" {
+				t.Fatalf("exit %d (want %d), stdout %q", code, tc.code, stdout)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(errb.String(), w) {
+					t.Fatalf("stderr %q lacks %q", errb, w)
+				}
+			}
+			if strings.Contains(errb.String(), "{") && !tc.usage {
+				t.Fatalf("stderr holds JSON: %q", errb)
+			}
+			if got := strings.Contains(errb.String(), "Usage:"); got != tc.usage {
+				t.Fatalf("usage printed: %v, want %v: %q", got, tc.usage, errb)
+			}
+		})
+	}
+}
+
+// A failure that is no fault of the command line prints no usage block:
+// mcp config for a harness that takes MCP servers only from its settings.
+func TestMCPConfigGeminiNoUsage(t *testing.T) {
+	e, out, errb := testEnv(t, nil, "")
+	code, stdout := runCLI(t, e, out, "mcp", "config", "--harness", "gemini")
+	if code != exitError || !strings.Contains(stdout, "mcp install --harness gemini") || strings.Contains(errb.String(), "Usage:") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newMCPConfigCommand(e *env) *cobra.Command {
@@ -45,7 +46,7 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 				return printFailure(cmd, err)
 			}
 			if d.MCP == harness.MCPGeminiJSON {
-				return printFailure(cmd, usageError("--harness %s: %s takes MCP servers only from its settings files, not per launch: run `dlgt mcp install --harness %s`", d.Name, d.DisplayName, d.Name))
+				return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "--harness %s: %s takes MCP servers only from its settings files, not per launch: run `dlgt mcp install --harness %s`", d.Name, d.DisplayName, d.Name))
 			}
 			spec, err := e.mcpServerSpec(cmd, d, approve, waitMax, forward)
 			if err != nil {

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -35,15 +37,36 @@ func printFailure(cmd *cobra.Command, err error) error {
 		return exitStatus{exitError}
 	}
 	re := asCLIError(err)
-	body, _ := rpc.Marshal(struct {
-		OK    bool       `json:"ok"`
-		Error *rpc.Error `json:"error"`
-	}{false, re})
-	writeJSONLine(cmd, body)
+	if wantsText(cmd) {
+		render.Failure(cmd.ErrOrStderr(), re, commandRef(cmd))
+	} else {
+		body, _ := rpc.Marshal(struct {
+			OK    bool       `json:"ok"`
+			Error *rpc.Error `json:"error"`
+		}{false, re})
+		writeJSONLine(cmd, body)
+	}
 	if isUsageError(err) {
 		cmd.PrintErr(cmd.UsageString())
 	}
 	return exitStatus{errorCode(err)}
+}
+
+// wantsText reports whether the command was given -o text: its failures
+// are then printed as text on stderr (render.Failure) instead of the JSON
+// line, with the same exit status.
+func wantsText(cmd *cobra.Command) bool {
+	f := cmd.Flags().Lookup("output")
+	return f != nil && f.Value.String() == "text"
+}
+
+// commandRef is the SESSION argument of a command that takes one first
+// ("read SESSION", "fetch (SESSION | --all)"), or "".
+func commandRef(cmd *cobra.Command) string {
+	if use := strings.Fields(cmd.Use); len(use) > 1 && strings.Contains(use[1], "SESSION") {
+		return cmd.Flags().Arg(0)
+	}
+	return ""
 }
 
 func writeJSONLine(cmd *cobra.Command, line []byte) error {

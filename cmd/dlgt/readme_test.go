@@ -292,7 +292,8 @@ func TestREADMEHeadline(t *testing.T) {
 
 	t.Run("no claude", func(t *testing.T) {
 		code, stdout, stderr := runHeadline(t, root, line)
-		if code != exitError || !strings.Contains(stdout, `"code":"LAUNCH_FAILED"`) || !strings.Contains(stdout, "claude not found") ||
+		// -o text: the failure is text on stderr, stdout stays empty.
+		if code != exitError || stdout != "" || !strings.Contains(stderr, "dlgt: LAUNCH_FAILED: claude not found") ||
 			strings.Contains(stdout+stderr, "CURSOR") {
 			t.Fatalf("exit %d, want 1 with LAUNCH_FAILED \"claude not found\"\nstdout: %s\nstderr: %s", code, stdout, stderr)
 		}

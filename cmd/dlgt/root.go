@@ -19,6 +19,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/progress"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -139,11 +140,15 @@ func run(args []string, e *env) int {
 	if usage {
 		re = rpc.Errorf(rpc.CodeInvalidArgument, "%v", err)
 	}
-	body, _ := rpc.Marshal(struct {
-		OK    bool       `json:"ok"`
-		Error *rpc.Error `json:"error"`
-	}{false, re})
-	fmt.Fprintf(out, "%s\n", body)
+	if wantsText(cmd) {
+		render.Failure(e.stderr, re, commandRef(cmd))
+	} else {
+		body, _ := rpc.Marshal(struct {
+			OK    bool       `json:"ok"`
+			Error *rpc.Error `json:"error"`
+		}{false, re})
+		fmt.Fprintf(out, "%s\n", body)
+	}
 	if usage {
 		fmt.Fprint(e.stderr, cmd.UsageString())
 	}

@@ -73,3 +73,39 @@ func TestSessionReadText(t *testing.T) {
 		t.Fatalf("-o yaml: exit %d %q", code, stdout)
 	}
 }
+
+// A blocked Session's text forms say what it asks and how to answer it:
+// session read shows the request (tool and input) and the commands, and
+// fetch a next: line with them; a block dlgt cannot answer names attach
+// alone.
+func TestBlockedTextSaysHowToAnswer(t *testing.T) {
+	d := newFakeDaemon(t)
+	now := time.Now().UnixMilli()
+	blocked := rpc.Session{ID: "claude:3333", Alias: "fix", Title: "Fix", Harness: "claude", State: rpc.StateBlocked, UpdatedAtMS: now,
+		Pending: &rpc.Pending{ID: "prq_1", Kind: rpc.PendingPermission, Tool: "Bash", Input: "rm -rf build", AskedAtMS: now}}
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{SchemaVersion: 1, Reason: rpc.ReasonBlocked, Cursor: "5",
+		Sessions: []rpc.FetchSession{{Session: blocked}}})
+	answer := "dlgt session respond fix --allow (or --deny --message WHY), or in its terminal: dlgt session attach fix\n"
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"session", "read", "fix", "-o", "text"}, []string{"pending  permission to run Bash: rm -rf build (asked ", "answer   " + answer}},
+		{[]string{"session", "fetch", "fix", "--cursor", "4", "-o", "text"}, []string{"  pending: permission to run Bash: rm -rf build\n", "  next: " + answer}},
+	} {
+		e, out, _ := cliEnv(t, d, nil, nil, "")
+		code, stdout := runCLI(t, e, out, tc.args...)
+		for _, w := range tc.want {
+			if code != exitOK || !strings.Contains(stdout, w) {
+				t.Fatalf("%v: exit %d, lacks %q:\n%s", tc.args, code, w, stdout)
+			}
+		}
+	}
+	blocked.Pending = nil
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != exitOK || !strings.Contains(stdout, "answer   only in its terminal: dlgt session attach fix\n") {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+}

@@ -64,11 +64,12 @@ func TestListingsText(t *testing.T) {
 		}
 	}
 
-	// A daemon failure keeps its JSON line and exit status under -o text.
+	// A daemon failure under -o text is text on stderr, with its exit
+	// status.
 	d.set(rpc.MethodScrollbackRead, rpc.Errorf(rpc.CodeNotFound, "no Session rev"))
-	e, out, _ := cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "scrollback", "rev", "-o", "text"); code != exitError || !strings.Contains(stdout, `"NOT_FOUND"`) {
-		t.Fatalf("failure under -o text: exit %d %q", code, stdout)
+	e, out, errb := cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "scrollback", "rev", "-o", "text"); code != exitError || stdout != "" || !strings.HasPrefix(errb.String(), "dlgt: NOT_FOUND: no Session rev\n") {
+		t.Fatalf("failure under -o text: exit %d %q %q", code, stdout, errb)
 	}
 
 	// Profiles are read client-side; values of their environment never show.

@@ -11,7 +11,7 @@ import (
 
 // Output for people: JSON stays the default (agents and scripts parse it);
 // -o text prints the same answer as a table or a few readable lines.
-// Failures keep their one JSON line either way.
+// Failures follow: printed as text on stderr under -o text (printFailure).
 
 // addOutputFlag registers -o/--output on a command people read.
 func addOutputFlag(cmd *cobra.Command) {

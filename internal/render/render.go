@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -269,6 +270,12 @@ func Fetch(w io.Writer, raw json.RawMessage, now time.Time) error {
 			}
 			fmt.Fprintln(w, line)
 		}
+		if s.State == rpc.StateBlocked {
+			if p := PendingLine(s.Pending); p != "" {
+				fmt.Fprintf(w, "  pending: %s\n", p)
+			}
+			fmt.Fprintf(w, "  next: %s\n", AnswerLine(s))
+		}
 		for _, r := range b.Results {
 			Result(w, r, now)
 		}
@@ -321,6 +328,12 @@ func Read(w io.Writer, res rpc.SessionReadResult, now time.Time) {
 		fmt.Fprintf(w, ", model %s", s.Model)
 	}
 	fmt.Fprintf(w, "\nstate    %s (updated %s)\n", s.State, RelTime(s.UpdatedAtMS, now))
+	if s.State == rpc.StateBlocked {
+		if p := PendingLine(s.Pending); p != "" {
+			fmt.Fprintf(w, "pending  %s (asked %s)\n", p, RelTime(s.Pending.AskedAtMS, now))
+		}
+		fmt.Fprintf(w, "answer   %s\n", AnswerLine(s))
+	}
 	if wt := s.Worktree; wt != nil {
 		fmt.Fprintf(w, "worktree %s\n", Worktree(*wt))
 	}
@@ -342,6 +355,43 @@ func Read(w io.Writer, res rpc.SessionReadResult, now time.Time) {
 		fmt.Fprintf(w, "diff     %s\n", DiffStat(*r.Diff))
 	}
 	FinalText(w, r)
+}
+
+// PendingLine is what a blocked Session asks, on one line: "permission
+// to run Bash: rm -rf build", or a question and its options; "" for none.
+func PendingLine(p *rpc.Pending) string {
+	if p == nil {
+		return ""
+	}
+	if p.Kind == rpc.PendingPermission {
+		s := "permission to run " + OneLine(p.Tool, 60)
+		if p.Input != "" {
+			s += ": " + OneLine(p.Input, 300)
+		}
+		return s
+	}
+	s := "question: " + OneLine(p.Question, 300)
+	if len(p.Options) > 0 {
+		opts := make([]string, len(p.Options))
+		for i, o := range p.Options {
+			opts[i] = OneLine(o.ID, 40) + " " + strconv.Quote(OneLine(o.Label, 60))
+		}
+		s += " (options: " + strings.Join(opts, ", ") + ")"
+	}
+	return s
+}
+
+// AnswerLine says how to answer the blocked Session s: the respond
+// command when dlgt knows its request, and attach either way.
+func AnswerLine(s rpc.Session) string {
+	ref := ShellWord(SessionName(s))
+	if s.Pending == nil {
+		return "only in its terminal: dlgt session attach " + ref
+	}
+	if s.Pending.Kind == rpc.PendingPermission {
+		return "dlgt session respond " + ref + " --allow (or --deny --message WHY), or in its terminal: dlgt session attach " + ref
+	}
+	return "dlgt session respond " + ref + " --option ID, or in its terminal: dlgt session attach " + ref
 }
 
 // Worktree is a Session's worktree on one line: branch, path, base.
