@@ -156,7 +156,7 @@ const maxRemembered = 4096
 type tools struct {
 	c           *client.Client
 	opts        Options
-	harnessList string // "claude or codex"
+	harnessList string // "claude, codex or gemini"
 
 	mu sync.Mutex
 	// hosts are the hosts of the Sessions delegate created on a machine

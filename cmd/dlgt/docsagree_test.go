@@ -167,6 +167,12 @@ func TestDocsNameEveryMCPTool(t *testing.T) {
 	if !same(docReadOnly, readOnly) {
 		t.Errorf("docs/agents.md's table marks %v read-only; tools/list marks %v", docReadOnly, readOnly)
 	}
+
+	// docs/design.md's package table: "the tools A, B and C, each a method".
+	m := regexp.MustCompile(`the tools ([a-z, ]+?), each a method`).FindStringSubmatch(readDoc(t, "docs/design.md"))
+	if m == nil || !same(wordList(m[1]), names) {
+		t.Errorf("docs/design.md's mcp row names the tools %v; tools/list has %v", m, names)
+	}
 }
 
 // cutLast is strings.Cut at the last sep.

@@ -22,7 +22,7 @@ import (
 // person would: Enter on the permission prompt, Ctrl-] once the turn is done.
 // So the example cannot rot.
 func TestREADMEFirstExample(t *testing.T) {
-	root, block := readmeFirstExample(t, "@anthropic-ai/claude-code-linux-x64/claude")
+	root, block := readmeFirstExample(t, "node_modules/@anthropic-ai/claude-code-linux-x64/claude")
 	runREADMEExample(t, root, block, "Do you want to proceed?")
 }
 
@@ -33,36 +33,56 @@ func TestREADMEFirstExample(t *testing.T) {
 // and the example never reaches its prompt; the rule in the block makes it
 // ask.
 func TestREADMECodexExample(t *testing.T) {
-	root, block := readmeFirstExample(t, "@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+	root, block := readmeFirstExample(t, "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex")
+	block = readmeVariant(t, root, block, "To try Codex the same way", "codex")
+	runREADMEExample(t, root, block, "Would you like to run the following command?")
+}
+
+// TestREADMEGeminiExample runs the README's Gemini CLI variant of the
+// first example the same way, against the real pinned Gemini CLI and
+// `mockserver -kind gemini`.
+func TestREADMEGeminiExample(t *testing.T) {
+	root, block := readmeFirstExample(t, "gemini/node_modules/.bin/gemini")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not on PATH (Gemini CLI is a Node script)")
+	}
+	block = readmeVariant(t, root, block, "Gemini CLI the same way", "gemini")
+	runREADMEExample(t, root, block, "Allow once")
+}
+
+// readmeVariant is the first example's block with its lines from
+// `mockserver` to the end of the `session create` replaced by the README's
+// sh block that follows intro, which must launch harness.
+func readmeVariant(t *testing.T, root, block, intro, harness string) string {
+	t.Helper()
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "To try Codex the same way")
+	_, rest, ok := strings.Cut(string(readme), intro)
 	_, rest, ok2 := strings.Cut(rest, "```sh\n")
-	codex, _, ok3 := strings.Cut(rest, "```")
-	if !ok || !ok2 || !ok3 || !strings.Contains(codex, "--harness codex") {
-		t.Fatal("README.md has no Codex block after \"To try Codex the same way\"")
+	variant, _, ok3 := strings.Cut(rest, "```")
+	if !ok || !ok2 || !ok3 || !strings.Contains(variant, "--harness "+harness) {
+		t.Fatalf("README.md has no %s block after %q", harness, intro)
 	}
 	start := strings.Index(block, "\nmockserver ")
 	end := strings.Index(block, "| jq -r .cursor)\n")
 	if start < 0 || end < start {
 		t.Fatalf("the first example has no mockserver … session create lines:\n%s", block)
 	}
-	block = block[:start+1] + codex + block[end+len("| jq -r .cursor)\n"):]
-	runREADMEExample(t, root, block, "Would you like to run the following command?")
+	return block[:start+1] + variant + block[end+len("| jq -r .cursor)\n"):]
 }
 
 // readmeFirstExample returns the repository root and the README's first
-// example block, skipping the test when the pinned harness binary (under
-// .cache/harnesses/node_modules) or a tool the example uses is missing.
+// example block, skipping the test when the pinned harness binary (its
+// path under .cache/harnesses) or a tool the example uses is missing.
 func readmeFirstExample(t *testing.T, harness string) (root, block string) {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(root, ".cache/harnesses/node_modules", harness)); err != nil {
+	if _, err := os.Stat(filepath.Join(root, ".cache/harnesses", harness)); err != nil {
 		t.Skipf("the pinned %s is not installed (.ci/install-harnesses)", filepath.Base(harness))
 	}
 	for _, tool := range []string{"bash", "jq", "go"} {

@@ -35,7 +35,8 @@ type anthropicMessage struct {
 type anthropicBlock struct {
 	Type    string          `json:"type"`
 	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"` // tool_result: a string or a list of blocks
+	Content json.RawMessage `json:"content"`  // tool_result: a string or a list of blocks
+	IsError bool            `json:"is_error"` // tool_result: the call failed or was refused
 }
 
 // blocks decodes a message's content, turning the string form into one text
@@ -73,20 +74,25 @@ func hasToolResult(m anthropicMessage) bool {
 }
 
 // toolResults returns the texts of the tool_result blocks in the messages
-// after index from, oldest first.
-func (req *anthropicRequest) toolResults(from int) []string {
+// after index from, oldest first, and whether the last one refuses the
+// call: an error result that is not a command's failure ("Exit code N");
+// its text is the reason.
+func (req *anthropicRequest) toolResults(from int) ([]string, bool) {
 	var out []string
+	refused := false
 	for _, m := range req.Messages[from+1:] {
 		if m.Role != "user" {
 			continue
 		}
 		for _, b := range m.blocks() {
 			if b.Type == "tool_result" {
-				out = append(out, textOf(b.Content))
+				text := textOf(b.Content)
+				out = append(out, text)
+				refused = b.IsError && !strings.HasPrefix(text, "Exit code ")
 			}
 		}
 	}
-	return out
+	return out, refused
 }
 
 // classify finds the kind of request, the prompt that drives it and the
@@ -142,7 +148,10 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 	var at int
 	rec.Kind, rec.Prompt, at = req.classify()
 	if rec.Kind == KindToolResult && at >= 0 {
-		rec.ToolResults = req.toolResults(at)
+		var refused bool
+		if rec.ToolResults, refused = req.toolResults(at); refused {
+			rec.refuse(rec.ToolResults[len(rec.ToolResults)-1])
+		}
 	}
 	model := req.Model
 	if model == "" {
@@ -176,6 +185,8 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
 	case rec.Kind == KindPrompt && reply.Tool != "":
 		call = &ToolCall{Name: "Bash", Input: obj{"command": reply.Tool, "description": "mockapi tool call"}}
+	case rec.Kind == KindToolResult && reply.Tool != "":
+		reply.Text = reply.afterTool(rec)
 	}
 	if call != nil && call.Name == ShellTool {
 		call = &ToolCall{Name: "Bash", Input: obj{"command": call.Input["command"], "description": "mockapi tool call"}}

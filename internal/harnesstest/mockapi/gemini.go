@@ -166,6 +166,12 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 	rec.Kind, rec.Prompt, results = req.classify()
 	if rec.Kind == KindToolResult {
 		rec.ToolResults = results
+		last := results[len(results)-1]
+		if why, ok := strings.CutPrefix(last, "Tool execution blocked: "); ok {
+			rec.refuse(why)
+		} else if strings.HasPrefix(last, "Tool execution denied by policy.") {
+			rec.refuse(last)
+		}
 	}
 	schema := req.GenerationConfig.ResponseJSONSchema
 	if len(schema) == 0 {
@@ -210,6 +216,8 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 	case rec.Kind == KindPrompt && reply.Tool != "":
 		c := Shell(reply.Tool)
 		call = &c
+	case rec.Kind == KindToolResult && reply.Tool != "":
+		reply.Text = reply.afterTool(rec)
 	}
 	if method == "generateContent" {
 		var parts []any

@@ -32,9 +32,16 @@ type Reply struct {
 
 	// Tool, when non-empty, makes the first answer a shell tool call running
 	// this command (Claude: a "Bash" tool_use; Codex: an "exec_command"
-	// function_call). Text is sent once the request carrying the tool's
-	// result arrives.
+	// function_call; Gemini: a "run_shell_command" functionCall). Text is
+	// sent once the request carrying the tool's result arrives.
 	Tool string
+
+	// Refused, when set, is sent instead of Text when the tool's result
+	// says the call was refused (Request.Refused: denied by a person, a
+	// hook or session.respond, so the command never ran), followed by ": "
+	// and the first line of the reason the CLI passed on, without the
+	// CLI's own wrapping. Empty: Text either way.
+	Refused string
 
 	// Escalated asks Codex to run Tool outside its sandbox
 	// ("sandbox_permissions":"require_escalated"), which forces an approval
@@ -159,6 +166,15 @@ type Request struct {
 	// ToolResults are the texts of the tool results after the turn's prompt
 	// (KindToolResult), oldest first, as handed to Reply.Agent.
 	ToolResults []string
+	// Refused reports that the last tool result refuses the call rather
+	// than reporting its run, as each CLI says so: Claude Code's is_error
+	// result other than a command's failure ("Exit code N"), which is the
+	// deny message itself; Codex's "Rejected(…)" or "rejected by user";
+	// Gemini CLI's "Tool execution blocked: …" (a BeforeTool hook) or
+	// "Tool execution denied by policy.".
+	Refused bool
+	// refusal is the reason of a Refused result, unwrapped.
+	refusal string
 	// Status is the HTTP status the mock answered with.
 	Status int
 	// Received is when the request arrived (before its body was read);
@@ -255,6 +271,29 @@ func (s *Server) reply(prompt string) (Reply, bool) {
 	}
 	s.failures[i]++
 	return r, true
+}
+
+// refuse marks rec's last tool result refused, for the reason why.
+func (rec *Request) refuse(why string) { rec.Refused, rec.refusal = true, why }
+
+// afterTool is the text of a Reply with a Tool once rec brings the tool's
+// result: Refused and the reason's first line when the result refuses the
+// call and the rule says what to answer then, else Text.
+func (r Reply) afterTool(rec Request) string {
+	if r.Refused == "" || !rec.Refused {
+		return r.Text
+	}
+	why, _, _ := strings.Cut(strings.TrimSpace(rec.refusal), "\n")
+	if n := 200; len(why) > n {
+		for !utf8.RuneStart(why[n]) {
+			n--
+		}
+		why = why[:n] + "…"
+	}
+	if why == "" {
+		return r.Refused
+	}
+	return r.Refused + ": " + why
 }
 
 // nextID returns a fresh identifier with the given prefix.

@@ -3,6 +3,7 @@ package mockapi
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,25 @@ func (req *responsesRequest) classify() (RequestKind, string, []string) {
 	return kind, "", nil
 }
 
+// codexRejected is the reason in Codex's refusal of a command, as its
+// function_call_output says it: `… Rejected("<reason>") …`, the quotes
+// escaped once or not.
+var codexRejected = regexp.MustCompile(`Rejected\(\\?"(.*?)\\?"\)`)
+
+// codexRefusal reports whether a function_call_output of Codex says the
+// command was refused (a hook's or session.respond's denial, "rejected by
+// user"), and why.
+func codexRefusal(output string) (string, bool) {
+	if m := codexRejected.FindStringSubmatch(output); m != nil {
+		// Codex prints the reason as Rust's debug form: \n, \" and \\.
+		return strings.NewReplacer(`\n`, "\n", `\"`, `"`, `\\`, `\`).Replace(m[1]), true
+	}
+	if strings.Contains(output, "rejected by user") {
+		return output, true
+	}
+	return "", false
+}
+
 func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) Request {
 	rec := Request{Kind: KindOther}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
@@ -124,6 +144,9 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 	rec.Kind, rec.Prompt, results = req.classify()
 	if rec.Kind == KindToolResult {
 		rec.ToolResults = results
+		if why, ok := codexRefusal(results[len(results)-1]); ok {
+			rec.refuse(why)
+		}
 	}
 	model := req.Model
 	if model == "" {
@@ -152,6 +175,8 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 	case rec.Kind == KindPrompt && reply.Tool != "":
 		c := Shell(reply.Tool)
 		call = &c
+	case rec.Kind == KindToolResult && reply.Tool != "":
+		reply.Text = reply.afterTool(rec)
 	}
 	s.streamResponses(w, r, model, reply, call)
 	return rec

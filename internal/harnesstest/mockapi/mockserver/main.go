@@ -1,16 +1,21 @@
 // Command mockserver runs dlgt's mock model API on 127.0.0.1 for trying dlgt
-// without an account: the Anthropic Messages API for Claude Code, or the
-// OpenAI Responses API for Codex. It prints the environment a client needs
-// and serves until interrupted.
+// without an account: the Anthropic Messages API for Claude Code, the
+// OpenAI Responses API for Codex (-kind responses), or the Gemini API for
+// Gemini CLI (-kind gemini). It prints the environment a client needs and
+// serves until interrupted.
 //
 //	go run ./internal/harnesstest/mockapi/mockserver -home /tmp/demo-home
 //
 // With -home it also seeds that directory as the client's HOME: for Claude
 // Code its .claude.json (onboarding done, the mock key approved), so the TUI
 // starts without dialogs; for Codex (-kind responses) .codex/config.toml
-// with the mock as the model provider (dlgt trusts the launch directory). The demo
-// script answers any prompt mentioning now.txt with a Bash tool call
-// `date > now.txt`, and everything else with "MOCK-REPLY: <prompt>".
+// with the mock as the model provider (dlgt trusts the launch directory); for
+// Gemini CLI (-kind gemini) .gemini/settings.json signing in with an API key
+// and keeping the CLI offline (dlgt skips Gemini's folder trust for the
+// launch directory). The demo script answers any prompt mentioning now.txt
+// with a shell tool call `date > now.txt` and then "Wrote the date to
+// now.txt.", or, when the call was refused, a reply saying so; everything
+// else with "MOCK-REPLY: <prompt>".
 package main
 
 import (
@@ -28,11 +33,12 @@ import (
 const mockKey = "sk-ant-mock-key-0123456789abcdef"
 
 func main() {
-	kind := flag.String("kind", "anthropic", "anthropic (Claude Code) or responses (Codex)")
-	home := flag.String("home", "", "seed this directory as the client's HOME (Claude Code, or Codex with -kind responses)")
+	kind := flag.String("kind", "anthropic", "anthropic (Claude Code), responses (Codex) or gemini (Gemini CLI)")
+	home := flag.String("home", "", "seed this directory as the client's HOME for the CLI of -kind")
 	flag.Parse()
 	script := mockapi.Script{
-		mockapi.Contains("now.txt", mockapi.Reply{Tool: "date > now.txt", Text: "Wrote the date to now.txt."}),
+		mockapi.Contains("now.txt", mockapi.Reply{Tool: "date > now.txt", Text: "Wrote the date to now.txt.",
+			Refused: "Did not write now.txt, the command was denied"}),
 	}
 	var srv *mockapi.Server
 	switch *kind {
@@ -40,15 +46,20 @@ func main() {
 		srv = mockapi.NewAnthropic(nil, script)
 	case "responses":
 		srv = mockapi.NewResponses(nil, script)
+	case "gemini":
+		srv = mockapi.NewGemini(nil, script)
 	default:
-		fmt.Fprintln(os.Stderr, "mockserver: -kind must be anthropic or responses")
+		fmt.Fprintln(os.Stderr, "mockserver: -kind must be anthropic, responses or gemini")
 		os.Exit(2)
 	}
 	defer srv.Close()
 	if *home != "" {
 		seed := seedClaudeHome
-		if *kind == "responses" {
+		switch *kind {
+		case "responses":
 			seed = func(dir string) error { return seedCodexHome(dir, srv.URL()) }
+		case "gemini":
+			seed = func(dir string) error { return mockapi.WriteGeminiHome(dir) }
 		}
 		if err := seed(*home); err != nil {
 			fmt.Fprintln(os.Stderr, "mockserver:", err)
@@ -57,12 +68,21 @@ func main() {
 		abs, _ := filepath.Abs(*home)
 		fmt.Printf("export HOME=%s\n", abs)
 	}
-	if *kind == "anthropic" {
+	switch *kind {
+	case "anthropic":
 		fmt.Printf("export ANTHROPIC_BASE_URL=%s\nexport ANTHROPIC_API_KEY=%s\n", srv.URL(), mockKey)
 		for _, kv := range mockapi.ClaudeOfflineEnv() {
 			fmt.Printf("export %s\n", kv)
 		}
-	} else {
+	case "gemini":
+		if *home != "" {
+			abs, _ := filepath.Abs(*home)
+			fmt.Printf("export GEMINI_CLI_HOME=%s\n", abs)
+		}
+		for _, kv := range mockapi.GeminiEnv(srv.URL()) {
+			fmt.Printf("export %s\n", kv)
+		}
+	default:
 		if *home != "" {
 			abs, _ := filepath.Abs(*home)
 			fmt.Printf("export CODEX_HOME=%s\n", filepath.Join(abs, ".codex"))
