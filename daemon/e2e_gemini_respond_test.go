@@ -104,6 +104,7 @@ func geminiRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 		}
 		cmd := exec.Command(dlgtBinary(t), "session", "respond", id, "--deny", "-o", "text")
 		cmd.Env = append(os.Environ(), "DLGT_SOCKET="+td.paths.Socket, "DLGT_NO_AUTOSTART=1")
+		start = time.Now()
 		out, err := cmd.CombinedOutput()
 		if err != nil || !strings.HasPrefix(string(out), "denied  "+p.ID+"\n") {
 			t.Fatalf("dlgt session respond: %v\n%s", err, out)
@@ -133,7 +134,18 @@ func geminiRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 			t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", ranErr == nil, toolResult)
 		}
 	}
-	screenLacks(t, td, id, geminiBox)
+	// The box goes (Gemini can record the turn's end before it redraws).
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var base rpc.FetchDocument
+		mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id}, &base)
+		live := strings.Join(base.Sessions[0].Screen.Live, "\n")
+		if !strings.Contains(live, geminiBox) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the box stayed after the answer:\n%s", live)
+		}
+	}
 	late := params
 	late.RequestID, late.Decision = "gemini-"+decision+"-late", rpc.DecisionDeny
 	replayAndRefuse(t, td, params, late)

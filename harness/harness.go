@@ -207,6 +207,18 @@ type KeyAnswerer interface {
 	DenyEndsTurn() bool
 }
 
+// DenyTakesMessage reports whether a deny of the named harness's pending
+// request can carry a message to its model: not for a KeyAnswerer whose
+// dialog takes none (Gemini CLI). True for a name not registered.
+func DenyTakesMessage(name string) bool {
+	d, err := Lookup(name)
+	if err != nil {
+		return true
+	}
+	_, keys := d.Harness.(KeyAnswerer)
+	return !keys
+}
+
 // DialogAfterHook is implemented by a Decider whose harness draws its own
 // approval dialog only after the hook that asked has returned (Codex),
 // unlike one that shows it while the hook runs (Claude Code): while the

@@ -308,6 +308,16 @@ func TestMCPBlockedSaysHowToRespond(t *testing.T) {
 	if p.PendingID != "prq_ab12" || p.Decision != "deny" || p.Message != "use a branch" || p.RequestID == "" || p.Session != "claude:01" {
 		t.Errorf("respond params %s", ps[len(ps)-1])
 	}
+	// A Gemini CLI Session's deny takes no message (its box has none):
+	// the text asks for a deny without one, and says it ends the turn.
+	gem := rpc.Session{ID: "gemini:02", Harness: "gemini", State: rpc.StateBlocked,
+		Pending: &rpc.Pending{ID: "prq_cd34", Kind: rpc.PendingPermission, Tool: "run_shell_command", Input: "touch x", AskedAtMS: 1}}
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: gem})
+	text, _, isErr = callTool(t, cs, "read", map[string]any{"session": "gemini:02"})
+	if isErr || !strings.Contains(text, `{"session": "gemini:02", "pending_id": "prq_cd34", "decision": "deny"} and no message`) ||
+		strings.Contains(text, `"message": `) || !strings.Contains(text, "ends the agent's turn") {
+		t.Errorf("read of a blocked Gemini Session:\n%s", text)
+	}
 	// Nothing pending: a typed error, and nothing is sent.
 	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateIdle}})
 	text, _, isErr = callTool(t, cs, "respond", map[string]any{"session": "claude:01", "decision": "allow"})

@@ -107,7 +107,7 @@ func NewServer(c *client.Client, opts Options) *sdk.Server {
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true)}}, t.cancel)
 	sdk.AddTool(s, &sdk.Tool{Name: "respond", Title: "Answer what a blocked Session asks",
 		Description: "Answer the pending request of a blocked Session (wait and read show it, with the exact arguments): decision allow or deny for a tool permission, " +
-			"with an optional message for deny that the agent's model receives. It allows or denies that one call only and never widens the Session's permissions. " +
+			"with an optional message for deny that the agent's model receives (Gemini CLI takes none: its deny ends the turn). It allows or denies that one call only and never widens the Session's permissions. " +
 			"A request answered or withdrawn already (a person answered it in the terminal) is an error; repeating the same answer is not.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true}}, t.respond)
 	sdk.AddTool(s, &sdk.Tool{Name: "stop", Title: "Stop a Session",
