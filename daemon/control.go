@@ -215,7 +215,7 @@ func (rt *runtime) stopSessionIf(s *session, force bool, reason string, refuse f
 }
 
 func (rt *runtime) sessionStop(ctx context.Context, peer rpc.Peer, p rpc.SessionStopParams) (rpc.SessionResult, error) {
-	s, err := rt.resolve(p.Session)
+	s, err := rt.resolveLast(p.Session)
 	if err != nil {
 		return rpc.SessionResult{}, err
 	}

@@ -508,7 +508,7 @@ func TestAliases(t *testing.T) {
 	td.waitResult(t, r3.Session.ID, r3.Cursor)
 	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r3.Session.Alias}, nil)
 	for _, ref := range []string{r3.Session.Alias, "@" + r3.Session.Alias} {
-		err = td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: ref}, nil)
+		err = td.call(rpc.MethodSessionCancel, rpc.SessionCancelParams{Session: ref}, nil)
 		re := wantCode(t, err, rpc.CodeNotFound)
 		if !strings.Contains(re.Message, "alias "+strconv.Quote(ref)+";") || !strings.Contains(re.Message, r3.Session.ID) {
 			t.Fatalf("%s: message %q does not name the alias as typed and the Session", ref, re.Message)

@@ -395,8 +395,10 @@ func TestFetchAfterExecution(t *testing.T) {
 var _ sync.Mutex
 
 // An alias that names no active Session but did name one is NOT_FOUND
-// naming that Session and how to reach it, in this daemon lifetime and
-// the next.
+// naming that Session and how to reach it (for a call that does not read
+// it or clean up after it: those take the Session, see
+// TestWorktreeCleanupByAliasAfterStop), in this daemon lifetime and the
+// next.
 func TestStoppedAliasNamesItsSession(t *testing.T) {
 	td, cd := startChild(t)
 	cwd := t.TempDir()
@@ -406,8 +408,12 @@ func TestStoppedAliasNamesItsSession(t *testing.T) {
 	td.waitResult(t, r.Session.ID, r.Cursor)
 	check := func(when, state string) {
 		t.Helper()
-		err := td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "@gone"}, nil)
+		err := td.call(rpc.MethodSessionFetch, rpc.SessionFetchParams{Session: "@gone"}, nil)
 		re := wantCode(t, err, rpc.CodeNotFound)
+		var rd rpc.SessionReadResult
+		if err := td.call(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "@gone"}, &rd); err != nil || rd.Session.ID != r.Session.ID {
+			t.Fatalf("%s: read by the alias: %v %+v", when, err, rd.Session)
+		}
 		for _, want := range []string{"@gone", r.Session.ID, state, "--resume"} {
 			if !strings.Contains(re.Message, want) {
 				t.Fatalf("%s: message %q lacks %q", when, re.Message, want)

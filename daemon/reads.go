@@ -51,7 +51,7 @@ func (rt *runtime) latestResult(s *session) (*rpc.Result, error) {
 }
 
 func (rt *runtime) sessionRead(ctx context.Context, peer rpc.Peer, p rpc.SessionReadParams) (rpc.SessionReadResult, error) {
-	s, err := rt.resolve(p.Session)
+	s, err := rt.resolveLast(p.Session)
 	if err != nil {
 		return rpc.SessionReadResult{}, err
 	}
@@ -210,7 +210,7 @@ func scrollbackLines(lines int) int {
 }
 
 func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, p rpc.ScrollbackReadParams) (rpc.ScrollbackPage, error) {
-	s, err := rt.resolve(p.Session)
+	s, err := rt.resolveLast(p.Session)
 	if err != nil {
 		return rpc.ScrollbackPage{}, err
 	}
@@ -320,7 +320,7 @@ func (rt *runtime) transcriptReadRaw(ctx context.Context, peer rpc.Peer, p rpc.T
 	case limit > store.MaxRawPage:
 		limit = store.MaxRawPage
 	}
-	s, err := rt.resolve(p.Session)
+	s, err := rt.resolveLast(p.Session)
 	if err != nil {
 		return rpc.RawPage{}, err
 	}

@@ -286,6 +286,19 @@ func (rt *runtime) rowsCommitted(uid string, _ uint64) {
 
 // resolve finds a Session by provider-qualified id or active alias.
 func (rt *runtime) resolve(ref string) (*session, error) {
+	return rt.resolveRef(ref, false)
+}
+
+// resolveLast is resolve for the calls that read a Session or clean up
+// after it (session.read, session.diff, session.stop, scrollback.read,
+// transcript.read_raw): an alias no active Session holds names the
+// stopped or failed Session it last named, so stop, review, remove works
+// by alias. An active Session's alias still wins.
+func (rt *runtime) resolveLast(ref string) (*session, error) {
+	return rt.resolveRef(ref, true)
+}
+
+func (rt *runtime) resolveRef(ref string, last bool) (*session, error) {
 	if ref == "" {
 		return nil, rpc.InvalidField("session", "must not be empty")
 	}
@@ -317,12 +330,16 @@ func (rt *runtime) resolve(ref string) (*session, error) {
 	// now stopped or failed says which, and how to reach it.
 	var lastID, lastState string
 	var lastAt int64
+	var lastS *session
 	for _, s := range all {
 		s.mu.Lock()
 		if s.rec.Alias == alias && s.rec.ID != "" && (lastID == "" || s.rec.UpdatedAtMS > lastAt) {
-			lastID, lastState, lastAt = s.rec.ID, string(s.rec.State), s.rec.UpdatedAtMS
+			lastID, lastState, lastAt, lastS = s.rec.ID, string(s.rec.State), s.rec.UpdatedAtMS, s
 		}
 		s.mu.Unlock()
+	}
+	if last && lastS != nil {
+		return lastS, nil
 	}
 	if lastID != "" {
 		// The alias as the client sent it ("cl" or "@cl"), not rewritten.

@@ -352,7 +352,7 @@ func (rt *runtime) sessionDiff(ctx context.Context, peer rpc.Peer, p rpc.Session
 	case max < 1024 || max > maxDiffBytes:
 		return rpc.SessionDiffResult{}, rpc.InvalidField("max_bytes", "must be between 1024 and %d", maxDiffBytes)
 	}
-	s, err := rt.resolve(p.Session)
+	s, err := rt.resolveLast(p.Session)
 	if err != nil {
 		return rpc.SessionDiffResult{}, err
 	}

@@ -309,3 +309,52 @@ func TestWorktreeDiffBounded(t *testing.T) {
 	err = td.call(rpc.MethodSessionDiff, rpc.SessionDiffParams{Session: plain.Session.ID}, nil)
 	wantInvalid(t, err, "session", "no worktree")
 }
+
+// Stop, review, remove by alias: once its Session stopped, an alias still
+// names it for the calls that read it or clean up after it (session.read,
+// session.diff, session.stop with remove_worktree, scrollback), while a
+// send by it stays NOT_FOUND and an active Session taking the alias wins.
+func TestWorktreeCleanupByAliasAfterStop(t *testing.T) {
+	td := startTestDaemon(t)
+	repo := newGitRepo(t)
+	var r rpc.Receipt
+	td.mustCall(rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "alias cleanup", Alias: "wt1", Harness: "claude", Cwd: repo, Prompt: "[[tool echo x > x.txt]] write",
+		RequestID: "wt-alias-1", Environment: td.env, Worktree: &rpc.WorktreeOption{},
+	}, &r)
+	td.waitResult(t, r.Session.ID, r.Cursor)
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: "wt1"}, nil)
+
+	var rd rpc.SessionReadResult
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "wt1"}, &rd)
+	if rd.Session.ID != r.Session.ID || rd.Session.State != rpc.StateStopped {
+		t.Fatalf("read by alias after stop = %+v", rd.Session)
+	}
+	var diff rpc.SessionDiffResult
+	td.mustCall(rpc.MethodSessionDiff, rpc.SessionDiffParams{Session: "@wt1"}, &diff)
+	if diff.Session.ID != r.Session.ID || !strings.Contains(diff.Diff, "+x") {
+		t.Fatalf("diff by alias after stop = %+v", diff)
+	}
+	var page rpc.ScrollbackPage
+	td.mustCall(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: "wt1"}, &page)
+	err := td.call(rpc.MethodSessionSend, rpc.SessionSendParams{Session: "wt1", Prompt: "more", RequestID: "wt-alias-2"}, nil)
+	if !errors.Is(err, rpc.ErrNotFound) || !strings.Contains(err.Error(), r.Session.ID) {
+		t.Fatalf("send by a stopped Session's alias: %v", err)
+	}
+	var sr rpc.SessionResult
+	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: "wt1", RemoveWorktree: true, Force: true}, &sr)
+	if sr.Session.ID != r.Session.ID || sr.Session.Worktree == nil || !sr.Session.Worktree.Removed {
+		t.Fatalf("stop --remove-worktree by alias = %+v", sr.Session)
+	}
+
+	// A new Session taking the alias is what it names now.
+	var r2 rpc.Receipt
+	td.mustCall(rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "alias reuse", Alias: "wt1", Harness: "claude", Cwd: t.TempDir(), Prompt: "hi",
+		RequestID: "wt-alias-3", Environment: td.env,
+	}, &r2)
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: "wt1"}, &rd)
+	if rd.Session.ID != r2.Session.ID || rd.Session.ID == r.Session.ID {
+		t.Fatalf("read by a reused alias = %s, want the active %s", rd.Session.ID, r2.Session.ID)
+	}
+}

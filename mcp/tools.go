@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -98,7 +97,7 @@ func (t *tools) delegate(ctx context.Context, _ *sdk.CallToolRequest, in delegat
 	}
 	title := in.Title
 	if title == "" {
-		title = titleFrom(in.Prompt)
+		title = client.TitleFrom(in.Prompt)
 	}
 	var wt *rpc.WorktreeOption
 	if in.Worktree || in.Branch != "" {
@@ -354,28 +353,4 @@ func requestID(id, key, scope string) (string, error) {
 		return "mcp-" + hex.EncodeToString(sum[:16]), nil
 	}
 	return "", rpc.InvalidField("request_id", "is required (or give key): choose it before the first attempt and reuse it on every retry")
-}
-
-// titleFrom makes a Session title from the prompt's first non-empty line:
-// controls dropped, at most 60 runes.
-func titleFrom(prompt string) string {
-	for _, line := range strings.Split(prompt, "\n") {
-		var b strings.Builder
-		n := 0
-		for _, r := range line {
-			if n == 60 {
-				b.WriteString("…")
-				break
-			}
-			if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-				r = ' '
-			}
-			b.WriteRune(r)
-			n++
-		}
-		if s := strings.TrimSpace(b.String()); s != "" {
-			return s
-		}
-	}
-	return "delegated task"
 }

@@ -278,7 +278,7 @@ func TestDaemonStop(t *testing.T) {
 func TestCreateHelpSaysWhatIsRequired(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "create", "--help")
-	for _, want := range []string{"Required: --harness", "--title, --request-id", "--harness-option permission-mode=default"} {
+	for _, want := range []string{"Required: --harness", "Without --title the title is the prompt", "Without --request-id the command makes one", "--harness-option permission-mode=default"} {
 		if code != exitOK || !strings.Contains(stdout, want) {
 			t.Fatalf("create --help lacks %q:\n%s", want, stdout)
 		}

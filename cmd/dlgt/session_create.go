@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -20,14 +22,20 @@ func newSessionCreateCommand(e *env) *cobra.Command {
 		wait      time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "create --harness NAME --cwd DIR --title T --request-id ID [--wait D] [flags] (-- PROMPT | --stdin)",
+		Use:   "create --harness NAME [--cwd DIR] [--title T] [--request-id ID] [--wait D] [flags] (-- PROMPT | --stdin)",
 		Short: "Launch a harness in a new Session and submit the first prompt",
 		Long: `Launch a harness in a new Session and submit the first prompt.
 
-Required: --harness (unless --profile sets it), --title, --request-id, and
-the prompt, either after -- or on stdin with --stdin. Missing any of them is
-INVALID_ARGUMENT (exit 1) naming every one that is missing, before the
-daemon is contacted.
+Required: --harness (unless --profile sets it) and the prompt, either
+after -- or on stdin with --stdin. Missing either is INVALID_ARGUMENT (exit
+1) naming every one that is missing, before the daemon is contacted.
+
+Without --title the title is the prompt's first line (at most 60
+characters). Without --request-id the command makes one (cli-<24 hex
+digits>) and shows it: the receipt carries it as request_id (-o text: a
+"request" line; with --wait it goes to stderr). Retrying a create with that
+id replays it instead of starting a second Session; a script that may retry
+chooses its own id up front.
 
 With --wait D the command also waits up to D for this execution's result,
 as "session fetch SESSION --cursor <receipt cursor> --until result --wait D"
@@ -58,7 +66,8 @@ default is dlgt/<alias>), under its state directory, and launches the
 harness there (in the same subdirectory). Outside a repository, or with a
 branch that exists, the create is refused (INVALID_ARGUMENT) and nothing
 is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
-		Example: `  dlgt session create --harness claude --cwd . --title "review" --request-id r1 -- "Review the diff on this branch"
+		Example: `  dlgt session create --harness claude -o text -- "Review the diff on this branch"
+  dlgt session create --harness claude --cwd . --title "review" --request-id r1 -- "Review the diff on this branch"
   dlgt session create --harness claude --title review --request-id r3 --wait 10m -o text -- "Review the last commit"
   dlgt session create --harness codex --worktree --title "fix flaky test" --request-id r4 -- "Fix TestFoo"
   git diff | dlgt session create --profile review --cwd ~/src/app --title diff --request-id r2 --stdin`,
@@ -86,12 +95,6 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 			if params.Harness == "" {
 				missing = append(missing, "--harness ("+harnessList(e.registry())+", unless the profile sets it)")
 			}
-			if opts.title == "" {
-				missing = append(missing, "--title")
-			}
-			if requestID == "" {
-				missing = append(missing, "--request-id")
-			}
 			if noPrompt {
 				missing = append(missing, "the prompt (after -- or with --stdin)")
 			}
@@ -102,9 +105,25 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 			if err != nil {
 				return usageFailure(cmd, err)
 			}
+			// A person at a shell need not invent identifiers: the title
+			// comes from the prompt, and a request id is made and shown.
+			if params.Title == "" {
+				params.Title = client.TitleFrom(prompt)
+			}
+			var generated string
+			if requestID == "" {
+				requestID = client.NewRequestID("cli")
+				generated = requestID
+			}
 			params.Prompt, params.RequestID = prompt, requestID
 			if !cmd.Flags().Changed("wait") {
-				return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, render.Receipt)
+				if generated == "" {
+					return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, render.Receipt)
+				}
+				return e.createShowingID(cmd, params)
+			}
+			if generated != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "dlgt: request id %s (made for this create: retry it with --request-id %s, never without)\n", generated, generated)
 			}
 			return e.createAndWait(cmd, params, wait, waitMS)
 		},
@@ -112,7 +131,7 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 	opts.register(cmd)
 	opts.registerWorktree(cmd)
 	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: "+harnessList(e.registry())+" (required unless --profile sets it)")
-	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key, required: retrying with the same id and parameters replays the receipt")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: retrying with the same id and parameters replays the receipt (default: one made and shown)")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "then wait up to this long (e.g. 10m) for the execution's result and print it as session fetch --until result does")
 	addPretty(cmd)
@@ -120,21 +139,50 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 	return cmd
 }
 
+// create makes the session.create call of params and decodes its
+// receipt; a failure comes back printed (printFailure's status).
+func (e *env) create(cmd *cobra.Command, params rpc.SessionCreateParams) (text bool, raw json.RawMessage, r rpc.Receipt, err error) {
+	if text, err = textOutput(cmd); err != nil {
+		return text, nil, r, printFailure(cmd, err)
+	}
+	if raw, err = e.call(cmd.Context(), rpc.MethodSessionCreate, params); err != nil {
+		return text, nil, r, printFailure(cmd, err)
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.Session.ID == "" || r.Cursor == "" {
+		return text, nil, r, printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result (no session id or cursor): %.200s", rpc.MethodSessionCreate, raw))
+	}
+	return text, raw, r, nil
+}
+
+// createShowingID is session create with a request id it made
+// (params.RequestID): the receipt, carrying that id as request_id, so a
+// retry can repeat it.
+func (e *env) createShowingID(cmd *cobra.Command, params rpc.SessionCreateParams) error {
+	text, raw, r, err := e.create(cmd, params)
+	if err != nil {
+		return err
+	}
+	if !text {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result: %v", rpc.MethodSessionCreate, err))
+		}
+		fields["request_id"], _ = json.Marshal(params.RequestID)
+		return printOK(cmd, fields)
+	}
+	w := cmd.OutOrStdout()
+	render.Receipt(w, r)
+	fmt.Fprintf(w, "request %s (made for this create: to retry it, give --request-id %s)\n", params.RequestID, params.RequestID)
+	return nil
+}
+
 // createAndWait is session create --wait: the create, then the fetch that
 // waits for this execution's result from the receipt's cursor, printed as
 // session fetch prints it. A failed create prints its own error.
 func (e *env) createAndWait(cmd *cobra.Command, params rpc.SessionCreateParams, wait time.Duration, waitMS int64) error {
-	text, err := textOutput(cmd)
+	text, _, r, err := e.create(cmd, params)
 	if err != nil {
-		return printFailure(cmd, err)
-	}
-	raw, err := e.call(cmd.Context(), rpc.MethodSessionCreate, params)
-	if err != nil {
-		return printFailure(cmd, err)
-	}
-	var r rpc.Receipt
-	if err := json.Unmarshal(raw, &r); err != nil || r.Session.ID == "" || r.Cursor == "" {
-		return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result (no session id or cursor): %.200s", rpc.MethodSessionCreate, raw))
+		return err
 	}
 	cursor, _ := json.Marshal(r.Cursor)
 	// The create's connection already chose this daemon; the indicator

@@ -18,9 +18,7 @@ func TestCreateNamesEveryMissingInput(t *testing.T) {
 		want, not []string
 	}{
 		{[]string{"session", "create"},
-			[]string{"--harness", "--title", "--request-id", "the prompt"}, nil},
-		{[]string{"session", "create", "--harness", "codex", "--", "go"},
-			[]string{"--title", "--request-id"}, []string{"--harness", "the prompt"}},
+			[]string{"--harness", "the prompt"}, []string{"--title", "--request-id"}},
 		{[]string{"session", "create", "--title", "t", "--request-id", "r"},
 			[]string{"--harness", "the prompt"}, []string{"--title", "--request-id"}},
 		{[]string{"session", "create", "--harness", "claude", "--title", "t", "--wait", "1m", "--request-id", "r"},
@@ -174,5 +172,42 @@ func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
 	e, out, _ = cliEnv(t, d, vars, nil, "")
 	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--harness=", "--title", "t", "--request-id", "r", "--", "hi"); code != exitError || !strings.Contains(stdout, "missing required --harness") {
 		t.Fatalf("--harness= exit %d: %s", code, stdout)
+	}
+}
+
+// Without --title the title is the prompt's first line; without
+// --request-id one is made, sent, and shown (the receipt carries it as
+// request_id); a create given both sends and prints what it sends and
+// prints today.
+func TestCreateMakesTitleAndRequestID(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionCreate, rpc.Receipt{Session: rpc.Session{ID: "claude:1", Alias: "fix-it", Harness: "claude", State: "busy"},
+		ExecutionSeq: 1, Cursor: "2", Submission: rpc.SubmissionConfirmed})
+	sent := func(i int) rpc.SessionCreateParams {
+		var p rpc.SessionCreateParams
+		if err := json.Unmarshal(d.params(rpc.MethodSessionCreate)[i], &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	code, stdout := runCLI(t, e, out, "session", "create", "--harness", "claude", "--", "Fix it\nthen test")
+	m := oneJSONLine(t, stdout)
+	p := sent(0)
+	if code != exitOK || p.Title != "Fix it" || !strings.HasPrefix(p.RequestID, "cli-") || m["request_id"] != p.RequestID || m["cursor"] != "2" {
+		t.Fatalf("exit %d, sent %+v, printed %s", code, p, stdout)
+	}
+
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	code, stdout = runCLI(t, e, out, "session", "create", "--harness", "claude", "-o", "text", "--", "Fix it")
+	if p2 := sent(1); code != exitOK || p2.RequestID == p.RequestID || !strings.Contains(stdout, "request "+p2.RequestID+" (") {
+		t.Fatalf("exit %d, sent %+v, printed %q", code, p2, stdout)
+	}
+
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	code, stdout = runCLI(t, e, out, "session", "create", "--harness", "claude", "--title", "mine", "--request-id", "r-7", "--", "Fix it")
+	if p3 := sent(2); code != exitOK || p3.Title != "mine" || p3.RequestID != "r-7" || strings.Contains(stdout, "request_id") {
+		t.Fatalf("exit %d, sent %+v, printed %q", code, p3, stdout)
 	}
 }

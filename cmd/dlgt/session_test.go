@@ -228,8 +228,6 @@ func TestUsageErrors(t *testing.T) {
 		{"create prompt both ways", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--stdin", "--", "p"}, "x"},
 		{"create no prompt", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r"}, ""},
 		{"create no harness", []string{"session", "create", "--title", "t", "--request-id", "r", "--", "p"}, ""},
-		{"create no title", []string{"session", "create", "--harness", "claude", "--request-id", "r", "--", "p"}, ""},
-		{"create no request id", []string{"session", "create", "--harness", "claude", "--title", "t", "--", "p"}, ""},
 		{"create bad harness option", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--harness-option", "novalue", "--", "p"}, ""},
 		{"create unknown profile", []string{"session", "create", "--profile", "nope", "--title", "t", "--request-id", "r", "--", "p"}, ""},
 		{"create negative timeout", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--startup-timeout", "-1s", "--", "p"}, ""},

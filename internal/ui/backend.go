@@ -2,8 +2,6 @@ package ui
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -214,11 +212,7 @@ func (m *model) action(id string, f func(ctx context.Context) (string, error)) t
 	}
 }
 
-func newRequestID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "ui-" + hex.EncodeToString(b[:])
-}
+func newRequestID() string { return client.NewRequestID("ui") }
 
 // errText is an error for the status line: an RPC error's message.
 func errText(err error) string {

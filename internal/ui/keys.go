@@ -335,7 +335,7 @@ func (m *model) formKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.status = "starting a " + harness + " Session…"
 		return m, m.action("", func(ctx context.Context) (string, error) {
 			l, err := m.c.ResolveLaunch(client.LaunchSpec{Harness: harness, Cwd: cwd, Prompt: prompt,
-				Title: render.OneLine(prompt, 60), RequestID: newRequestID()})
+				Title: client.TitleFrom(prompt), RequestID: newRequestID()})
 			if err != nil {
 				return "", err
 			}
