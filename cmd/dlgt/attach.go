@@ -31,7 +31,7 @@ detaching it prints {"ok":true,"session_id":...,"end":"detached"} ("exited"
 when the harness process ended, "interrupted" on a signal).`
 
 func newSessionAttachCommand(e *env) *cobra.Command {
-	var readOnly bool
+	var readOnly, noEndLine bool
 	cmd := &cobra.Command{
 		Use:   "attach SESSION [--read-only]",
 		Short: "Take over a Session's terminal interactively (detach with Ctrl-])",
@@ -40,10 +40,19 @@ func newSessionAttachCommand(e *env) *cobra.Command {
   dlgt session attach review --read-only`,
 		Args: jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.attach(cmd, args[0], readOnly)
+			if noEndLine {
+				// Nothing is left on the terminal: a failure goes to
+				// stderr, for the program that ran this one.
+				cmd.SetOut(cmd.ErrOrStderr())
+			}
+			return e.attach(cmd, args[0], readOnly, noEndLine)
 		},
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "watch without taking the input lease (keys other than Ctrl-] are ignored)")
+	// dlgt ui runs attach with it: the line would be left on the shell's
+	// screen under the UI's, to be seen after the UI quits.
+	cmd.Flags().BoolVar(&noEndLine, "no-end-line", false, "print nothing after detaching, and a failure on stderr")
+	cmd.Flags().MarkHidden("no-end-line")
 	addPretty(cmd)
 	return cmd
 }
@@ -90,7 +99,7 @@ func terminalWidth(w any) int {
 	return 80
 }
 
-func (e *env) attach(cmd *cobra.Command, ref string, readOnly bool) error {
+func (e *env) attach(cmd *cobra.Command, ref string, readOnly, noEndLine bool) error {
 	in, out := e.stdin, e.stdout
 	if !e.terminal(in) || !e.terminal(out) {
 		return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "attach needs a terminal"))
@@ -104,6 +113,9 @@ func (e *env) attach(cmd *cobra.Command, ref string, readOnly bool) error {
 		Size: func() (int, int, bool) { return terminalSize(out) }})
 	if err != nil {
 		return printFailure(cmd, err)
+	}
+	if noEndLine {
+		return nil
 	}
 	return printOK(cmd, end)
 }

@@ -124,8 +124,9 @@ func (d *fakeAttachDaemon) serve(ctx context.Context, _ rpc.Peer, req *rpc.Reque
 
 // ptyReader accumulates what the command wrote to its terminal.
 type ptyReader struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	done chan struct{}
 }
 
 func (r *ptyReader) waitFor(t *testing.T, want string) {
@@ -143,23 +144,62 @@ func (r *ptyReader) waitFor(t *testing.T, want string) {
 	t.Fatalf("terminal never showed %q; got %q", want, r.String())
 }
 
+// readPTY collects what is written to the terminal of master, until
+// reading it fails (done is closed then).
+func readPTY(master *os.File) *ptyReader {
+	r := &ptyReader{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		b := make([]byte, 4096)
+		for {
+			n, err := master.Read(b)
+			r.mu.Lock()
+			r.buf.Write(b[:n])
+			r.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return r
+}
+
+// waitExit waits for an attach run in the background to exit 0 after
+// Ctrl-].
+func (r *ptyReader) waitExit(t *testing.T, code <-chan int) {
+	t.Helper()
+	select {
+	case c := <-code:
+		if c != exitOK {
+			t.Fatalf("exit %d; terminal %q", c, r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("attach did not exit after Ctrl-]")
+	}
+}
+
 func (r *ptyReader) String() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.buf.String()
 }
 
-func TestAttachRawModeInputDetachRestore(t *testing.T) {
-	sock := filepath.Join(shortDir(t), "s")
-	d := &fakeAttachDaemon{detached: make(chan struct{})}
+// attachOnPTY serves the fake attach daemon and opens a terminal.
+func attachOnPTY(t *testing.T) (d *fakeAttachDaemon, sock string, master, slave *os.File) {
+	t.Helper()
+	sock = filepath.Join(shortDir(t), "s")
+	d = &fakeAttachDaemon{detached: make(chan struct{})}
 	serveAt(t, sock, d.serve)
-
 	master, slave, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pty: %v", err)
 	}
-	defer master.Close()
-	defer slave.Close()
+	t.Cleanup(func() { master.Close(); slave.Close() })
+	return d, sock, master, slave
+}
+
+func TestAttachRawModeInputDetachRestore(t *testing.T) {
+	d, sock, master, slave := attachOnPTY(t)
 	if err := pty.Setsize(master, &pty.Winsize{Rows: 33, Cols: 101}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,19 +207,7 @@ func TestAttachRawModeInputDetachRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term := &ptyReader{}
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := master.Read(b)
-			term.mu.Lock()
-			term.buf.Write(b[:n])
-			term.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	term := readPTY(master)
 
 	e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
 	e.stdin, e.stdout = slave, slave
@@ -208,14 +236,7 @@ func TestAttachRawModeInputDetachRestore(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	master.Write([]byte("z\x1dnot sent"))
-	select {
-	case c := <-code:
-		if c != exitOK {
-			t.Fatalf("exit %d; terminal %q", c, term)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("attach did not exit after Ctrl-]")
-	}
+	term.waitExit(t, code)
 	term.waitFor(t, `{"ok":true,"session_id":"claude:x","mode":"write","end":"detached"}`)
 	d.mu.Lock()
 	if got := d.input.String(); got != "ab\x03\rz" {
@@ -254,19 +275,7 @@ func TestAttachAlreadyAttachedIsJSONFailure(t *testing.T) {
 	before, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
 	e.stdin, e.stdout = slave, slave
-	term := &ptyReader{}
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := master.Read(b)
-			term.mu.Lock()
-			term.buf.Write(b[:n])
-			term.mu.Unlock()
-			if err != nil {
-				return
-			}
-		}
-	}()
+	term := readPTY(master)
 	if code := run([]string{"session", "attach", "claude:x"}, e); code != exitError {
 		t.Fatalf("exit %d", code)
 	}
@@ -277,5 +286,37 @@ func TestAttachAlreadyAttachedIsJSONFailure(t *testing.T) {
 	after, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	if after.Lflag != before.Lflag {
 		t.Fatal("termios changed")
+	}
+}
+
+// --no-end-line (dlgt ui's attach): nothing is left on the terminal after
+// detaching, and a failure goes to stderr.
+func TestAttachNoEndLine(t *testing.T) {
+	_, sock, master, slave := attachOnPTY(t)
+	term := readPTY(master)
+	e, _, errb := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
+	e.stdin, e.stdout = slave, slave
+	code := make(chan int, 1)
+	go func() { code <- run([]string{"session", "attach", "--no-end-line", "claude:x"}, e) }()
+	term.waitFor(t, "HELLO-FROM-HARNESS")
+	master.Write([]byte{0x1d})
+	term.waitExit(t, code)
+	term.waitFor(t, attach.Leave)
+	time.Sleep(100 * time.Millisecond) // anything written after the restore would be read by now
+	if out := term.String(); strings.Contains(out, `"ok"`) || errb.Len() != 0 {
+		t.Fatalf("terminal %q, stderr %q", out, errb)
+	}
+
+	sock2 := filepath.Join(shortDir(t), "s")
+	serveAt(t, sock2, func(ctx context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
+		return nil, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: "claude:x", Message: "another client holds the attach lease"}
+	})
+	e, _, errb = testEnv(t, map[string]string{"DLGT_SOCKET": sock2}, "")
+	e.stdin, e.stdout = slave, slave
+	if c := run([]string{"session", "attach", "--no-end-line", "claude:x"}, e); c != exitError {
+		t.Fatalf("exit %d", c)
+	}
+	if !strings.Contains(errb.String(), `"code":"ALREADY_ATTACHED"`) || strings.Count(term.String(), `"ok"`) != 0 {
+		t.Fatalf("stderr %q, terminal %q", errb, term)
 	}
 }

@@ -20,10 +20,12 @@ it, the selected Session's screen (its newest rows) and, for a blocked
 Session, the request it waits on in full.
 
 Keys: ↑/↓ select, a attach (Ctrl-] comes back), y/n allow/deny a pending
-permission, 1-9 answer a pending question, s send a follow-up, c cancel and
-x stop (both ask y/N), r restart, o open the last result in $PAGER, N new
-delegation, ? help, q or Ctrl-C quit. Each key says what it did on the
-bottom line. NO_COLOR turns colors off. Needs a terminal.`
+permission (n takes an optional reason for the model), 1-9 answer a
+pending question, s send a follow-up, c cancel, x stop and r restart (each
+asks y/N), o open the last result in $PAGER, N new delegation, ? help, q
+or Ctrl-C quit. Every key counts, however fast they come; a paste moves
+the selection only. Each key says what it did on the bottom line. NO_COLOR
+turns colors off. Needs a terminal.`
 
 func newUICommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{

@@ -7,10 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -238,12 +239,63 @@ type execDone struct {
 }
 
 // attachCmd hands the terminal to `dlgt session attach` until it ends
-// (Ctrl-] detaches).
+// (Ctrl-] detaches). It prints no end line (it would be left on the
+// shell's screen after the UI quits) and its failure goes to stderr,
+// kept here for the status line.
 func (m *model) attachCmd(id, name string) tea.Cmd {
-	cmd := exec.Command(m.exe, append(slices.Clone(m.exeArgs), "session", "attach", id)...)
+	cmd := exec.Command(m.exe, append(slices.Clone(m.exeArgs), "session", "attach", "--no-end-line", id)...)
+	stderr := &tailBuffer{max: maxAttachStderr}
+	cmd.Stderr = stderr
 	return tea.ExecProcess(cmd, func(err error) tea.Msg {
+		if err != nil {
+			if msg := failureMessage(stderr.String()); msg != "" {
+				err = errors.New(msg)
+			}
+		}
 		return execDone{id: id, what: "detached from " + name, err: err}
 	})
+}
+
+// maxAttachStderr bounds what the UI keeps of attach's stderr.
+const maxAttachStderr = 64 << 10
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// failureMessage is the message of the last {"ok":false,...} line of a
+// dlgt command's output, or "".
+func failureMessage(out string) string {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var f struct {
+			OK    bool       `json:"ok"`
+			Error *rpc.Error `json:"error"`
+		}
+		if json.Unmarshal([]byte(lines[i]), &f) == nil && !f.OK && f.Error != nil && f.Error.Message != "" {
+			return f.Error.Message
+		}
+	}
+	return ""
 }
 
 // pagerCmd shows text in $PAGER (less when unset).

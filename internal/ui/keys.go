@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
@@ -22,31 +22,17 @@ func (l *line) String() string { return string(l.r) }
 func (l *line) reset()         { l.r = l.r[:0] }
 
 // edit applies an editing key; false when k is no editing key.
-func (l *line) edit(k tea.KeyMsg) bool {
-	switch k.Type {
-	case tea.KeyRunes, tea.KeySpace:
-		rs := k.Runes
-		if k.Type == tea.KeySpace {
-			rs = []rune{' '}
-		}
-		for _, r := range rs {
-			if r == '\n' || r == '\r' || r == '\t' {
-				r = ' '
-			}
-			if len(l.r) < maxInput && r >= 0x20 {
-				l.r = append(l.r, r)
-			}
-		}
-		return true
-	case tea.KeyBackspace:
+func (l *line) edit(k tea.KeyPressMsg) bool {
+	switch k.String() {
+	case "backspace":
 		if len(l.r) > 0 {
 			l.r = l.r[:len(l.r)-1]
 		}
 		return true
-	case tea.KeyCtrlU:
+	case "ctrl+u":
 		l.reset()
 		return true
-	case tea.KeyCtrlW:
+	case "ctrl+w":
 		s := strings.TrimRight(string(l.r), " ")
 		if i := strings.LastIndex(s, " "); i >= 0 {
 			l.r = []rune(s[:i+1])
@@ -55,7 +41,24 @@ func (l *line) edit(k tea.KeyMsg) bool {
 		}
 		return true
 	}
+	if k.Text != "" && !k.Mod.Contains(tea.ModCtrl) && !k.Mod.Contains(tea.ModAlt) {
+		l.insert(k.Text)
+		return true
+	}
 	return false
+}
+
+// insert adds typed or pasted text at the end: line breaks and tabs as
+// spaces, other control characters left out, at most maxInput runes.
+func (l *line) insert(text string) {
+	for _, r := range text {
+		if r == '\n' || r == '\r' || r == '\t' {
+			r = ' '
+		}
+		if len(l.r) < maxInput && r >= 0x20 && r != 0x7f {
+			l.r = append(l.r, r)
+		}
+	}
 }
 
 // newForm is the new-delegation form: harness, directory, prompt.
@@ -73,8 +76,8 @@ func makeForm(cwd string) newForm {
 	return f
 }
 
-func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
-	if k.Type == tea.KeyCtrlC {
+func (m *model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	if k.String() == "ctrl+c" {
 		return m, tea.Quit
 	}
 	switch m.mode {
@@ -88,22 +91,62 @@ func (m *model) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		return m.confirmKey(k)
 	case modeSend:
 		return m.sendKey(k)
+	case modeDeny:
+		return m.denyKey(k)
 	case modeNew:
 		return m.formKey(k)
 	}
 	return m.listKey(k)
 }
 
-func (m *model) move(delta int) tea.Cmd {
-	if len(m.order) == 0 {
-		return nil
+// paste takes text the terminal marks as pasted (bracketed paste): into
+// the line being edited; in the list only its selection keys (j k g G)
+// count, each as if typed, so a paste cannot act on a Session, answer a
+// question or quit; elsewhere it is ignored.
+func (m *model) paste(text string) (tea.Model, tea.Cmd) {
+	switch m.mode {
+	case modeSend, modeDeny:
+		m.input.insert(text)
+	case modeNew:
+		m.form.fields[m.form.focus].insert(text)
+	case modeList:
+		ignored := false
+		for _, r := range text {
+			switch r {
+			case 'j':
+				m.step(1)
+			case 'k':
+				m.step(-1)
+			case 'g':
+				m.step(-len(m.order))
+			case 'G':
+				m.step(len(m.order))
+			case ' ', '\t', '\n', '\r':
+			default:
+				ignored = true
+			}
+		}
+		if ignored {
+			m.status = "a paste moves the selection only (j k g G); type other keys"
+		}
+		return m, m.selectionChanged()
 	}
-	i := max(0, min(len(m.order)-1, m.selIndex()+delta))
-	m.sel = m.order[i]
+	return m, nil
+}
+
+// step moves the selection by delta rows, within the list.
+func (m *model) step(delta int) {
+	if len(m.order) > 0 {
+		m.sel = m.order[max(0, min(len(m.order)-1, m.selIndex()+delta))]
+	}
+}
+
+func (m *model) move(delta int) tea.Cmd {
+	m.step(delta)
 	return m.selectionChanged()
 }
 
-func (m *model) listKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *model) listKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch k.String() {
 	case "q":
 		return m, tea.Quit
@@ -141,32 +184,27 @@ func (m *model) listKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	case "a":
 		m.status = "attaching to " + name + " (Ctrl-] detaches)"
 		return m, m.attachCmd(id, name)
-	case "y", "n":
-		return m, m.respond(r, s == "y", "")
+	case "y":
+		return m, m.respond(r, true, "")
+	case "n":
+		// A deny can say why: a one-line reason for the model first.
+		if params, said, ok := m.answer(r, false, ""); ok {
+			m.mode = modeDeny
+			m.deny.params, m.deny.said, m.deny.name = params, said, name
+			m.input.reset()
+		}
+		return m, nil
 	case "1", "2", "3", "4", "5", "6", "7", "8", "9":
 		return m, m.respond(r, false, s)
 	case "s":
 		m.mode = modeSend
 		m.input.reset()
 		return m, nil
-	case "c", "x":
+	case "c", "x", "r":
 		m.mode = modeConfirm
-		m.confirm.verb, m.confirm.id, m.confirm.name = "cancel", id, name
-		m.confirm.force = false
-		if s == "x" {
-			m.confirm.verb = "stop"
-			m.confirm.force = r.s.State == rpc.StateBusy || r.s.State == rpc.StateBlocked
-		}
+		m.confirm.verb, m.confirm.id, m.confirm.name = map[string]string{"c": "cancel", "x": "stop", "r": "restart"}[s], id, name
+		m.confirm.force = s == "x" && (r.s.State == rpc.StateBusy || r.s.State == rpc.StateBlocked)
 		return m, nil
-	case "r":
-		m.status = "restarting " + name + "…"
-		return m, m.action(id, func(ctx context.Context) (string, error) {
-			res, err := m.c.SessionRestart(ctx, rpc.SessionRestartParams{Session: id, Environment: m.c.LaunchEnvironment()})
-			if err != nil {
-				return "", err
-			}
-			return "restarted " + name + ": " + res.Session.State, nil
-		})
 	case "o":
 		if !r.hasRes || r.res == nil {
 			m.status = name + " has no result yet"
@@ -199,11 +237,14 @@ func (m *model) openResult(id, name string) tea.Cmd {
 
 type openMsg struct{ id, name, text string }
 
-func (m *model) respond(r *row, allow bool, option string) tea.Cmd {
+// answer builds the answer to what the selected Session waits on: allow
+// or deny a permission, or a question's option; false, with the reason on
+// the status line, when it waits on nothing that answer fits.
+func (m *model) answer(r *row, allow bool, option string) (rpc.SessionRespondParams, string, bool) {
 	name, p := render.SessionName(r.s), r.s.Pending
 	if r.s.State != rpc.StateBlocked || p == nil {
 		m.status = name + " is not waiting for an answer"
-		return nil
+		return rpc.SessionRespondParams{}, "", false
 	}
 	params := rpc.SessionRespondParams{Session: r.s.ID, PendingID: p.ID, RequestID: newRequestID()}
 	var said string
@@ -218,24 +259,54 @@ func (m *model) respond(r *row, allow bool, option string) tea.Cmd {
 		i := int(option[0] - '1')
 		if i >= len(p.Options) {
 			m.status = fmt.Sprintf("%s's question has %d options", name, len(p.Options))
-			return nil
+			return params, "", false
 		}
 		params.Option, said = p.Options[i].ID, "answered "+p.Options[i].Label
 	case p.Kind == rpc.PendingQuestion:
 		m.status = "answer the question with its number (1-" + fmt.Sprint(min(9, len(p.Options))) + ")"
-		return nil
+		return params, "", false
 	default:
 		m.status = "y allows, n denies a permission request"
+		return params, "", false
+	}
+	return params, said, true
+}
+
+func (m *model) respond(r *row, allow bool, option string) tea.Cmd {
+	params, said, ok := m.answer(r, allow, option)
+	if !ok {
 		return nil
 	}
+	return m.sendAnswer(params, said, render.SessionName(r.s))
+}
+
+// sendAnswer sends session.respond; the status line says how it went.
+func (m *model) sendAnswer(params rpc.SessionRespondParams, said, name string) tea.Cmd {
 	m.status = "answering " + name + "…"
-	id := r.s.ID
-	return m.action(id, func(ctx context.Context) (string, error) {
+	return m.action(params.Session, func(ctx context.Context) (string, error) {
 		if _, err := m.c.SessionRespond(ctx, params); err != nil {
 			return "", err
 		}
 		return said + " for " + name, nil
 	})
+}
+
+// denyKey edits the reason of a deny: Enter denies (with the reason, if
+// any), Esc leaves the request waiting.
+func (m *model) denyKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch k.String() {
+	case "esc":
+		m.mode = modeList
+		m.status = "did not deny " + m.deny.name
+		return m, nil
+	case "enter":
+		m.mode = modeList
+		params := m.deny.params
+		params.Message = strings.TrimSpace(m.input.String())
+		return m, m.sendAnswer(params, m.deny.said, m.deny.name)
+	}
+	m.input.edit(k)
+	return m, nil
 }
 
 func orWord(s, or string) string {
@@ -245,7 +316,7 @@ func orWord(s, or string) string {
 	return s
 }
 
-func (m *model) confirmKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *model) confirmKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	m.mode = modeList
 	verb, id, name, force := m.confirm.verb, m.confirm.id, m.confirm.name, m.confirm.force
 	if k.String() != "y" && k.String() != "Y" {
@@ -266,6 +337,15 @@ func (m *model) confirmKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			}
 			return text, nil
 		})
+	case "restart":
+		m.status = "restarting " + name + "…"
+		return m, m.action(id, func(ctx context.Context) (string, error) {
+			res, err := m.c.SessionRestart(ctx, rpc.SessionRestartParams{Session: id, Environment: m.c.LaunchEnvironment()})
+			if err != nil {
+				return "", err
+			}
+			return "restarted " + name + ": " + res.Session.State, nil
+		})
 	default:
 		m.status = "stopping " + name + "…"
 		return m, m.action(id, func(ctx context.Context) (string, error) {
@@ -278,13 +358,13 @@ func (m *model) confirmKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	}
 }
 
-func (m *model) sendKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
-	switch k.Type {
-	case tea.KeyEsc:
+func (m *model) sendKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch k.String() {
+	case "esc":
 		m.mode = modeList
 		m.status = "sent nothing"
 		return m, nil
-	case tea.KeyEnter:
+	case "enter":
 		m.mode = modeList
 		prompt := strings.TrimSpace(m.input.String())
 		r := m.selected()
@@ -306,20 +386,20 @@ func (m *model) sendKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *model) formKey(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+func (m *model) formKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	f := &m.form
-	switch k.Type {
-	case tea.KeyEsc:
+	switch k.String() {
+	case "esc":
 		m.mode = modeList
 		m.status = "started nothing"
 		return m, nil
-	case tea.KeyTab, tea.KeyDown:
+	case "tab", "down":
 		f.focus = (f.focus + 1) % len(f.fields)
 		return m, nil
-	case tea.KeyShiftTab, tea.KeyUp:
+	case "shift+tab", "up":
 		f.focus = (f.focus + len(f.fields) - 1) % len(f.fields)
 		return m, nil
-	case tea.KeyEnter:
+	case "enter":
 		if f.focus < len(f.fields)-1 {
 			f.focus++
 			return m, nil

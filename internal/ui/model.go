@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
@@ -58,8 +58,9 @@ func Run(ctx context.Context, o Options) error {
 	// Signals are the command's: it cancels ctx on SIGINT and SIGTERM,
 	// and ctx ending quits the program. Bubble Tea's own handler is off:
 	// its send of the quit message does not watch for the program having
-	// ended, so a signal racing another way out hung the exit.
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithFPS(uiFPS), tea.WithoutSignalHandler())
+	// ended, so a signal racing another way out hung the exit. The
+	// alternate screen is the view's (View).
+	p := tea.NewProgram(m, tea.WithFPS(uiFPS), tea.WithoutSignalHandler())
 	go func() {
 		<-ctx.Done()
 		p.Quit()
@@ -99,6 +100,7 @@ const (
 	modeList mode = iota
 	modeConfirm
 	modeSend
+	modeDeny
 	modeNew
 	modeHelp
 )
@@ -135,10 +137,16 @@ type model struct {
 
 	mode    mode
 	confirm struct {
-		verb  string // "cancel" or "stop"
+		verb  string // "cancel", "stop" or "restart"
 		id    string
 		name  string
 		force bool
+	}
+	// deny is the answer n prepared, sent with the reason typed in input.
+	deny struct {
+		params rpc.SessionRespondParams
+		said   string
+		name   string
 	}
 	input line
 	form  newForm
@@ -426,8 +434,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.status = "✓ " + msg.what
 		}
 		return m, tea.Batch(m.readSession(msg.id), m.refreshScreen())
-	case tea.KeyMsg:
+	case tea.KeyPressMsg:
 		return m.key(msg)
+	case tea.PasteMsg:
+		return m.paste(msg.Content)
 	}
 	return m, nil
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -28,6 +29,17 @@ func testModel(noColor bool, states ...string) *model {
 	m.connected = true
 	m.resort()
 	return m
+}
+
+// press is the key message of one typed character, as the terminal
+// reader makes it (an upper case letter is its letter with shift).
+func press(text string) tea.KeyPressMsg {
+	r := []rune(text)[0]
+	k := tea.KeyPressMsg{Code: r, Text: text}
+	if lower := unicode.ToLower(r); lower != r {
+		k.Code, k.ShiftedCode, k.Mod = lower, r, tea.ModShift
+	}
+	return k
 }
 
 func TestListSortsWhatNeedsAPersonFirst(t *testing.T) {
@@ -53,9 +65,9 @@ func TestViewFitsTheTerminal(t *testing.T) {
 		m.rows[m.order[0]].s.Pending = &rpc.Pending{ID: "p1", Kind: rpc.PendingPermission, Tool: "Bash", Input: strings.Repeat("rm -rf / ", 100)}
 		m.screenID, m.screen = m.sel, []string{strings.Repeat("x", 500), "漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字漢字"}
 		m.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
-		for _, md := range []mode{modeList, modeHelp, modeNew, modeSend, modeConfirm} {
+		for _, md := range []mode{modeList, modeHelp, modeNew, modeSend, modeDeny, modeConfirm} {
 			m.mode = md
-			lines := strings.Split(m.View(), "\n")
+			lines := strings.Split(m.View().Content, "\n")
 			if len(lines) != size[1] {
 				t.Fatalf("%v mode %d: %d lines, want %d", size, md, len(lines), size[1])
 			}
@@ -86,7 +98,7 @@ func TestNoColor(t *testing.T) {
 		m := testModel(noColor, rpc.StateBlocked, rpc.StateFailed, rpc.StateBusy, rpc.StateIdle)
 		m.sel = m.order[3] // the colored state cells are not the selected row
 		m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
-		v := m.View()
+		v := m.View().Content
 		if hasColor(v) == noColor {
 			t.Fatalf("NoColor %v: colors drawn %v:\n%q", noColor, hasColor(v), v)
 		}
@@ -109,25 +121,25 @@ func TestPreviewRowsBounded(t *testing.T) {
 	}
 }
 
-// Keys that destroy ask first: c and x only open the question, and any
-// key but y declines it.
+// Keys that destroy ask first: c, x and r only open the question, and
+// any key but y declines it.
 func TestDestructiveKeysAskFirst(t *testing.T) {
 	m := testModel(true, rpc.StateBusy)
 	m.Update(tea.WindowSizeMsg{Width: 100, Height: 20})
-	for _, k := range []string{"c", "x"} {
-		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)})
+	for _, k := range []string{"c", "x", "r"} {
+		_, cmd := m.Update(press(k))
 		if cmd != nil || m.mode != modeConfirm {
 			t.Fatalf("%s: mode %d, cmd %v", k, m.mode, cmd != nil)
 		}
-		if !strings.Contains(m.View(), "? y/N") {
+		if !strings.Contains(m.View().Content, "? y/N") {
 			t.Fatalf("%s: no question", k)
 		}
-		_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("n")})
+		_, cmd = m.Update(press("n"))
 		if cmd != nil || m.mode != modeList || !strings.HasPrefix(m.status, "did not ") {
 			t.Fatalf("%s then n: mode %d, status %q", k, m.mode, m.status)
 		}
 	}
-	if _, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")}); cmd == nil {
+	if _, cmd := m.Update(press("q")); cmd == nil {
 		t.Fatal("q returns no command")
 	} else if _, ok := cmd().(tea.QuitMsg); !ok {
 		t.Fatal("q does not quit")
@@ -199,7 +211,14 @@ func TestQuietSelectionScreenReadAgain(t *testing.T) {
 // else says why on the status line and sends nothing.
 func TestAnswerKeysCheckThePendingRequest(t *testing.T) {
 	key := func(m *model, k string) tea.Cmd {
-		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)})
+		msg := press(k)
+		switch k {
+		case "esc":
+			msg = tea.KeyPressMsg{Code: tea.KeyEscape}
+		case "enter":
+			msg = tea.KeyPressMsg{Code: tea.KeyEnter}
+		}
+		_, cmd := m.Update(msg)
 		return cmd
 	}
 	m := testModel(true, rpc.StateIdle)
@@ -222,7 +241,51 @@ func TestAnswerKeysCheckThePendingRequest(t *testing.T) {
 	if cmd := key(m, "3"); cmd != nil || !strings.Contains(m.status, "y allows, n denies") {
 		t.Fatalf("3 on a permission: cmd %v, status %q", cmd != nil, m.status)
 	}
-	if cmd := key(m, "n"); cmd == nil {
-		t.Fatal("n on a permission sends nothing")
+	// n asks for a reason first: typed keys (and a paste) edit it, Esc
+	// leaves the request waiting, Enter denies.
+	if cmd := key(m, "n"); cmd != nil || m.mode != modeDeny {
+		t.Fatalf("n on a permission: mode %d, cmd %v", m.mode, cmd != nil)
+	}
+	if v := m.View().Content; !strings.Contains(v, "denied Bash for s0-blocked, a reason for the model") {
+		t.Fatalf("no question for the reason:\n%s", v)
+	}
+	if cmd := key(m, "esc"); cmd != nil || m.mode != modeList || m.status != "did not deny s0-blocked" {
+		t.Fatalf("esc: mode %d, cmd %v, status %q", m.mode, cmd != nil, m.status)
+	}
+	key(m, "n")
+	for _, k := range []string{"n", "o", "t", " "} {
+		key(m, k)
+	}
+	m.Update(tea.PasteMsg{Content: "on\nmain"})
+	if got := m.input.String(); got != "not on main" {
+		t.Fatalf("the reason reads %q", got)
+	}
+	if cmd := key(m, "enter"); cmd == nil || m.mode != modeList || m.deny.params.Decision != rpc.DecisionDeny ||
+		m.deny.params.PendingID != "p2" || !strings.HasPrefix(m.status, "answering ") {
+		t.Fatalf("enter: cmd %v, mode %d, params %+v, status %q", cmd != nil, m.mode, m.deny.params, m.status)
+	}
+}
+
+// Every key counts, however the keys arrive: the terminal reader makes a
+// message of each key of a read holding several ("jj" typed fast,
+// key repeat, a batch over ssh), and each moves the selection. A paste
+// (bracketed) moves by its j k g G and does nothing else.
+func TestEveryKeyCounts(t *testing.T) {
+	m := testModel(true, rpc.StateIdle, rpc.StateIdle, rpc.StateIdle, rpc.StateIdle, rpc.StateIdle)
+	m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	m.screenReading = true // no screen read (no client here)
+	for _, k := range []string{"j", "j"} {
+		m.Update(press(k))
+	}
+	if i := m.selIndex(); i != 2 {
+		t.Fatalf("two j keys: row %d, want 2", i)
+	}
+	m.Update(tea.PasteMsg{Content: "jj"})
+	if i := m.selIndex(); i != 4 {
+		t.Fatalf("a pasted jj: row %d, want 4", i)
+	}
+	m.Update(tea.PasteMsg{Content: "kxqk"})
+	if i := m.selIndex(); i != 2 || m.mode != modeList || !strings.Contains(m.status, "a paste moves the selection only") {
+		t.Fatalf("a pasted kxqk: row %d, mode %d, status %q", m.selIndex(), m.mode, m.status)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/dlgt-dev/dlgt/internal/render"
@@ -203,7 +204,15 @@ func (m *model) listHeight() int {
 	return max(1, min(max(len(m.order), 1), max(3, body*2/5)))
 }
 
-func (m *model) View() string {
+// View draws the model on the alternate screen.
+func (m *model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	return v
+}
+
+// render is the screen's text: height lines of width cells at most.
+func (m *model) render() string {
 	if m.width <= 0 || m.height <= 0 {
 		return ""
 	}
@@ -465,13 +474,9 @@ func (m *model) statusLine() string {
 		}
 		return sgr(sgrReverse, fit(q, m.width))
 	case modeSend:
-		prefix := "send to " + m.name(m.sel) + "> "
-		v := m.input.String() + "█"
-		vw := max(1, m.width-ansi.StringWidth(prefix))
-		if ansi.StringWidth(v) > vw {
-			v = "…" + ansi.TruncateLeft(v, ansi.StringWidth(v)-vw+1, "")
-		}
-		return sgr(sgrBold, prefix) + v
+		return m.inputLine("send to " + m.name(m.sel) + "> ")
+	case modeDeny:
+		return m.inputLine(m.deny.said + " for " + m.deny.name + ", a reason for the model (optional; Enter denies, Esc leaves)> ")
 	case modeHelp:
 		return "any key returns to the list"
 	}
@@ -481,17 +486,29 @@ func (m *model) statusLine() string {
 	return sgr(sgrDim, "a attach · y/n answer · s send · c cancel · x stop · r restart · o open · N new · ? help · q quit")
 }
 
+// inputLine is the one-line input after prefix, its end in view.
+func (m *model) inputLine(prefix string) string {
+	prefix = fit(prefix, max(0, min(ansi.StringWidth(prefix), m.width-10)))
+	v := m.input.String() + "█"
+	vw := max(1, m.width-ansi.StringWidth(prefix))
+	if ansi.StringWidth(v) > vw {
+		v = "…" + ansi.TruncateLeft(v, ansi.StringWidth(v)-vw+1, "")
+	}
+	return sgr(sgrBold, prefix) + v
+}
+
 var helpText = []string{
 	"Keys",
 	"",
-	"  ↑/k ↓/j PgUp PgDn g G   select a Session",
+	"  ↑/k ↓/j PgUp PgDn g G   select a Session (a paste moves by its j k g G only)",
 	"  a        attach to its terminal (Ctrl-] detaches and comes back here)",
-	"  y / n    allow / deny the permission it is blocked on",
+	"  y / n    allow / deny the permission it is blocked on (n asks for a reason first;",
+	"           Enter denies with it or without one, Esc leaves the request waiting)",
 	"  1-9      answer the question it is blocked on with that option",
 	"  s        send a follow-up prompt (Enter sends, Esc leaves)",
 	"  c        cancel its running turn (asks first)",
 	"  x        stop it (asks first; a busy Session's turn is interrupted)",
-	"  r        restart (relaunch) it",
+	"  r        restart (relaunch) it (asks first)",
 	"  o        open its last result's final text in $PAGER",
 	"  N        start a new delegation (harness, directory, prompt)",
 	"  ?        this help",
