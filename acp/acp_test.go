@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func TestPermissionAllowAndReject(t *testing.T) {
 			spec := claude("permission-mode=default")
 			spec.NoAutoApprove = true
 			e := w.connect(spec)
-			e.stub.answer = func(p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+			e.stub.answer = func(_ context.Context, p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
 				for _, o := range p.Options {
 					if string(o.OptionId) == tc.option {
 						return sdk.NewRequestPermissionOutcomeSelected(o.OptionId)

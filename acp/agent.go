@@ -24,7 +24,7 @@ const (
 // maxSessions bounds the Sessions one connection holds.
 const maxSessions = 256
 
-// listPage is session/list's page size.
+// listPage is session/list's default page size.
 const listPage = 50
 
 // agent is the ACP agent of one connection: each ACP session is a dlgt
@@ -195,6 +195,12 @@ func (a *agent) hold(s *session) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if old, ok := a.sessions[string(s.id)]; ok {
+		old.mu.Lock()
+		running := old.turn != nil
+		old.mu.Unlock()
+		if running {
+			return &sdk.RequestError{Code: -32600, Message: fmt.Sprintf("session %s has a prompt running on this connection: wait for its answer or cancel it first", s.id)}
+		}
 		old.stopWatching()
 	} else if len(a.sessions) >= maxSessions {
 		return &sdk.RequestError{Code: -32603, Message: fmt.Sprintf("this connection holds %d sessions already: close some (session/close)", maxSessions)}
@@ -324,7 +330,11 @@ func (a *agent) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sd
 	if off > len(ss) {
 		off = len(ss)
 	}
-	end := min(off+listPage, len(ss))
+	page := a.opts.ListPage
+	if page <= 0 {
+		page = listPage
+	}
+	end := min(off+page, len(ss))
 	for _, s := range ss[off:end] {
 		title, at := s.Title, time.UnixMilli(s.UpdatedAtMS).UTC().Format(time.RFC3339Nano)
 		id := s.ID

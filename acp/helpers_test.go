@@ -133,8 +133,9 @@ type stubClient struct {
 	mu      sync.Mutex
 	updates []sdk.SessionNotification
 	changed chan struct{}
-	// answer picks the permission outcome (nil: cancelled).
-	answer func(sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome
+	// answer picks the permission outcome (nil: cancelled); ctx ends
+	// when the agent withdraws the request.
+	answer func(context.Context, sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome
 	asked  []sdk.RequestPermissionRequest
 }
 
@@ -161,7 +162,7 @@ func (c *stubClient) RequestPermission(ctx context.Context, p sdk.RequestPermiss
 	if answer == nil {
 		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
 	}
-	return sdk.RequestPermissionResponse{Outcome: answer(p)}, nil
+	return sdk.RequestPermissionResponse{Outcome: answer(ctx, p)}, nil
 }
 
 func (c *stubClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
@@ -196,11 +197,20 @@ func (c *stubClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExi
 // an editor to it.
 func (w *world) connect(spec client.LaunchSpec) *editor {
 	w.t.Helper()
+	return w.connectWith(acp.Options{Launch: spec, Version: "test"})
+}
+
+// connectWith is connect with every option.
+func (w *world) connectWith(opts acp.Options) *editor {
+	w.t.Helper()
+	if opts.Stderr == nil {
+		opts.Stderr = tlog{w.t}
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := acp.Serve(context.Background(), w.c, acp.Options{Launch: spec, Version: "test"}, inR, outW)
+		err := acp.Serve(context.Background(), w.c, opts, inR, outW)
 		outW.Close()
 		done <- err
 	}()
@@ -282,4 +292,12 @@ func (e *editor) newSession(ctx context.Context, cwd string) sdk.SessionId {
 
 func (e *editor) prompt(ctx context.Context, id sdk.SessionId, text string) (sdk.PromptResponse, error) {
 	return e.conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+}
+
+// tlog writes the agent's diagnostics to the test log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Logf("dlgt acp: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -36,6 +36,8 @@ type Options struct {
 	MaxLineBytes int
 	// Stderr receives diagnostics; nil discards them.
 	Stderr io.Writer
+	// ListPage is session/list's page size (0: 50).
+	ListPage int
 	// WarmSpares is how many spares session/new asks the daemon to keep
 	// of its launch (0: 1), so the first prompt finds the harness up.
 	WarmSpares int

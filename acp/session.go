@@ -49,6 +49,8 @@ type session struct {
 	perms map[string]context.CancelFunc
 	// tools are the tool calls reported, by id, with their last status.
 	tools map[string]sdk.ToolCallStatus
+	// answered are the pending requests the editor answered.
+	answered map[string]bool
 }
 
 // turn is the prompt running in the session.
@@ -291,6 +293,7 @@ func (a *agent) finish(s *session, r rpc.Result) {
 		delete(s.tools, id)
 	}
 	delete(s.emitted, r.ExecutionSeq)
+	s.answered = nil
 	ch, waiting := s.waiters[r.ExecutionSeq]
 	if !waiting {
 		if s.done == nil || len(s.done) >= maxDone {
@@ -309,7 +312,8 @@ func (a *agent) finish(s *session, r rpc.Result) {
 
 // pending opens a permission request for a new pending request and
 // withdraws those that are no longer pending (answered elsewhere, or the
-// turn moved on).
+// turn moved on). A request withdrawn from the editor that is pending
+// again (not answered by it) is asked again.
 func (a *agent) pending(ctx context.Context, s *session, p *rpc.Pending) {
 	s.mu.Lock()
 	for id, cancel := range s.perms {
@@ -318,11 +322,11 @@ func (a *agent) pending(ctx context.Context, s *session, p *rpc.Pending) {
 			delete(s.perms, id)
 		}
 	}
-	if p == nil || p.Kind != rpc.PendingPermission {
+	if p == nil || p.Kind != rpc.PendingPermission || s.answered[p.ID] {
 		s.mu.Unlock()
 		return
 	}
-	if _, open := s.perms[p.ID]; open || s.tools[p.ID] != "" {
+	if _, open := s.perms[p.ID]; open {
 		s.mu.Unlock()
 		return
 	}
@@ -334,22 +338,24 @@ func (a *agent) pending(ctx context.Context, s *session, p *rpc.Pending) {
 		s.tools = map[string]sdk.ToolCallStatus{}
 	}
 	s.perms[p.ID] = cancel
+	_, reported := s.tools[p.ID]
 	s.tools[p.ID] = sdk.ToolCallStatusPending
 	ref := s.ref
 	s.mu.Unlock()
-	pend := *p
-	go a.askPermission(pctx, s, ref, pend)
+	go a.askPermission(pctx, s, ref, *p, !reported)
 }
 
 // askPermission reports the tool call and asks the editor; its answer is
 // session.respond. An answer after the request closed (someone else
 // answered, the turn was cancelled) changes nothing: the daemon refuses
 // it, and that refusal is only logged.
-func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc.Pending) {
+func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc.Pending, report bool) {
 	kind := toolKind(p.Tool)
 	title := toolTitle(p.Tool, p.Input)
 	raw := map[string]any{"tool": p.Tool, "input": p.Input}
-	a.update(s.id, sdk.StartToolCall(sdk.ToolCallId(p.ID), title, sdk.WithStartKind(kind), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(raw)))
+	if report {
+		a.update(s.id, sdk.StartToolCall(sdk.ToolCallId(p.ID), title, sdk.WithStartKind(kind), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(raw)))
+	}
 	pending := sdk.ToolCallStatusPending
 	resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: s.id,
@@ -360,6 +366,9 @@ func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc
 		},
 	})
 	if err != nil || resp.Outcome.Selected == nil {
+		if err != nil && a.ctx.Err() == nil {
+			fmt.Fprintf(a.opts.Stderr, "dlgt acp: permission request %s closed: %v\n", p.ID, err)
+		}
 		return // withdrawn, cancelled, or the editor went away
 	}
 	decision := string(resp.Outcome.Selected.OptionId)
@@ -367,6 +376,12 @@ func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc
 		fmt.Fprintf(a.opts.Stderr, "dlgt acp: the editor chose %q, not an offered option; the request stays open\n", decision)
 		return
 	}
+	s.mu.Lock()
+	if s.answered == nil {
+		s.answered = map[string]bool{}
+	}
+	s.answered[p.ID] = true
+	s.mu.Unlock()
 	_, err = s.cl.SessionRespond(a.ctx, rpc.SessionRespondParams{Session: ref, PendingID: p.ID, Decision: decision, RequestID: "acp-" + p.ID + "-" + decision})
 	if err != nil {
 		fmt.Fprintf(a.opts.Stderr, "dlgt acp: answer to %s not taken: %v\n", p.ID, err)
