@@ -47,6 +47,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldEnv(t, nil)
+}
+
+// newWorldEnv is newWorld whose client environment is env (nil: the fake
+// Claude Code's).
+func newWorldEnv(t *testing.T, env map[string]string) *world {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "dla")
 	if err != nil {
 		t.Fatal(err)
@@ -91,10 +98,12 @@ func newWorld(t *testing.T) *world {
 	cwd := filepath.Join(dir, "work")
 	os.MkdirAll(user, 0o700)
 	os.MkdirAll(cwd, 0o700)
-	env := map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": user, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-		"GORACE": "atexit_sleep_ms=0",
+	if env == nil {
+		env = map[string]string{
+			"PATH": os.Getenv("PATH"), "HOME": user, "DLGT_CLAUDE_BIN": bin,
+			"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
+			"GORACE": "atexit_sleep_ms=0",
+		}
 	}
 	c, err := client.New(client.Options{
 		Getenv: func(k string) string { return map[string]string{"DLGT_HOME": home}[k] },
