@@ -243,6 +243,17 @@ func (p *Proxy) copyDaemon() error {
 
 var errLineTooLong = errors.New("line too long")
 
+// ErrLineTooLong is ReadBoundedLine's error for a line over its bound.
+var ErrLineTooLong = errLineTooLong
+
+// ReadBoundedLine is the stdio proxy's line reader, for other
+// line-delimited front-ends (dlgt acp): one line including its newline
+// (the last may lack it, with io.EOF); a line over max bytes is consumed
+// to its end and reported as ErrLineTooLong without being buffered whole.
+func ReadBoundedLine(br *bufio.Reader, max int) ([]byte, error) {
+	return readBoundedLine(br, max)
+}
+
 // readBoundedLine returns one line including its newline (the last line
 // may lack it, with io.EOF). A line over max bytes is consumed to its end
 // and reported as errLineTooLong without being buffered whole.

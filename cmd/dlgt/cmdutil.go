@@ -149,6 +149,14 @@ func (o *launchOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.cwd, "cwd", "", "working directory of the Session (relative paths are resolved by the client; default the current directory)")
 	f.StringVar(&o.title, "title", "", "human-readable title")
 	f.StringVar(&o.alias, "alias", "", "unique alias for addressing the Session")
+	o.registerLaunch(cmd)
+}
+
+// registerLaunch adds the flags of a launch's shape (model, effort,
+// harness options, approvals, startup timeout, profile): a front-end
+// whose Sessions get their directory and names elsewhere (dlgt acp).
+func (o *launchOptions) registerLaunch(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.StringVar(&o.model, "model", "", "model id or alias")
 	f.StringVar(&o.effort, "effort", "", "reasoning effort")
 	f.StringArrayVar(&o.harnessOptions, "harness-option", nil, "harness CLI option KEY=VALUE (repeatable)")
@@ -166,12 +174,7 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string, resu
 	if err != nil {
 		return rpc.SessionCreateParams{}, err
 	}
-	l, err := c.ResolveLaunch(client.LaunchSpec{
-		Profile: o.profile, Harness: harness, Model: o.model, Effort: o.effort, HarnessOptions: o.harnessOptions,
-		Cwd: o.cwd, NoAutoApprove: o.noAutoApprove, StartupTimeout: o.startupTimeout, Resume: resume,
-		HarnessOptional: true, Title: o.title, Alias: o.alias,
-		Worktree: o.worktree, NoWorktree: o.noWorktree,
-	})
+	l, err := c.ResolveLaunch(o.spec(harness, resume))
 	if err != nil {
 		return l.Params, launchFlagError(err)
 	}
@@ -189,6 +192,16 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string, resu
 		}
 	}
 	return l.Params, nil
+}
+
+// spec is the launch these flags ask for (harness is --harness).
+func (o *launchOptions) spec(harness string, resume bool) client.LaunchSpec {
+	return client.LaunchSpec{
+		Profile: o.profile, Harness: harness, Model: o.model, Effort: o.effort, HarnessOptions: o.harnessOptions,
+		Cwd: o.cwd, NoAutoApprove: o.noAutoApprove, StartupTimeout: o.startupTimeout, Resume: resume,
+		HarnessOptional: true, Title: o.title, Alias: o.alias,
+		Worktree: o.worktree, NoWorktree: o.noWorktree,
+	}
 }
 
 // launchFields are the flags of ResolveLaunch's fields.

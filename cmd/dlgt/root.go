@@ -263,6 +263,7 @@ func newRootCommand(e *env) *cobra.Command {
 		newModelsCommand(e),
 		newHarnessesCommand(e),
 		newMCPCommand(e),
+		newACPCommand(e),
 		newSkillCommand(e),
 		newUICommand(e),
 	)

@@ -1,0 +1,312 @@
+package acp_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dlgt-dev/dlgt/acp"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+)
+
+// The test binary doubles as the fake Claude Code and the hook
+// forwarder, selected by DLGT_TEST_ROLE.
+func TestMain(m *testing.M) {
+	switch os.Getenv("DLGT_TEST_ROLE") {
+	case "claude":
+		os.Exit(fakeclaude.Main(os.Args[1:]))
+	case "hook":
+		// The production forwarder, given what the daemon passes it
+		// (--socket S --launch L EVENT).
+		os.Exit(hookfwd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// world is a daemon with the fake Claude Code and a client of it.
+type world struct {
+	t    *testing.T
+	home string
+	cwd  string
+	c    *client.Client
+	env  map[string]string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	return newWorldEnv(t, nil)
+}
+
+// newWorldEnv is newWorld whose client environment is env (nil: the fake
+// Claude Code's).
+func newWorldEnv(t *testing.T, env map[string]string) *world {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dla")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := filepath.Join(dir, "h")
+	p, err := daemon.ResolvePaths(func(k string) string {
+		if k == "DLGT_HOME" {
+			return home
+		}
+		return ""
+	}, daemon.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	exe, _ := os.Executable()
+	go func() {
+		done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) },
+			Options: daemon.Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("daemon: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the daemon did not start")
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("the daemon did not stop")
+		}
+	})
+	bin := filepath.Join(dir, "claude")
+	os.WriteFile(bin, []byte(fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)), 0o755)
+	user := filepath.Join(dir, "user")
+	cwd := filepath.Join(dir, "work")
+	os.MkdirAll(user, 0o700)
+	os.MkdirAll(cwd, 0o700)
+	if env == nil {
+		env = map[string]string{
+			"PATH": os.Getenv("PATH"), "HOME": user, "DLGT_CLAUDE_BIN": bin,
+			"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
+			"GORACE": "atexit_sleep_ms=0",
+		}
+	}
+	c, err := client.New(client.Options{
+		Getenv: func(k string) string { return map[string]string{"DLGT_HOME": home}[k] },
+		Environ: func() []string {
+			out := make([]string, 0, len(env))
+			for k, v := range env {
+				out = append(out, k+"="+v)
+			}
+			sort.Strings(out)
+			return out
+		},
+		NoAutostart: true, Host: "local",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &world{t: t, home: home, cwd: cwd, c: c, env: env}
+}
+
+// editor is a real ACP client (the SDK's client side) connected to an
+// in-process `dlgt acp`.
+type editor struct {
+	t    *testing.T
+	conn *sdk.ClientSideConnection
+	in   *io.PipeWriter // the agent's stdin
+	out  *io.PipeReader // the agent's stdout
+	done chan error     // Serve's return
+	stub *stubClient
+	once sync.Once
+}
+
+// stubClient is the editor's side: it records updates and answers
+// permission requests with answer.
+type stubClient struct {
+	mu      sync.Mutex
+	updates []sdk.SessionNotification
+	changed chan struct{}
+	// answer picks the permission outcome (nil: cancelled); ctx ends
+	// when the agent withdraws the request.
+	answer func(context.Context, sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome
+	asked  []sdk.RequestPermissionRequest
+}
+
+func (c *stubClient) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *stubClient) RequestPermission(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	c.mu.Lock()
+	c.asked = append(c.asked, p)
+	answer := c.answer
+	c.mu.Unlock()
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+	if answer == nil {
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}, nil
+	}
+	return sdk.RequestPermissionResponse{Outcome: answer(ctx, p)}, nil
+}
+
+func (c *stubClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, sdk.NewMethodNotFound("fs/read_text_file")
+}
+
+func (c *stubClient) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, sdk.NewMethodNotFound("fs/write_text_file")
+}
+
+func (c *stubClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, sdk.NewMethodNotFound("terminal/create")
+}
+
+func (c *stubClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, sdk.NewMethodNotFound("terminal/kill")
+}
+
+func (c *stubClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, sdk.NewMethodNotFound("terminal/output")
+}
+
+func (c *stubClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, sdk.NewMethodNotFound("terminal/release")
+}
+
+func (c *stubClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, sdk.NewMethodNotFound("terminal/wait_for_exit")
+}
+
+// connect starts `dlgt acp` with spec on the world's daemon and connects
+// an editor to it.
+func (w *world) connect(spec client.LaunchSpec) *editor {
+	w.t.Helper()
+	return w.connectWith(acp.Options{Launch: spec, Version: "test"})
+}
+
+// connectWith is connect with every option.
+func (w *world) connectWith(opts acp.Options) *editor {
+	w.t.Helper()
+	if opts.Stderr == nil {
+		opts.Stderr = tlog{w.t}
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := acp.Serve(context.Background(), w.c, opts, inR, outW)
+		outW.Close()
+		done <- err
+	}()
+	stub := &stubClient{changed: make(chan struct{}, 1)}
+	e := &editor{t: w.t, conn: sdk.NewClientSideConnection(stub, inW, outR), in: inW, out: outR, done: done, stub: stub}
+	e.conn.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w.t.Cleanup(e.quit)
+	return e
+}
+
+// quit closes the agent's stdin and waits for it to exit.
+func (e *editor) quit() {
+	e.once.Do(func() {
+		e.in.Close()
+		select {
+		case <-e.done:
+		case <-time.After(20 * time.Second):
+			e.t.Error("dlgt acp did not exit after its stdin closed")
+		}
+	})
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// claude is the launch of the fake Claude Code.
+func claude(opts ...string) client.LaunchSpec {
+	return client.LaunchSpec{Harness: "claude", HarnessOptions: opts}
+}
+
+// agentText is the concatenation of the agent_message_chunk texts of
+// session id, from update from on.
+func (e *editor) agentText(id sdk.SessionId) string {
+	e.stub.mu.Lock()
+	defer e.stub.mu.Unlock()
+	var b strings.Builder
+	for _, n := range e.stub.updates {
+		if n.SessionId == id && n.Update.AgentMessageChunk != nil && n.Update.AgentMessageChunk.Content.Text != nil {
+			b.WriteString(n.Update.AgentMessageChunk.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+// waitFor waits until cond holds on the recorded updates.
+func (e *editor) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for !cond() {
+		select {
+		case <-e.stub.changed:
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+func (e *editor) initialize(ctx context.Context) sdk.InitializeResponse {
+	e.t.Helper()
+	r, err := e.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber})
+	if err != nil {
+		e.t.Fatalf("initialize: %v", err)
+	}
+	return r
+}
+
+func (e *editor) newSession(ctx context.Context, cwd string) sdk.SessionId {
+	e.t.Helper()
+	r, err := e.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		e.t.Fatalf("session/new: %v", err)
+	}
+	return r.SessionId
+}
+
+func (e *editor) prompt(ctx context.Context, id sdk.SessionId, text string) (sdk.PromptResponse, error) {
+	return e.conn.Prompt(ctx, sdk.PromptRequest{SessionId: id, Prompt: []sdk.ContentBlock{sdk.TextBlock(text)}})
+}
+
+// tlog writes the agent's diagnostics to the test log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Logf("dlgt acp: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

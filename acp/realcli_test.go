@@ -1,0 +1,186 @@
+package acp_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dlgt-dev/dlgt/acp"
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// The pinned real CLIs behind `dlgt acp`, each against its loopback mock
+// model: a prompt's answer arrives as chunks equal to the result's
+// final_text, with end_turn; where the harness asks (Claude Code in its
+// default permission mode, Codex without auto-approval), the editor's
+// allow runs the tool. Skipped only when a CLI is not installed (CI
+// installs them).
+
+// pinned is the pinned binary at rel under .cache/harnesses (or the
+// variable), skipping when it is absent.
+func pinned(t *testing.T, override string, rel ...string) string {
+	t.Helper()
+	p := os.Getenv(override)
+	if p == "" {
+		p = filepath.Join(append([]string{"..", ".cache", "harnesses"}, rel...)...)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+		t.Skipf("%s is not installed (.ci/install-harnesses, or set %s)", abs, override)
+	}
+	return abs
+}
+
+const realClaudeKey = "sk-ant-mock-acp-0123456789abcdefghij"
+
+// realRow is one real CLI's environment and launch.
+type realRow struct {
+	name  string
+	setup func(t *testing.T, env map[string]string, script mockapi.Script) *mockapi.Server
+	// spec asks, when asks is true, for the harness's approvals.
+	spec func(asks bool) client.LaunchSpec
+	// asks: the harness makes the tool call pending for the editor.
+	asks bool
+}
+
+var realRows = []realRow{
+	{
+		name: "claude",
+		setup: func(t *testing.T, env map[string]string, script mockapi.Script) *mockapi.Server {
+			bin := pinned(t, "DLGT_CLAUDE_BIN", "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
+			mock := mockapi.NewAnthropic(t, script)
+			home := t.TempDir()
+			state, _ := json.Marshal(map[string]any{
+				"hasCompletedOnboarding": true, "hasSeenAutoDefaultNotice": true, "bypassPermissionsModeAccepted": true,
+				"customApiKeyResponses": map[string]any{"approved": []string{realClaudeKey[len(realClaudeKey)-20:]}, "rejected": []string{}},
+			})
+			if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env["HOME"], env["DLGT_CLAUDE_BIN"] = home, bin
+			env["ANTHROPIC_BASE_URL"], env["ANTHROPIC_API_KEY"] = mock.URL(), realClaudeKey
+			for _, kv := range mockapi.ClaudeOfflineEnv() {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			return mock
+		},
+		spec: func(asks bool) client.LaunchSpec {
+			if !asks {
+				return client.LaunchSpec{Harness: "claude"}
+			}
+			return client.LaunchSpec{Harness: "claude", NoAutoApprove: true, HarnessOptions: []string{"permission-mode=default"}}
+		},
+		asks: true,
+	},
+	{
+		name: "codex",
+		setup: func(t *testing.T, env map[string]string, script mockapi.Script) *mockapi.Server {
+			bin := pinned(t, "DLGT_CODEX_BIN", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
+			mock := mockapi.NewResponses(t, script)
+			codexHome := t.TempDir()
+			if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(mockapi.CodexConfig(mock.URL())), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			env["HOME"], env["CODEX_HOME"], env["MOCK_API_KEY"], env["DLGT_CODEX_BIN"] = t.TempDir(), codexHome, "mock-key", bin
+			return mock
+		},
+		spec: func(asks bool) client.LaunchSpec {
+			return client.LaunchSpec{Harness: "codex", NoAutoApprove: asks}
+		},
+		asks: true,
+	},
+	{
+		name: "gemini",
+		setup: func(t *testing.T, env map[string]string, script mockapi.Script) *mockapi.Server {
+			bin := pinned(t, "DLGT_GEMINI_BIN", "gemini", "node_modules", ".bin", "gemini")
+			if _, err := exec.LookPath("node"); err != nil {
+				t.Skip("node is not on PATH (Gemini CLI is a Node script)")
+			}
+			mock := mockapi.NewGemini(t, script)
+			home := t.TempDir()
+			if err := mockapi.WriteGeminiHome(home); err != nil {
+				t.Fatal(err)
+			}
+			env["HOME"], env["DLGT_GEMINI_BIN"] = home, bin
+			for _, kv := range mockapi.GeminiEnv(mock.URL()) {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			return mock
+		},
+		spec: func(bool) client.LaunchSpec { return client.LaunchSpec{Harness: "gemini"} },
+	},
+}
+
+func TestRealCLIs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLIs")
+	}
+	for _, row := range realRows {
+		t.Run(row.name, func(t *testing.T) {
+			script := mockapi.Script{
+				mockapi.Prefix("ACP-TOOL", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-TOOL", Escalated: true}),
+			}
+			// The mock is made before the daemon, so the daemon's
+			// cleanup (which stops the CLIs) runs first.
+			env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
+			row.setup(t, env, script)
+			w := newWorldEnv(t, env)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
+			defer cancel()
+
+			e := w.connectWith(acp.Options{Launch: row.spec(false), Version: "test"})
+			e.initialize(ctx)
+			id := e.newSession(ctx, w.cwd)
+			prompt := "ACP-HELLO from the editor"
+			r, err := e.prompt(ctx, id, prompt)
+			if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("prompt: %+v, %v", r, err)
+			}
+			rd, err := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)})
+			if err != nil || rd.Result == nil || rd.Result.FinalText == nil {
+				t.Fatalf("session.read: %+v, %v", rd, err)
+			}
+			if got := e.agentText(id); got != *rd.Result.FinalText || got != mockapi.DefaultText(prompt) {
+				t.Errorf("agent text %q, final_text %q, want %q", got, *rd.Result.FinalText, mockapi.DefaultText(prompt))
+			}
+			if !row.asks {
+				return
+			}
+			e2 := w.connectWith(acp.Options{Launch: row.spec(true), Version: "test"})
+			e2.stub.answer = func(_ context.Context, p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+				return sdk.NewRequestPermissionOutcomeSelected("allow")
+			}
+			e2.initialize(ctx)
+			id2 := e2.newSession(ctx, w.cwd)
+			r, err = e2.prompt(ctx, id2, "ACP-TOOL please")
+			if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("tool prompt: %+v, %v", r, err)
+			}
+			if _, err := os.Stat(filepath.Join(w.cwd, "acp-marker")); err != nil {
+				t.Errorf("the allowed command did not run: %v", err)
+			}
+			if got := e2.agentText(id2); got != "AFTER-TOOL" {
+				t.Errorf("answer %q, want AFTER-TOOL", got)
+			}
+			e2.stub.mu.Lock()
+			asked := len(e2.stub.asked)
+			e2.stub.mu.Unlock()
+			if asked != 1 {
+				t.Errorf("%d permission requests, want 1", asked)
+			}
+		})
+	}
+}

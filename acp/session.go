@@ -1,0 +1,400 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// fetchWait is how long one session.fetch long poll of a watcher waits.
+const fetchWait = 25 * time.Second
+
+// fetchBytes is a watcher's fetch size (the contract's ceiling).
+const fetchBytes = 256 << 10
+
+// maxDone bounds the results a session remembers for a prompt that has
+// not asked for its result yet.
+const maxDone = 16
+
+// session is one ACP session of the connection.
+type session struct {
+	id sdk.SessionId
+	cl *client.Client // addresses the machine that runs the Session
+
+	mu sync.Mutex
+	// launch is the launch of the first prompt while no Session exists.
+	launch *client.Launch
+	// ref is the dlgt Session id once it exists.
+	ref string
+	// stopped: the Session was stopped or failed when loaded; the next
+	// prompt resumes it.
+	stopped bool
+	turn    *turn
+	// watch stops the watcher.
+	watch context.CancelFunc
+	// done are results seen before their prompt asked, by execution.
+	done    map[uint64]rpc.Result
+	waiters map[uint64]chan rpc.Result
+	// emitted counts the final_text bytes sent, by execution.
+	emitted map[uint64]int
+	// perms are the permission requests open in the editor, by pending id.
+	perms map[string]context.CancelFunc
+	// tools are the tool calls reported, by id, with their last status.
+	tools map[string]sdk.ToolCallStatus
+	// answered are the pending requests the editor answered.
+	answered map[string]bool
+}
+
+// turn is the prompt running in the session.
+type turn struct {
+	cancelled bool
+}
+
+func (s *session) stopWatching() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watch != nil {
+		s.watch()
+		s.watch = nil
+	}
+	for id, cancel := range s.perms {
+		cancel()
+		delete(s.perms, id)
+	}
+}
+
+// withdrawAll cancels the session's open permission requests.
+func (s *session) withdrawAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id, cancel := range s.perms {
+		cancel()
+		delete(s.perms, id)
+	}
+}
+
+// Prompt sends the turn (session.create for the first prompt of a new
+// session, session.send after, with resume for a stopped Session) and
+// answers when the daemon has its result; the answer's text reaches the
+// editor as agent_message_chunk updates from the watcher before that.
+func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	// The SDK cancels the request's context on session/cancel and on a
+	// second prompt; the turn ends when the daemon says, so the
+	// connection's context is used instead.
+	ctx := a.ctx
+	s, err := a.get(p.SessionId)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	text, err := promptText(p.Prompt)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	t := &turn{}
+	s.mu.Lock()
+	if s.turn != nil {
+		s.mu.Unlock()
+		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32600, Message: fmt.Sprintf("a prompt is already running in session %s: wait for its answer or send session/cancel", p.SessionId)}
+	}
+	s.turn = t
+	launch, ref, stopped := s.launch, s.ref, s.stopped
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.turn = nil
+		s.mu.Unlock()
+	}()
+
+	reqID := "acp-" + randHex(16)
+	var r rpc.Receipt
+	switch {
+	case ref == "":
+		l := *launch
+		l.Params.Prompt, l.Params.RequestID = text, reqID
+		l.Params.Title, l.Params.Alias = titleOf(text), string(s.id)
+		r, err = s.cl.SessionCreate(ctx, l.Params)
+		if err == nil {
+			s.mu.Lock()
+			s.ref, s.launch = r.Session.ID, nil
+			s.mu.Unlock()
+			a.follow(s, r.Cursor)
+		}
+	case stopped:
+		var l client.Launch
+		l, err = s.cl.ResolveLaunch(client.LaunchSpec{Resume: true, Prompt: text, RequestID: reqID})
+		if err == nil {
+			r, err = s.cl.SessionSend(ctx, l.ResumeParams(ref))
+		}
+		if err == nil {
+			s.mu.Lock()
+			s.stopped = false
+			s.mu.Unlock()
+		}
+	default:
+		r, err = s.cl.SessionSend(ctx, rpc.SessionSendParams{Session: ref, Prompt: text, RequestID: reqID})
+	}
+	if err != nil {
+		return sdk.PromptResponse{}, acpError(err)
+	}
+	s.mu.Lock()
+	cancelled := t.cancelled
+	s.mu.Unlock()
+	if cancelled {
+		// session/cancel came while the turn was being submitted.
+		go a.cancelTurn(s, r.Session.ID)
+	}
+	res, err := a.await(ctx, s, r.ExecutionSeq)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	s.mu.Lock()
+	cancelled = t.cancelled
+	s.mu.Unlock()
+	switch {
+	case res.Status == rpc.StatusCompleted && !cancelled:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+	case res.Status == rpc.StatusCanceled || cancelled:
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
+	msg := "the turn ended " + res.Status
+	data := map[string]any{"status": res.Status}
+	if res.Error != nil {
+		msg = res.Error.Message
+		data["dlgt_code"] = res.Error.Code
+	}
+	return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: msg, Data: data}
+}
+
+// await is the result of execution seq, as the watcher delivers it.
+func (a *agent) await(ctx context.Context, s *session, seq uint64) (rpc.Result, error) {
+	s.mu.Lock()
+	if r, ok := s.done[seq]; ok {
+		s.mu.Unlock()
+		return r, nil
+	}
+	ch := make(chan rpc.Result, 1)
+	if s.waiters == nil {
+		s.waiters = map[uint64]chan rpc.Result{}
+	}
+	s.waiters[seq] = ch
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.waiters, seq)
+		s.mu.Unlock()
+	}()
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return rpc.Result{}, &sdk.RequestError{Code: -32603, Message: "the connection closed before the turn ended; the turn goes on in dlgt (session/load shows its answer)"}
+	}
+}
+
+// follow starts the session's watcher from cursor (once).
+func (a *agent) follow(s *session, cursor string) {
+	ctx, cancel := context.WithCancel(a.ctx)
+	s.mu.Lock()
+	if s.watch != nil {
+		s.watch()
+	}
+	s.watch = cancel
+	ref := s.ref
+	s.mu.Unlock()
+	go a.watch(ctx, s, ref, cursor)
+}
+
+// watch follows the Session with session.fetch long polls: results become
+// agent_message_chunk updates (each fetched piece of final_text as it
+// comes, so their concatenation is the final text byte for byte) and end
+// the prompt waiting for them; a pending permission becomes a tool_call
+// and a session/request_permission.
+func (a *agent) watch(ctx context.Context, s *session, ref, cursor string) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		p := rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), MaxBytes: fetchBytes, WaitMS: fetchWait.Milliseconds()}
+		if cursor != "" {
+			p.Cursor, _ = json.Marshal(cursor)
+		}
+		doc, err := s.cl.SessionFetch(ctx, p)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fmt.Fprintf(a.opts.Stderr, "dlgt acp: following %s: %v\n", ref, err)
+			if errors.Is(err, rpc.ErrCursorExpired) || errors.Is(err, rpc.ErrCursorInvalid) {
+				cursor = "" // start again from now
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		cursor = doc.Cursor
+		for _, fs := range doc.Sessions {
+			a.apply(ctx, s, fs)
+		}
+	}
+}
+
+// apply reports one fetched bucket to the editor.
+func (a *agent) apply(ctx context.Context, s *session, fs rpc.FetchSession) {
+	for _, r := range fs.Results {
+		off := 0
+		if r.FinalTextOffset != nil {
+			off = *r.FinalTextOffset
+		}
+		s.mu.Lock()
+		sent := s.emitted[r.ExecutionSeq]
+		s.mu.Unlock()
+		if r.FinalText != nil && off <= sent && off+len(*r.FinalText) > sent {
+			piece := (*r.FinalText)[sent-off:]
+			if a.update(s.id, sdk.UpdateAgentMessageText(piece)) == nil {
+				s.mu.Lock()
+				if s.emitted == nil {
+					s.emitted = map[uint64]int{}
+				}
+				s.emitted[r.ExecutionSeq] = off + len(*r.FinalText)
+				s.mu.Unlock()
+			}
+		}
+		if r.FinalTextComplete == nil || *r.FinalTextComplete {
+			a.finish(s, r)
+		}
+	}
+	a.pending(ctx, s, fs.Session.Pending)
+}
+
+// finish ends the tool calls of the turn and hands the result to its
+// prompt (or keeps it for the prompt that asks later).
+func (a *agent) finish(s *session, r rpc.Result) {
+	status := sdk.ToolCallStatusCompleted
+	if r.Status != rpc.StatusCompleted {
+		status = sdk.ToolCallStatusFailed
+	}
+	s.mu.Lock()
+	var open []string
+	for id, st := range s.tools {
+		if st != sdk.ToolCallStatusFailed && st != sdk.ToolCallStatusCompleted {
+			open = append(open, id)
+		}
+		delete(s.tools, id)
+	}
+	delete(s.emitted, r.ExecutionSeq)
+	s.answered = nil
+	ch, waiting := s.waiters[r.ExecutionSeq]
+	if !waiting {
+		if s.done == nil || len(s.done) >= maxDone {
+			s.done = map[uint64]rpc.Result{}
+		}
+		s.done[r.ExecutionSeq] = r
+	}
+	s.mu.Unlock()
+	for _, id := range open {
+		a.update(s.id, sdk.UpdateToolCall(sdk.ToolCallId(id), sdk.WithUpdateStatus(status)))
+	}
+	if waiting {
+		ch <- r
+	}
+}
+
+// pending opens a permission request for a new pending request and
+// withdraws those that are no longer pending (answered elsewhere, or the
+// turn moved on). A request withdrawn from the editor that is pending
+// again (not answered by it) is asked again.
+func (a *agent) pending(ctx context.Context, s *session, p *rpc.Pending) {
+	s.mu.Lock()
+	for id, cancel := range s.perms {
+		if p == nil || p.ID != id {
+			cancel()
+			delete(s.perms, id)
+		}
+	}
+	if p == nil || p.Kind != rpc.PendingPermission || s.answered[p.ID] {
+		s.mu.Unlock()
+		return
+	}
+	if _, open := s.perms[p.ID]; open {
+		s.mu.Unlock()
+		return
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	if s.perms == nil {
+		s.perms = map[string]context.CancelFunc{}
+	}
+	if s.tools == nil {
+		s.tools = map[string]sdk.ToolCallStatus{}
+	}
+	s.perms[p.ID] = cancel
+	_, reported := s.tools[p.ID]
+	s.tools[p.ID] = sdk.ToolCallStatusPending
+	ref := s.ref
+	s.mu.Unlock()
+	go a.askPermission(pctx, s, ref, *p, !reported)
+}
+
+// askPermission reports the tool call and asks the editor; its answer is
+// session.respond. An answer after the request closed (someone else
+// answered, the turn was cancelled) changes nothing: the daemon refuses
+// it, and that refusal is only logged.
+func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc.Pending, report bool) {
+	kind := toolKind(p.Tool)
+	title := toolTitle(p.Tool, p.Input)
+	raw := map[string]any{"tool": p.Tool, "input": p.Input}
+	if report {
+		a.update(s.id, sdk.StartToolCall(sdk.ToolCallId(p.ID), title, sdk.WithStartKind(kind), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(raw)))
+	}
+	pending := sdk.ToolCallStatusPending
+	resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{
+		SessionId: s.id,
+		ToolCall:  sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(p.ID), Title: &title, Kind: &kind, Status: &pending, RawInput: raw},
+		Options: []sdk.PermissionOption{
+			{OptionId: rpc.DecisionAllow, Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: rpc.DecisionDeny, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil || resp.Outcome.Selected == nil {
+		if err != nil && a.ctx.Err() == nil {
+			fmt.Fprintf(a.opts.Stderr, "dlgt acp: permission request %s closed: %v\n", p.ID, err)
+		}
+		return // withdrawn, cancelled, or the editor went away
+	}
+	decision := string(resp.Outcome.Selected.OptionId)
+	if decision != rpc.DecisionAllow && decision != rpc.DecisionDeny {
+		fmt.Fprintf(a.opts.Stderr, "dlgt acp: the editor chose %q, not an offered option; the request stays open\n", decision)
+		return
+	}
+	s.mu.Lock()
+	if s.answered == nil {
+		s.answered = map[string]bool{}
+	}
+	s.answered[p.ID] = true
+	s.mu.Unlock()
+	_, err = s.cl.SessionRespond(a.ctx, rpc.SessionRespondParams{Session: ref, PendingID: p.ID, Decision: decision, RequestID: "acp-" + p.ID + "-" + decision})
+	if err != nil {
+		fmt.Fprintf(a.opts.Stderr, "dlgt acp: answer to %s not taken: %v\n", p.ID, err)
+		return
+	}
+	status := sdk.ToolCallStatusInProgress
+	if decision == rpc.DecisionDeny {
+		status = sdk.ToolCallStatusFailed
+	}
+	s.mu.Lock()
+	if _, ok := s.tools[p.ID]; ok {
+		s.tools[p.ID] = status
+	}
+	s.mu.Unlock()
+	a.update(s.id, sdk.UpdateToolCall(sdk.ToolCallId(p.ID), sdk.WithUpdateStatus(status)))
+}
