@@ -34,7 +34,7 @@ func TestE2ECodexRespond(t *testing.T) {
 		t.Skip("real CLI")
 	}
 	mock, env := e2eCodexEnv(t, mockapi.Script{
-		mockapi.Prefix("RESPOND-TOOL", mockapi.Reply{Tool: "touch dlgt-respond-marker", Text: "AFTER-TOOL", Escalated: true}),
+		mockapi.Prefix("RESPOND-TOOL", mockapi.Reply{Tool: "touch dlgt-respond-marker", Text: "AFTER-TOOL", Escalated: true, Refused: "REFUSED"}),
 	})
 	td := startTestDaemonWith(t, env)
 	t.Run("allow", func(t *testing.T) { codexRespondRound(t, td, mock, env, rpc.DecisionAllow) })
@@ -149,8 +149,14 @@ func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env m
 		params.RequestID, params.Message = "cli-"+p.ID+"-deny", why
 	}
 	_, result := td.waitResult(t, id, cursor)
-	if result.Status != rpc.StatusCompleted || derefText(&result) != "AFTER-TOOL" {
-		t.Fatalf("result = %+v text %q", result, derefText(&result))
+	// The mock's model answers a refusal it recognises (mockapi's
+	// Request.Refused, as this CLI reports it) with its Refused text.
+	want := "AFTER-TOOL"
+	if decision == rpc.DecisionDeny {
+		want = "REFUSED: " + why
+	}
+	if result.Status != rpc.StatusCompleted || derefText(&result) != want {
+		t.Fatalf("result = %+v text %q, want %q", result, derefText(&result), want)
 	}
 	var next mockapi.Request
 	for _, q := range mock.Requests() {

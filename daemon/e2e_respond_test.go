@@ -30,7 +30,7 @@ func TestE2EClaudeRespond(t *testing.T) {
 	}
 	mark := newE2EMark(t)
 	mock, env := e2eClaudeEnv(t, mockapi.Script{
-		mockapi.Prefix("RESPOND-TOOL", mockapi.Reply{Tool: "touch dlgt-respond-marker", Text: "AFTER-TOOL"}),
+		mockapi.Prefix("RESPOND-TOOL", mockapi.Reply{Tool: "touch dlgt-respond-marker", Text: "AFTER-TOOL", Refused: "REFUSED"}),
 	})
 	addMark(env, mark)
 	td := newTestDaemon(t, env)
@@ -120,8 +120,14 @@ func claudeRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 		}
 	}
 	_, result := td.waitResult(t, id, r.Cursor)
-	if result.Status != rpc.StatusCompleted || derefText(&result) != "AFTER-TOOL" {
-		t.Fatalf("result = %+v text %q", result, derefText(&result))
+	// The mock's model answers a refusal it recognises (mockapi's
+	// Request.Refused, as this CLI reports it) with its Refused text.
+	want := "AFTER-TOOL"
+	if decision == rpc.DecisionDeny {
+		want = "REFUSED: " + why
+	}
+	if result.Status != rpc.StatusCompleted || derefText(&result) != want {
+		t.Fatalf("result = %+v text %q, want %q", result, derefText(&result), want)
 	}
 	var next mockapi.Request
 	for _, q := range mock.Requests() {

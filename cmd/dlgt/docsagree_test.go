@@ -309,3 +309,55 @@ func TestSessionHelpSaysWhatEachPrints(t *testing.T) {
 		t.Errorf("session --help does not say what -o text prints:\n%s", session.Long)
 	}
 }
+
+// Every DLGT_ variable the product reads (a "DLGT_…" literal in a non-test
+// file outside the test doubles and benchmarks) has its row in
+// docs/cli.md's Environment table, but for those dlgt sets for a harness
+// it launches, which rpc.md and design.md describe.
+func TestDocsEnvironmentTableNamesEveryVariable(t *testing.T) {
+	_, table, _ := strings.Cut(readDoc(t, "docs/cli.md"), "\n## Environment\n")
+	table, _, _ = strings.Cut(table, "\n\n## ")
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `(DLGT_[A-Z_]+)` \\|").FindAllStringSubmatch(table, -1) {
+		rows[m[1]] = true
+	}
+	literal := regexp.MustCompile(`"(DLGT_[A-Z_]+)"`)
+	read := map[string]string{}
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch filepath.ToSlash(rel) {
+			case ".cache", ".git", "bench", "internal/harnesstest", "examples":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range literal.FindAllStringSubmatch(string(b), -1) {
+			read[m[1]] = rel
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(read) < 10 {
+		t.Fatalf("found only %d DLGT_ variables in the sources: %v", len(read), read)
+	}
+	setForHarness := map[string]bool{"DLGT_HOOK_TOKEN": true}
+	for v, file := range read {
+		if !rows[v] && !setForHarness[v] {
+			t.Errorf("%s (read in %s) has no row in docs/cli.md's Environment table", v, file)
+		}
+	}
+}

@@ -342,14 +342,15 @@ func geminiBin(t *testing.T) string {
 
 // Gemini CLI 0.61.0 headless against the mock: a reply streamed in many
 // chunks comes out whole, a shell tool call runs (yolo) and its output
-// goes back to the model, and the requests carry the key and the prompt
+// goes back to the model, a call a BeforeTool hook denies reaches the mock
+// as a refusal (Refused), and the requests carry the key and the prompt
 // byte-exact.
 func TestRealGeminiHeadless(t *testing.T) {
 	bin := geminiBin(t)
 	text := mockapi.Lines("gemini chunked line", 12)
 	srv := mockapi.NewGemini(t, mockapi.Script{
 		mockapi.Prefix("CHUNKS", mockapi.Reply{Text: text, Chunk: 7}),
-		mockapi.Prefix("TOOL", mockapi.Reply{Tool: "printf 'SHELL-%s\\n' 42", Text: "TOOL-DONE"}),
+		mockapi.Prefix("TOOL", mockapi.Reply{Tool: "printf 'SHELL-%s\\n' 42", Text: "TOOL-DONE", Refused: "TOOL-REFUSED"}),
 	})
 	home, work := t.TempDir(), t.TempDir()
 	if err := mockapi.WriteGeminiHome(home, work); err != nil {
@@ -393,5 +394,31 @@ func TestRealGeminiHeadless(t *testing.T) {
 	}
 	if p := srv.Prompts(); len(p) != 2 || p[0] != "CHUNKS please" || p[1] != "TOOL run" {
 		t.Errorf("prompts %q", p)
+	}
+
+	// A BeforeTool hook that denies the call, as dlgt's does for
+	// session respond --deny: the model gets Gemini's "Tool execution
+	// blocked: <reason>", which the mock reads as a refusal.
+	settingsPath := filepath.Join(home, ".gemini", "settings.json")
+	var settings map[string]any
+	b, err := os.ReadFile(settingsPath)
+	if err != nil || json.Unmarshal(b, &settings) != nil {
+		t.Fatalf("settings.json: %v %s", err, b)
+	}
+	settings["hooks"] = map[string]any{"BeforeTool": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{
+		"type": "command", "command": `echo '{"decision":"deny","reason":"NOT-HERE"}'`, "timeout": 30000}}}}}
+	b, _ = json.Marshal(settings)
+	if err := os.WriteFile(settingsPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, bin, work, "", env, "-p", "TOOL denied", "--approval-mode", "yolo", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "TOOL-REFUSED: NOT-HERE") {
+		for _, r := range srv.Requests() {
+			t.Logf("%s %s %q refused %v", r.Kind, r.Path, r.ToolResults, r.Refused)
+		}
+		t.Errorf("denied tool turn output: %s", out)
 	}
 }
