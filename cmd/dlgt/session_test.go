@@ -118,7 +118,7 @@ func TestControlCommands(t *testing.T) {
 			`{"ok":true,"harness":"codex","source":"static","models":[{"id":"gpt"}]}` + "\n",
 			`{"harness":"codex","include_hidden":true}`},
 		{"harnesses", []string{"harnesses"}, "", rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}},
-			`{"ok":true,"harnesses":[]}` + "\n", `{}`},
+			`{"ok":true,"harnesses":[]}` + "\n", `{"environment":` + envJSON + `}`},
 		{"unknown result fields pass through", []string{"session", "read", "rev"}, "", rpc.MethodSessionRead,
 			json.RawMessage(`{"session":{"id":"s1"},"result":null,"future_field":[1,2]}`),
 			`{"ok":true,"session":{"id":"s1"},"result":null,"future_field":[1,2]}` + "\n", `{"session":"rev"}`},

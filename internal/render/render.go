@@ -605,7 +605,18 @@ func HarnessTable(w io.Writer, res rpc.HarnessListResult) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, yesNo(h.Available), orDash(h.Version),
 			orDash(h.TestedVersion), orDash(h.ScreenMode), orDash(h.LifecycleSource), orDash(h.Binary))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch res.Environment {
+	case rpc.HarnessEnvCaller:
+		_, err := fmt.Fprintln(w, "(binaries as a session create from this environment finds them)")
+		return err
+	case rpc.HarnessEnvDaemon:
+		_, err := fmt.Fprintln(w, "(binaries as the daemon's own environment finds them; a create from another shell uses that shell's PATH and DLGT_*_BIN)")
+		return err
+	}
+	return nil
 }
 
 // ModelTable prints model.list for a person.
