@@ -282,6 +282,10 @@ func TestFillLaunch(t *testing.T) {
 	if out, _ := fill(rpc.MethodSessionSend, json.RawMessage(`{"session":"s","resume":true}`)); !strings.Contains(string(out), `"PATH":"/remote/bin"`) || strings.Contains(string(out), "cwd") {
 		t.Errorf("send resume rewritten to %s", out)
 	}
+	// harness.list lists what a create from that side would find.
+	if out, _ := fill(rpc.MethodHarnessList, json.RawMessage(`{"harness":"codex"}`)); !strings.Contains(string(out), `"PATH":"/remote/bin"`) || strings.Contains(string(out), "cwd") {
+		t.Errorf("harness.list rewritten to %s", out)
+	}
 }
 
 // HelloLine is what the remote proxy greets with.

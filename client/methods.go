@@ -157,8 +157,14 @@ func (c *Client) ModelList(ctx context.Context, p rpc.ModelListParams) (rpc.Mode
 }
 
 // HarnessList reads the harnesses' availability and capabilities
-// (harness.list).
+// (harness.list), as a create from this client would find them: without
+// p.Environment it sends this client's launch environment
+// (LaunchEnvironment; for another machine, none, and the remote side
+// fills in its own).
 func (c *Client) HarnessList(ctx context.Context, p rpc.HarnessListParams) (rpc.HarnessListResult, error) {
+	if p.Environment == nil {
+		p.Environment = c.LaunchEnvironment()
+	}
 	return call(ctx, c, rpc.HarnessList, "", p)
 }
 

@@ -92,7 +92,7 @@ func TestTypedMethodsAgainstADaemon(t *testing.T) {
 		t.Fatalf("models: %+v %v", models, err)
 	}
 	hs, err := c.HarnessList(ctx, rpc.HarnessListParams{Harness: "claude"})
-	if err != nil || len(hs.Harnesses) != 1 || hs.Harnesses[0].Name != "claude" {
+	if err != nil || len(hs.Harnesses) != 1 || hs.Harnesses[0].Name != "claude" || hs.Environment != rpc.HarnessEnvCaller {
 		t.Fatalf("harnesses: %+v %v", hs, err)
 	}
 	if _, err := c.ModelList(ctx, rpc.ModelListParams{Harness: "nope"}); !errors.Is(err, rpc.ErrInvalidArgument) {

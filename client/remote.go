@@ -362,11 +362,12 @@ func (t *tailBuffer) String() string {
 // FillLaunch is the remote proxy's rewrite: a session.create, restart, or
 // send --resume gets this side's environment under the entries the client
 // sent, and a create without a cwd this side's working directory. The
-// client on the other machine cannot know either.
+// client on the other machine cannot know either. A harness.list gets the
+// same environment, so it lists what a create from there would find.
 func FillLaunch(environ func() []string) func(string, json.RawMessage) (json.RawMessage, error) {
 	return func(method string, params json.RawMessage) (json.RawMessage, error) {
 		switch method {
-		case rpc.MethodSessionCreate, rpc.MethodSessionRestart, rpc.MethodSessionSend:
+		case rpc.MethodSessionCreate, rpc.MethodSessionRestart, rpc.MethodSessionSend, rpc.MethodHarnessList:
 		default:
 			return nil, nil
 		}

@@ -215,11 +215,17 @@ func TestFetchCursorExpired(t *testing.T) {
 	sb := addSession(t, rt, "b")
 
 	// Never minted: in the Session's scope, 0, and in the all scope.
+	// The error says what to do: take a fresh cursor from a cursorless
+	// fetch.
 	for _, c := range []any{1, "1", 0, "0", "000", uint64(18446744073709551615)} {
 		_, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "cursor": c})
-		wantCode(t, err, rpc.CodeCursorExpired)
+		if re := wantCode(t, err, rpc.CodeCursorExpired); !strings.Contains(re.Message, "has not minted") || !strings.Contains(re.Message, "fetch without one (dlgt session fetch SESSION)") {
+			t.Errorf("message %q", re.Message)
+		}
 		_, err = fetchRaw(t, rt, map[string]any{"all": true, "cursor": c})
-		wantCode(t, err, rpc.CodeCursorExpired)
+		if re := wantCode(t, err, rpc.CodeCursorExpired); !strings.Contains(re.Message, "(dlgt session fetch --all)") {
+			t.Errorf("message %q", re.Message)
+		}
 	}
 	// Minted positions resolve; beyond the per-Session bound the oldest is
 	// no longer held.
@@ -231,7 +237,7 @@ func TestFetchCursorExpired(t *testing.T) {
 	}
 	_, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "cursor": first})
 	re := wantCode(t, err, rpc.CodeCursorExpired)
-	if !strings.Contains(re.Message, "no longer holds") {
+	if !strings.Contains(re.Message, "no longer holds") || !strings.Contains(re.Message, "take a fresh cursor") {
 		t.Errorf("message %q", re.Message)
 	}
 	if _, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "cursor": doc.Cursor}); err != nil {

@@ -479,11 +479,20 @@ func (ps *positions) get(scope string, n uint64) (*position, error) {
 	p, ok := ps.held[scopeKey{scope, n}]
 	if !ok {
 		if n > ps.last[scope] || n == 0 {
-			return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon has not minted position %d", n)
+			return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon has not minted position %d (a cursor comes from this daemon's receipts and fetches of the same Session); %s", n, freshCursor(scope))
 		}
-		return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon no longer holds position %d (dropped by retention, or minted just before the previous daemon crashed)", n)
+		return nil, rpc.Errorf(rpc.CodeCursorExpired, "this daemon no longer holds position %d (dropped by retention, or minted just before the previous daemon crashed); %s", n, freshCursor(scope))
 	}
 	return p, nil
+}
+
+// freshCursor says how to go on after CURSOR_EXPIRED in scope.
+func freshCursor(scope string) string {
+	cmd := "dlgt session fetch SESSION"
+	if scope == allScope {
+		cmd = "dlgt session fetch --all"
+	}
+	return "take a fresh cursor: fetch without one (" + cmd + "), which returns the current state, the latest result and a new cursor"
 }
 
 // successor returns the position the first advancing fetch from p minted,

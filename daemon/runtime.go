@@ -504,17 +504,36 @@ func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, p rpc.Harness
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	res := rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}}
+	// The caller's environment, when it sent one, as a create of its
+	// would use it (startGeneration): its PATH and DLGT_*_BIN, the
+	// daemon's binary defaults under them.
+	res := rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}, Environment: rpc.HarnessEnvDaemon}
+	env, probeEnv := rt.defaultEnv(), []string(nil)
+	if p.Environment != nil {
+		res.Environment = rpc.HarnessEnvCaller
+		env = map[string]string{}
+		for k, v := range p.Environment {
+			env[k] = v
+		}
+		for k, v := range rt.opts.BinEnv {
+			if _, ok := env[k]; !ok && v != "" {
+				env[k] = v
+			}
+		}
+		for k, v := range env {
+			probeEnv = append(probeEnv, k+"="+v)
+		}
+	}
 	for _, n := range names {
 		if p.Harness != "" && p.Harness != n {
 			continue
 		}
 		h := rt.opts.Harnesses[n]
 		info := h.Info()
-		bin, err := h.Binary(rt.defaultEnv())
+		bin, err := h.Binary(env)
 		info.Binary, info.Available = bin, err == nil
 		if info.Available {
-			info.Version = rt.versions.get(ctx, bin)
+			info.Version = rt.versions.get(ctx, bin, probeEnv)
 		}
 		res.Harnesses = append(res.Harnesses, info)
 	}

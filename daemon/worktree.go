@@ -175,12 +175,12 @@ func (rt *runtime) makeWorktree(ctx context.Context, cwd, branch string) (*rpc.W
 		return nil, "", rpc.InvalidField("worktree.branch", "%q is not a valid branch name", clipRef(branch))
 	}
 	if _, err := gitLine(ctx, repo, "show-ref", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
-		return nil, "", rpc.InvalidField("worktree.branch", "branch %q already exists in %s; name another (worktree.branch) or delete it", clipRef(branch), clipRef(repo))
+		return nil, "", rpc.InvalidField("worktree.branch", "branch %q already exists in %s; name another (worktree.branch: dlgt session create --worktree=BRANCH) or delete it", clipRef(branch), clipRef(repo))
 	}
 	dir := filepath.Join(rt.paths.Home, "worktrees", repoDirName(repo))
 	path := filepath.Join(dir, worktreeDirName(branch))
 	if _, err := os.Lstat(path); err == nil {
-		return nil, "", rpc.InvalidField("worktree.branch", "%s already exists (a worktree of another branch of that name); name another branch", clipRef(path))
+		return nil, "", rpc.InvalidField("worktree.branch", "%s already exists (a worktree of another branch of that name); name another branch (worktree.branch: dlgt session create --worktree=BRANCH)", clipRef(path))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", rt.storageError("the worktree directory", "nothing was created", err)
@@ -390,12 +390,12 @@ func checkRemovable(ctx context.Context, id string, wt *rpc.Worktree, force bool
 		}
 		if n > 0 {
 			return &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "remove_worktree", SessionID: id, DirtyFiles: n,
-				Message: fmt.Sprintf("the worktree %s has %d uncommitted or untracked file(s); commit or discard them, or remove anyway with force", wt.Path, n)}
+				Message: fmt.Sprintf("the worktree %s has %d uncommitted or untracked file(s); commit or discard them, or remove anyway with force (dlgt session stop --remove-worktree --force), which deletes them", wt.Path, n)}
 		}
 	}
 	if n, err := unmergedCommits(ctx, wt.Repo, wt.Branch); err == nil && n > 0 {
 		return &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "remove_worktree", SessionID: id,
-			Message: fmt.Sprintf("branch %s has %d commit(s) not in %s's HEAD; merge them, or remove anyway with force (the branch is deleted)", wt.Branch, n, wt.Repo)}
+			Message: fmt.Sprintf("branch %s has %d commit(s) not in %s's HEAD; merge them, or remove anyway with force (dlgt session stop --remove-worktree --force; the branch is deleted)", wt.Branch, n, wt.Repo)}
 	}
 	return nil
 }

@@ -143,6 +143,7 @@ func TestWorktreeSessions(t *testing.T) {
 	n = worktreeCount(t, repo)
 	_, err = create("wt-c", repo, "hi", &rpc.WorktreeOption{Branch: "feature/b"})
 	wantInvalid(t, err, "worktree.branch", "already exists")
+	wantInvalid(t, err, "worktree.branch", "--worktree=BRANCH")
 	_, err = create("wt-d", t.TempDir(), "hi", &rpc.WorktreeOption{})
 	wantInvalid(t, err, "worktree", "not inside a git repository")
 	_, err = create("wt-e", repo, "hi", &rpc.WorktreeOption{Branch: "bad..name"})
@@ -187,11 +188,13 @@ func TestWorktreeSessions(t *testing.T) {
 	// Removal refuses a dirty worktree (A: untracked files) and one
 	// whose branch has unmerged commits (B), and changes nothing.
 	err = td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: ra.Session.ID, RemoveWorktree: true}, nil)
+	wantInvalid(t, err, "remove_worktree", "--remove-worktree --force")
 	if re := wantInvalid(t, err, "remove_worktree", "2 uncommitted or untracked"); re.DirtyFiles != 2 {
 		t.Fatalf("dirty_files = %d", re.DirtyFiles)
 	}
 	err = td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: rb.Session.ID, RemoveWorktree: true}, nil)
 	wantInvalid(t, err, "remove_worktree", "not in")
+	wantInvalid(t, err, "remove_worktree", "--remove-worktree --force")
 	if _, err := os.Stat(wa.Path); err != nil {
 		t.Fatal(err)
 	}

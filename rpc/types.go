@@ -291,9 +291,14 @@ type ModelListParams struct {
 // ProfileListParams are the parameters of profile.list (none).
 type ProfileListParams struct{}
 
-// HarnessListParams are the parameters of harness.list.
+// HarnessListParams are the parameters of harness.list. Environment (an
+// extension, optional) is the caller's launch environment, as
+// session.create sends it: binaries are then located, and their versions
+// probed, as a create from that caller would; without it, from the
+// daemon's own environment.
 type HarnessListParams struct {
-	Harness string `json:"harness,omitempty"`
+	Harness     string            `json:"harness,omitempty"`
+	Environment map[string]string `json:"environment,omitempty"`
 }
 
 // ---- Results -------------------------------------------------------------
@@ -668,10 +673,19 @@ const (
 	ScreenAlternate = "alternate"
 )
 
-// HarnessListResult is the result of harness.list.
+// HarnessListResult is the result of harness.list. Environment (an
+// extension) says whose environment located the binaries:
+// HarnessEnvCaller or HarnessEnvDaemon.
 type HarnessListResult struct {
-	Harnesses []HarnessInfo `json:"harnesses"`
+	Harnesses   []HarnessInfo `json:"harnesses"`
+	Environment string        `json:"environment,omitempty"`
 }
+
+// HarnessListResult.Environment values.
+const (
+	HarnessEnvCaller = "caller"
+	HarnessEnvDaemon = "daemon"
+)
 
 // SubscribeAck is the initial response of event.subscribe; events follow,
 // one per line.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -34,7 +35,8 @@ printed and the command exits (at most 1,000 per call: continue with the
 last seq). With --follow the command subscribes and prints each event as it
 arrives until interrupted (Ctrl-C: exit status 130). A failure is printed as the usual
 {"ok":false,"error":{...}} line with its exit status. -o text prints one
-readable line per event (seq, type, Session, execution, reason or result);
+readable line per event (seq, type, Session as "alias (id)", execution,
+reason or result);
 events carry no time of their own, so with --follow each line starts with
 the local time it was printed.
 
@@ -61,13 +63,17 @@ stopping the follow.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
+			var aliases *sessionAliases
+			if text {
+				aliases = &sessionAliases{e: e, ctx: cmd.Context()}
+			}
 			emit := func(line []byte) error {
 				if text {
 					var received time.Time
 					if following {
 						received = time.Now()
 					}
-					return render.Event(out, line, received)
+					return render.Event(out, line, received, aliases.of)
 				}
 				_, err := out.Write(append(line, '\n'))
 				return err
@@ -158,4 +164,40 @@ stopping the follow.`,
 	f.DurationVar(&execTimeout, "exec-timeout", time.Minute, "kill an --exec command after this long")
 	addOutputFlag(cmd)
 	return cmd
+}
+
+// sessionAliases gives -o text events their Sessions' aliases, from
+// session.list all:true: listed once, and again when an event names a
+// Session the last list lacked (a new one, during --follow). Bounded: an
+// id still unknown after a fresh list is remembered as having none, and
+// at most maxAliasIDs ids are kept.
+type sessionAliases struct {
+	e     *env
+	ctx   context.Context
+	names map[string]string
+}
+
+const maxAliasIDs = 4096
+
+func (a *sessionAliases) of(id string) string {
+	if name, ok := a.names[id]; ok {
+		return name
+	}
+	if a.names == nil || len(a.names) >= maxAliasIDs {
+		a.names = map[string]string{}
+	}
+	if raw, err := a.e.call(a.ctx, rpc.MethodSessionList, rpc.SessionListParams{All: true}); err == nil {
+		var list rpc.SessionListResult
+		if json.Unmarshal(raw, &list) == nil {
+			for _, s := range list.Sessions {
+				if len(a.names) < maxAliasIDs {
+					a.names[s.ID] = s.Alias
+				}
+			}
+		}
+	}
+	if _, ok := a.names[id]; !ok {
+		a.names[id] = "" // a failed list, or a Session without an alias
+	}
+	return a.names[id]
 }

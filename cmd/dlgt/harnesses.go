@@ -12,11 +12,21 @@ func newHarnessesCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "harnesses [--harness H]",
 		Short: "List the supported harnesses, their binaries and capabilities",
+		Long: `List the supported harnesses (harness.list): each one's binary, whether it
+is available, its version, the tested version and its capabilities.
+
+Binaries are located as a session create from this shell would locate them:
+with this shell's PATH and DLGT_*_BIN variables (sent as the environment),
+not the daemon's, which may have been started from another shell. The
+answer's "environment" says so ("caller").`,
 		Example: `  dlgt harnesses --pretty
   dlgt harnesses -o text`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callAndPrintAs(e, cmd, rpc.MethodHarnessList, rpc.HarnessListParams{Harness: harness}, render.HarnessTable)
+			// Listed as a session create from this shell would find
+			// them: the daemon may have been started from another.
+			p := rpc.HarnessListParams{Harness: harness, Environment: e.clientEnvironment()}
+			return callAndPrintAs(e, cmd, rpc.MethodHarnessList, p, render.HarnessTable)
 		},
 	}
 	cmd.Flags().StringVar(&harness, "harness", "", "only this harness")

@@ -118,7 +118,7 @@ func TestControlCommands(t *testing.T) {
 			`{"ok":true,"harness":"codex","source":"static","models":[{"id":"gpt"}]}` + "\n",
 			`{"harness":"codex","include_hidden":true}`},
 		{"harnesses", []string{"harnesses"}, "", rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}},
-			`{"ok":true,"harnesses":[]}` + "\n", `{}`},
+			`{"ok":true,"harnesses":[]}` + "\n", `{"environment":` + envJSON + `}`},
 		{"unknown result fields pass through", []string{"session", "read", "rev"}, "", rpc.MethodSessionRead,
 			json.RawMessage(`{"session":{"id":"s1"},"result":null,"future_field":[1,2]}`),
 			`{"ok":true,"session":{"id":"s1"},"result":null,"future_field":[1,2]}` + "\n", `{"session":"rev"}`},
@@ -421,11 +421,12 @@ func TestTranscript(t *testing.T) {
 		}
 		sameJSON(t, ps[0], `{"session":"s1","limit_bytes":3}`)
 	})
-	t.Run("requires raw", func(t *testing.T) {
+	t.Run("raw is the only form: --raw is optional", func(t *testing.T) {
 		d := newFakeDaemon(t)
+		d.pages[rpc.MethodTranscriptReadRaw] = []any{page("abc", 0, 3, false)}
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1")
-		if code != exitError || stdout != "" || !strings.Contains(errb.String(), `"INVALID_ARGUMENT"`) || d.count() != 0 {
+		if code != exitOK || stdout != "abc" || errb.Len() != 0 {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 		}
 	})

@@ -224,11 +224,16 @@ func TestEventsText(t *testing.T) {
 		json.RawMessage(`{"schema_version":1,"seq":5,"type":"session.busy","session_id":"claude:1","execution_seq":2}`),
 		json.RawMessage(`{"schema_version":1,"seq":6,"type":"session.blocked","session_id":"claude:1","execution_seq":2,"reason":"permission","tool":"Bash","command":"rm -rf build"}`),
 	})
+	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{{ID: "claude:1", Alias: "fix", State: "idle"}}})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "events", "-o", "text")
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
-	if code != exitOK || len(lines) != 2 || !strings.HasPrefix(lines[0], "     5  session.busy ") || !strings.HasSuffix(lines[1], "claude:1 #2 permission Bash rm -rf build") {
+	if code != exitOK || len(lines) != 2 || !strings.HasPrefix(lines[0], "     5  session.busy ") || !strings.HasSuffix(lines[1], "fix (claude:1) #2 permission Bash rm -rf build") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+	// The Sessions are listed once for all their events.
+	if n := len(d.params(rpc.MethodSessionList)); n != 1 {
+		t.Fatalf("%d session.list calls for 2 events of one Session", n)
 	}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if _, stdout := runCLI(t, e, out, "events"); !strings.HasPrefix(stdout, `{"schema_version":1,"seq":5,`) {
@@ -236,7 +241,7 @@ func TestEventsText(t *testing.T) {
 	}
 	// A follower stamps each line with the local time it printed it.
 	var buf strings.Builder
-	if err := render.Event(&buf, []byte(`{"seq":7,"type":"session.idle","session_id":"claude:1"}`), time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local)); err != nil || buf.String() != "15:04:05       7  session.idle           claude:1\n" {
+	if err := render.Event(&buf, []byte(`{"seq":7,"type":"session.idle","session_id":"claude:1"}`), time.Date(2026, 1, 2, 15, 4, 5, 0, time.Local), nil); err != nil || buf.String() != "15:04:05       7  session.idle           claude:1\n" {
 		t.Fatalf("followed line %q %v", buf.String(), err)
 	}
 }

@@ -15,16 +15,17 @@ func newTranscriptCommand(e *env) *cobra.Command {
 		limit int
 	)
 	cmd := &cobra.Command{
-		Use:   "transcript SESSION --raw [--after N] [--limit N]",
+		Use:   "transcript SESSION [--after N] [--limit N]",
 		Short: "Write a Session's raw PTY transcript bytes to stdout",
 		Long: `Write a Session's raw PTY output bytes to stdout, for explicit diagnosis.
 
 The bytes may contain control sequences, redraw noise and secrets the
-provider printed. --raw is required (it is the only form). Pages are followed
+provider printed (rendered text is dlgt scrollback). Raw bytes are the only
+form, so --raw is optional (accepted as before). Pages are followed
 until the end unless --limit bounds the bytes of a single page. stdout
 carries only transcript bytes: a failure is printed as the
 {"ok":false,"error":{...}} line on stderr, with its exit status.`,
-		Example: `  dlgt transcript review --raw > review.raw`,
+		Example: `  dlgt transcript review > review.raw`,
 		Args:    jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fail := func(err error) error {
@@ -32,9 +33,6 @@ carries only transcript bytes: a failure is printed as the
 				return printFailure(cmd, err)
 			}
 			out := cmd.OutOrStdout()
-			if !raw {
-				return fail(usageError("transcript needs --raw (rendered text is dlgt scrollback)"))
-			}
 			if after < 0 || limit < 0 {
 				return fail(usageError("--after and --limit must not be negative"))
 			}
@@ -64,7 +62,7 @@ carries only transcript bytes: a failure is printed as the
 			}
 		},
 	}
-	cmd.Flags().BoolVar(&raw, "raw", false, "write the raw bytes (required)")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write the raw bytes (the only form: optional)")
 	cmd.Flags().Int64Var(&after, "after", 0, "byte offset to start after")
 	cmd.Flags().IntVar(&limit, "limit", 0, "bytes of one page; fetch only that page")
 	return cmd

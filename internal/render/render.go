@@ -294,13 +294,20 @@ func Fetch(w io.Writer, raw json.RawMessage, now time.Time) error {
 // Event prints one event for a person. Events carry no time of
 // their own: a follower stamps each with the local time it printed it
 // (received), and a read of history (received zero) shows none rather
-// than one moment for events of an hour.
-func Event(w io.Writer, line []byte, received time.Time) error {
+// than one moment for events of an hour. alias, when set, gives a
+// Session id's alias ("" for none): the Session is then "alias (id)".
+func Event(w io.Writer, line []byte, received time.Time, alias func(id string) string) error {
 	var ev rpc.Event
 	if err := json.Unmarshal(line, &ev); err != nil {
 		return err
 	}
-	s := fmt.Sprintf("%6d  %-22s %s", ev.Seq, ev.Type, ev.SessionID)
+	who := ev.SessionID
+	if alias != nil && who != "" {
+		if a := alias(who); a != "" {
+			who = OneLine(a, 40) + " (" + who + ")"
+		}
+	}
+	s := fmt.Sprintf("%6d  %-22s %s", ev.Seq, ev.Type, who)
 	if !received.IsZero() {
 		s = received.Format("15:04:05") + "  " + s
 	}
@@ -598,7 +605,18 @@ func HarnessTable(w io.Writer, res rpc.HarnessListResult) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, yesNo(h.Available), orDash(h.Version),
 			orDash(h.TestedVersion), orDash(h.ScreenMode), orDash(h.LifecycleSource), orDash(h.Binary))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch res.Environment {
+	case rpc.HarnessEnvCaller:
+		_, err := fmt.Fprintln(w, "(binaries as a session create from this environment finds them)")
+		return err
+	case rpc.HarnessEnvDaemon:
+		_, err := fmt.Fprintln(w, "(binaries as the daemon's own environment finds them; a create from another shell uses that shell's PATH and DLGT_*_BIN)")
+		return err
+	}
+	return nil
 }
 
 // ModelTable prints model.list for a person.
