@@ -31,7 +31,7 @@ func respondLeaderPlan(harness, decision, message string) func([]string) (*mocka
 			if c := lastMatch(agentCursorRe, r); c != "" {
 				cursor = c
 			}
-			if strings.Contains(r, "Execution 1 completed") {
+			if strings.Contains(r, "Execution 1 completed") || strings.Contains(r, "Execution 1 interrupted") {
 				if strings.Contains(results[len(results)-1], "Stopped") {
 					return nil, "LEADER-DONE " + grab(results, "AFTER-TOOL")
 				}
@@ -111,6 +111,62 @@ func TestAgentsClaudeLeadsClaudeRespondMCP(t *testing.T) {
 				}
 				if !strings.Contains(strings.Join(toolResults, "\n"), tc.message) {
 					t.Fatalf("the counterpart's model did not receive the denial: %q", toolResults)
+				}
+			}
+		})
+	}
+}
+
+// TestAgentsClaudeLeadsGeminiRespondMCP: a real Claude Code leader, its
+// model scripted, delegates through MCP with an asking profile
+// (auto_approve = false) to a real Gemini CLI counterpart, which asks to
+// run a command; the leader reads the request in wait and answers it with
+// the respond tool, the way wait told it. Allow: the command runs and the
+// turn completes. Deny (no message: Gemini's box takes none): the command
+// never runs, the counterpart's model gets no tool result, and the turn
+// ends interrupted.
+func TestAgentsClaudeLeadsGeminiRespondMCP(t *testing.T) {
+	for _, decision := range []string{"allow", "deny"} {
+		t.Run(decision, func(t *testing.T) {
+			r := newAgentRigScript(t, "gemini", mockapi.Script{
+				mockapi.Contains("COUNTERPART-TASK", mockapi.Reply{Tool: "touch dlgt-agents-marker", Text: "AFTER-TOOL"}),
+			})
+			profiles := filepath.Join(t.TempDir(), "profiles.toml")
+			if err := os.WriteFile(profiles, []byte("[profiles.ask]\nharness = \"gemini\"\nauto_approve = false\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			leader, lenv := r.claudeLeader(t, respondLeaderPlan("gemini", decision, ""))
+			lenv["DLGT_PROFILES"] = profiles
+			args := append([]string{"-p", "LEADER-TASK: delegate to gemini", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
+			out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
+			var seen []string
+			for _, q := range leader.Requests() {
+				seen = append(seen, q.ToolResults...)
+			}
+			all := strings.Join(seen, "\n---\n")
+			want := map[string]string{"allow": "LEADER-DONE AFTER-TOOL", "deny": "LEADER-DONE missing"}[decision]
+			if !strings.Contains(out, want) {
+				t.Fatalf("leader output (want %q):\n%s\nits tool results:\n%s", want, out, all)
+			}
+			if n := leaderSawResult(leader, `call respond with {"session": "gemini:`); n < 1 {
+				t.Fatal("no wait result told the leader how to respond")
+			}
+			_, err := os.Stat(filepath.Join(r.cwd, "dlgt-agents-marker"))
+			toolResult := false
+			for _, q := range r.cp.Requests() {
+				toolResult = toolResult || (q.Kind == mockapi.KindToolResult && strings.Contains(q.Prompt, "COUNTERPART-TASK"))
+			}
+			switch decision {
+			case "allow":
+				if err != nil || !toolResult {
+					t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", err, toolResult)
+				}
+			case "deny":
+				if err == nil || toolResult {
+					t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", err == nil, toolResult)
+				}
+				if !strings.Contains(all, "Execution 1 interrupted") {
+					t.Fatalf("the leader was not told the turn ended interrupted:\n%s", all)
 				}
 			}
 		})

@@ -13,7 +13,11 @@
 // drawn for them; while a person holds that lease, such a harness's
 // requests are not made pending at all. An answer reaches the
 // harness only through the hook that asked, so nothing can allow more than
-// that one call, and a Session created with auto_approve never asks.
+// that one call, and a Session created with auto_approve never asks. A
+// harness no hook can answer (harness.KeyAnswerer: Gemini CLI) is answered
+// with its dialog's own keys instead, its request made from the hook that
+// says the dialog is up and the keys written once the dialog is drawn;
+// there, too, a person taking the write lease takes the request over.
 
 package daemon
 
@@ -368,7 +372,8 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 	// The dialog's keys (harness.KeyAnswerer), once it is drawn; the
 	// harness's own evidence then moves the Session (its tool running, or
 	// the turn's end).
-	if err := rt.deliver(ctx, s, g, keys); err != nil {
+	// Written even if the caller goes away meanwhile: the answer was taken.
+	if err := rt.deliver(context.WithoutCancel(ctx), s, g, keys); err != nil {
 		rt.log.Warn("the answer's keys were not all written", "session", id, "pending", res.PendingID, "err", err)
 	}
 	s.mu.Lock()

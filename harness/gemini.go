@@ -954,13 +954,14 @@ func GeminiToolDenial(reason string) ([]byte, error) {
 }
 
 // geminiBoxShown is what every approval box of Gemini CLI 0.61.0 shows as
-// its first option (shell, MCP and edit boxes alike): the answer's keys
-// wait for it, since the Notification hook can run before the box reads
-// keys.
+// its first option (its bundle builds each box's options with "Allow
+// once" first: shell, edit, MCP, info): the answer's keys wait for it,
+// since Gemini runs the Notification hook before it draws the box
+// (measured under load: the box 1.4 s after the hook's delivery).
 const geminiBoxShown = "Allow once"
 
 // geminiBoxTimeout bounds that wait; past it the key is written anyway.
-const geminiBoxTimeout = 5 * time.Second
+const geminiBoxTimeout = 10 * time.Second
 
 // AnswerKeys answers the approval box announced by Notification
 // ToolPermission (GeminiApprovalKeys), once the box is drawn: "1" allows

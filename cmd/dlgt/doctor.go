@@ -20,7 +20,8 @@ Checks: each harness binary (its DLGT_<HARNESS>_BIN, else PATH)
 and its --version against the version dlgt is tested with; whether this
 binary's agent guide is installed for each harness (dlgt skill install: a
 stale or missing copy is a warning, "warning":true with a "fix", never a
-failure); how Claude Code's hooks would reach a daemon started from here
+failure); whether Gemini CLI, when installed, has a sign-in (a warning
+when none is found); how Claude Code's hooks would reach a daemon started from here
 (DLGT_HOOKS; with http, a warning when Claude's own settings stop http
 hooks); whether a daemon answers on this version's socket (or
 DLGT_SOCKET) and which version it is; and that the state directory is owned
