@@ -168,7 +168,7 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if l.Warm > spares {
 		spares = l.Warm
 	}
-	if wp, ok := l.WarmParams(min(spares, client.MaxWarm)); ok && l.Host == "" {
+	if wp, ok := l.WarmParams(min(spares, client.MaxWarm)); ok && l.Host == "" && a.opts.WarmSpares > 0 {
 		if _, err := cl.SessionWarm(ctx, wp); err != nil {
 			return sdk.NewSessionResponse{}, acpError(err)
 		}

@@ -141,6 +141,7 @@ type editor struct {
 type stubClient struct {
 	mu      sync.Mutex
 	updates []sdk.SessionNotification
+	at      []time.Time // when each update came
 	changed chan struct{}
 	// answer picks the permission outcome (nil: cancelled); ctx ends
 	// when the agent withdraws the request.
@@ -151,6 +152,7 @@ type stubClient struct {
 func (c *stubClient) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
 	c.mu.Lock()
 	c.updates = append(c.updates, n)
+	c.at = append(c.at, time.Now())
 	c.mu.Unlock()
 	select {
 	case c.changed <- struct{}{}:

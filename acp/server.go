@@ -39,7 +39,8 @@ type Options struct {
 	// ListPage is session/list's page size (0: 50).
 	ListPage int
 	// WarmSpares is how many spares session/new asks the daemon to keep
-	// of its launch (0: 1), so the first prompt finds the harness up.
+	// of its launch (0: 1; negative: none, so the first prompt starts the
+	// harness cold), so the first prompt finds the harness up.
 	WarmSpares int
 }
 
@@ -56,7 +57,7 @@ func Serve(ctx context.Context, c *client.Client, opts Options, in io.Reader, ou
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
 	}
-	if opts.WarmSpares <= 0 {
+	if opts.WarmSpares == 0 {
 		opts.WarmSpares = 1
 	}
 	ctx, cancel := context.WithCancel(ctx)
