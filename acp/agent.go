@@ -170,7 +170,13 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	}
 	if wp, ok := l.WarmParams(min(spares, client.MaxWarm)); ok && l.Host == "" && a.opts.WarmSpares > 0 {
 		if _, err := cl.SessionWarm(ctx, wp); err != nil {
-			return sdk.NewSessionResponse{}, acpError(err)
+			// The daemon's bound on spares only costs this thread its
+			// head start; anything else (no daemon, a bad launch) is the
+			// editor's error now rather than at the first prompt.
+			if re := rpc.AsError(err); re.Code != rpc.CodeInvalidArgument || re.Field != "spares" {
+				return sdk.NewSessionResponse{}, acpError(err)
+			}
+			fmt.Fprintf(a.opts.Stderr, "dlgt acp: no warm spare for this session (%v); its first prompt starts the harness\n", err)
 		}
 	}
 	id := "acp-" + randHex(8)
