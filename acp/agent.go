@@ -225,14 +225,21 @@ func (a *agent) get(id sdk.SessionId) (*session, error) {
 	return s, nil
 }
 
-// LoadSession replays a dlgt Session's retained results (each final text
-// as agent_message_chunk), then follows it.
+// LoadSession replays a dlgt Session's retained results (the prompt as
+// user_message_chunk when a dlgt acp sent it, the final text as
+// agent_message_chunk), then follows it.
 func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	s, res, err := a.open(ctx, p.SessionId)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
+	journal := prompts(a.opts.JournalDir, s.ref)
 	for _, r := range res.Results {
+		if p, ok := journal[r.ExecutionSeq]; ok {
+			if err := a.update(s.id, sdk.UpdateUserMessageText(p)); err != nil {
+				return sdk.LoadSessionResponse{}, err
+			}
+		}
 		if r.FinalText != nil && *r.FinalText != "" {
 			if err := a.update(s.id, sdk.UpdateAgentMessageText(*r.FinalText)); err != nil {
 				return sdk.LoadSessionResponse{}, err

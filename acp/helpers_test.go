@@ -269,6 +269,20 @@ func (e *editor) agentText(id sdk.SessionId) string {
 	return b.String()
 }
 
+// userText is the concatenation of the user_message_chunk texts of
+// session id.
+func (e *editor) userText(id sdk.SessionId) string {
+	e.stub.mu.Lock()
+	defer e.stub.mu.Unlock()
+	var b strings.Builder
+	for _, n := range e.stub.updates {
+		if n.SessionId == id && n.Update.UserMessageChunk != nil && n.Update.UserMessageChunk.Content.Text != nil {
+			b.WriteString(n.Update.UserMessageChunk.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
 // waitFor waits until cond holds on the recorded updates.
 func (e *editor) waitFor(what string, cond func() bool) {
 	e.t.Helper()

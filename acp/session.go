@@ -145,6 +145,9 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	if err != nil {
 		return sdk.PromptResponse{}, acpError(err)
 	}
+	if err := record(a.opts.JournalDir, r.Session.ID, r.ExecutionSeq, text); err != nil {
+		fmt.Fprintf(a.opts.Stderr, "dlgt acp: keeping the prompt for session/load: %v\n", err)
+	}
 	s.mu.Lock()
 	cancelled := t.cancelled
 	s.mu.Unlock()
@@ -289,8 +292,14 @@ func (a *agent) apply(ctx context.Context, s *session, fs rpc.FetchSession) {
 			off = *r.FinalTextOffset
 		}
 		s.mu.Lock()
-		sent := s.emitted[r.ExecutionSeq]
+		sent, ours := s.emitted[r.ExecutionSeq], s.turn != nil
 		s.mu.Unlock()
+		if off == 0 && sent == 0 && !ours {
+			// Another client's turn: its prompt, when a dlgt acp sent it.
+			if p, ok := prompts(a.opts.JournalDir, s.ref)[r.ExecutionSeq]; ok {
+				a.update(s.id, sdk.UpdateUserMessageText(p))
+			}
+		}
 		if r.FinalText != nil && off <= sent && off+len(*r.FinalText) > sent {
 			piece := (*r.FinalText)[sent-off:]
 			if a.update(s.id, sdk.UpdateAgentMessageText(piece)) == nil {
