@@ -46,7 +46,7 @@ func TestACPMeasure(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			var newD, readyD, warmD, coldD, acpD, cliD []time.Duration
+			var newD, readyD, warmD, coldD, acpD, cliD, acpO, cliO []time.Duration
 			for i := 0; i < rounds; i++ {
 				for _, warm := range []bool{true, false} {
 					opts := acp.Options{Launch: spec, Version: "test", WarmSpares: -1}
@@ -100,6 +100,7 @@ func TestACPMeasure(t *testing.T) {
 								t.Fatal(err)
 							}
 							acpD = append(acpD, time.Since(t2))
+							acpO = append(acpO, time.Since(t2)-span(t, w, string(id)))
 							waitIdle(t, w, string(id))
 							t3 := time.Now()
 							r, err := w.c.SessionSend(ctx, rpc.SessionSendParams{Session: string(id), Prompt: fmt.Sprintf("MEASURE-CLI %d %d", i, k), RequestID: fmt.Sprintf("m-%d-%d", i, k)})
@@ -110,6 +111,7 @@ func TestACPMeasure(t *testing.T) {
 								t.Fatal(err)
 							}
 							cliD = append(cliD, time.Since(t3))
+							cliO = append(cliO, time.Since(t3)-span(t, w, string(id)))
 							waitIdle(t, w, string(id))
 						}
 					}
@@ -119,10 +121,22 @@ func TestACPMeasure(t *testing.T) {
 					e.quit()
 				}
 			}
-			t.Logf("%s: session/new %s; new->spare ready %s; first prompt->first chunk warm %s, cold %s; follow-up round trip ACP %s, client send+wait %s",
-				row.name, stats(newD), stats(readyD), stats(warmD), stats(coldD), stats(acpD), stats(cliD))
+			t.Logf("%s: session/new %s; new->spare ready %s; first prompt->first chunk warm %s, cold %s; follow-up round trip ACP %s, client send+wait %s; round trip less the execution's span ACP %s, client %s",
+				row.name, stats(newD), stats(readyD), stats(warmD), stats(coldD), stats(acpD), stats(cliD), stats(acpO), stats(cliO))
 		})
 	}
+}
+
+// span is the latest execution's span in the daemon (started to
+// completed), so a round trip less it is what the client side and the
+// transport added.
+func span(t *testing.T, w *world, ref string) time.Duration {
+	t.Helper()
+	rd, err := w.c.SessionRead(context.Background(), rpc.SessionReadParams{Session: ref})
+	if err != nil || rd.Result == nil {
+		t.Fatalf("session.read: %v", err)
+	}
+	return time.Duration(rd.Result.CompletedAtMS-rd.Result.StartedAtMS) * time.Millisecond
 }
 
 // waitIdle waits for the Session to be idle again (its turn fully over).

@@ -137,7 +137,12 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		if err == nil {
 			s.mu.Lock()
 			s.stopped = false
+			moved := r.Session.ID != s.ref
+			s.ref = r.Session.ID
 			s.mu.Unlock()
+			if moved {
+				a.follow(s, r.Cursor) // relaunched under another id
+			}
 		}
 	default:
 		r, err = s.cl.SessionSend(ctx, rpc.SessionSendParams{Session: ref, Prompt: text, RequestID: reqID})
