@@ -238,6 +238,10 @@ func TestQuitThenLoad(t *testing.T) {
 	if got := e2.agentText(id); got != "first answer" {
 		t.Errorf("replayed %q, want the first answer", got)
 	}
+	// The prompt, which the daemon does not keep, from dlgt acp's journal.
+	if got := e2.userText(id); got != "[[reply first answer]]" {
+		t.Errorf("replayed prompt %q, want the first prompt", got)
+	}
 	r, err := e2.prompt(ctx, id, "[[reply second answer]]")
 	if err != nil || r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("prompt after load: %+v, %v", r, err)
@@ -267,6 +271,25 @@ func TestTurnFromAnotherClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("the terminal's turn", func() bool { return e.agentText(id) == "from the editorfrom the terminal" })
+	// The terminal's prompt is not known (the daemon keeps none); another
+	// editor's is, from dlgt acp's journal.
+	if got := e.userText(id); got != "" {
+		t.Errorf("user chunks %q before another editor's turn, want none", got)
+	}
+	e2 := w.connect(claude())
+	e2.initialize(ctx)
+	if _, err := e2.conn.ResumeSession(ctx, sdk.ResumeSessionRequest{SessionId: id, Cwd: w.cwd}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2.prompt(ctx, id, "[[reply from another editor]]"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the other editor's turn", func() bool {
+		return e.userText(id) == "[[reply from another editor]]" && e.agentText(id) == "from the editorfrom the terminalfrom another editor"
+	})
+	if got := e2.userText(id); got != "" {
+		t.Errorf("the sending editor got its own prompt back: %q", got)
+	}
 }
 
 // session/list lists dlgt Sessions by cwd; session/close stops one.

@@ -168,9 +168,15 @@ func (a *agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	if l.Warm > spares {
 		spares = l.Warm
 	}
-	if wp, ok := l.WarmParams(min(spares, client.MaxWarm)); ok && l.Host == "" {
+	if wp, ok := l.WarmParams(min(spares, client.MaxWarm)); ok && l.Host == "" && a.opts.WarmSpares > 0 {
 		if _, err := cl.SessionWarm(ctx, wp); err != nil {
-			return sdk.NewSessionResponse{}, acpError(err)
+			// The daemon's bound on spares only costs this thread its
+			// head start; anything else (no daemon, a bad launch) is the
+			// editor's error now rather than at the first prompt.
+			if re := rpc.AsError(err); re.Code != rpc.CodeInvalidArgument || re.Field != "spares" {
+				return sdk.NewSessionResponse{}, acpError(err)
+			}
+			fmt.Fprintf(a.opts.Stderr, "dlgt acp: no warm spare for this session (%v); its first prompt starts the harness\n", err)
 		}
 	}
 	id := "acp-" + randHex(8)
@@ -219,14 +225,21 @@ func (a *agent) get(id sdk.SessionId) (*session, error) {
 	return s, nil
 }
 
-// LoadSession replays a dlgt Session's retained results (each final text
-// as agent_message_chunk), then follows it.
+// LoadSession replays a dlgt Session's retained results (the prompt as
+// user_message_chunk when a dlgt acp sent it, the final text as
+// agent_message_chunk), then follows it.
 func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	s, res, err := a.open(ctx, p.SessionId)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
+	journal := prompts(a.opts.JournalDir, s.ref)
 	for _, r := range res.Results {
+		if p, ok := journal[r.ExecutionSeq]; ok {
+			if err := a.update(s.id, sdk.UpdateUserMessageText(p)); err != nil {
+				return sdk.LoadSessionResponse{}, err
+			}
+		}
 		if r.FinalText != nil && *r.FinalText != "" {
 			if err := a.update(s.id, sdk.UpdateAgentMessageText(*r.FinalText)); err != nil {
 				return sdk.LoadSessionResponse{}, err

@@ -141,6 +141,7 @@ type editor struct {
 type stubClient struct {
 	mu      sync.Mutex
 	updates []sdk.SessionNotification
+	at      []time.Time // when each update came
 	changed chan struct{}
 	// answer picks the permission outcome (nil: cancelled); ctx ends
 	// when the agent withdraws the request.
@@ -151,6 +152,7 @@ type stubClient struct {
 func (c *stubClient) SessionUpdate(ctx context.Context, n sdk.SessionNotification) error {
 	c.mu.Lock()
 	c.updates = append(c.updates, n)
+	c.at = append(c.at, time.Now())
 	c.mu.Unlock()
 	select {
 	case c.changed <- struct{}{}:
@@ -262,6 +264,20 @@ func (e *editor) agentText(id sdk.SessionId) string {
 	for _, n := range e.stub.updates {
 		if n.SessionId == id && n.Update.AgentMessageChunk != nil && n.Update.AgentMessageChunk.Content.Text != nil {
 			b.WriteString(n.Update.AgentMessageChunk.Content.Text.Text)
+		}
+	}
+	return b.String()
+}
+
+// userText is the concatenation of the user_message_chunk texts of
+// session id.
+func (e *editor) userText(id sdk.SessionId) string {
+	e.stub.mu.Lock()
+	defer e.stub.mu.Unlock()
+	var b strings.Builder
+	for _, n := range e.stub.updates {
+		if n.SessionId == id && n.Update.UserMessageChunk != nil && n.Update.UserMessageChunk.Content.Text != nil {
+			b.WriteString(n.Update.UserMessageChunk.Content.Text.Text)
 		}
 	}
 	return b.String()

@@ -126,6 +126,7 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 			s.ref, s.launch = r.Session.ID, nil
 			s.mu.Unlock()
 			a.follow(s, r.Cursor)
+			a.releaseSpare(s, l)
 		}
 	case stopped:
 		var l client.Launch
@@ -136,13 +137,21 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		if err == nil {
 			s.mu.Lock()
 			s.stopped = false
+			moved := r.Session.ID != s.ref
+			s.ref = r.Session.ID
 			s.mu.Unlock()
+			if moved {
+				a.follow(s, r.Cursor) // relaunched under another id
+			}
 		}
 	default:
 		r, err = s.cl.SessionSend(ctx, rpc.SessionSendParams{Session: ref, Prompt: text, RequestID: reqID})
 	}
 	if err != nil {
 		return sdk.PromptResponse{}, acpError(err)
+	}
+	if err := record(a.opts.JournalDir, r.Session.ID, r.ExecutionSeq, text); err != nil {
+		fmt.Fprintf(a.opts.Stderr, "dlgt acp: keeping the prompt for session/load: %v\n", err)
 	}
 	s.mu.Lock()
 	cancelled := t.cancelled
@@ -171,6 +180,37 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		data["dlgt_code"] = res.Error.Code
 	}
 	return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: msg, Data: data}
+}
+
+// releaseSpare stops the spare the daemon starts to replace the one the
+// first prompt claimed, unless a profile keeps spares of that launch or
+// another session of this connection still waits for its first prompt
+// in the same directory: a thread that was opened is served, and no
+// harness process is left waiting for one that was not.
+func (a *agent) releaseSpare(s *session, l client.Launch) {
+	wp, ok := l.WarmParams(0)
+	if !ok || l.Warm > 0 || l.Host != "" || a.opts.WarmSpares <= 0 {
+		return
+	}
+	a.mu.Lock()
+	for _, o := range a.sessions {
+		if o == s {
+			continue
+		}
+		o.mu.Lock()
+		waiting := o.launch != nil && o.launch.Params.Cwd == l.Params.Cwd
+		o.mu.Unlock()
+		if waiting {
+			a.mu.Unlock()
+			return
+		}
+	}
+	a.mu.Unlock()
+	go func() {
+		if _, err := s.cl.SessionWarm(a.ctx, wp); err != nil && a.ctx.Err() == nil {
+			fmt.Fprintf(a.opts.Stderr, "dlgt acp: stopping the replacement spare: %v\n", err)
+		}
+	}()
 }
 
 // await is the result of execution seq, as the watcher delivers it.
@@ -257,8 +297,14 @@ func (a *agent) apply(ctx context.Context, s *session, fs rpc.FetchSession) {
 			off = *r.FinalTextOffset
 		}
 		s.mu.Lock()
-		sent := s.emitted[r.ExecutionSeq]
+		sent, ours := s.emitted[r.ExecutionSeq], s.turn != nil
 		s.mu.Unlock()
+		if off == 0 && sent == 0 && !ours {
+			// Another client's turn: its prompt, when a dlgt acp sent it.
+			if p, ok := prompts(a.opts.JournalDir, s.ref)[r.ExecutionSeq]; ok {
+				a.update(s.id, sdk.UpdateUserMessageText(p))
+			}
+		}
 		if r.FinalText != nil && off <= sent && off+len(*r.FinalText) > sent {
 			piece := (*r.FinalText)[sent-off:]
 			if a.update(s.id, sdk.UpdateAgentMessageText(piece)) == nil {

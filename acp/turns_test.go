@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -187,5 +188,35 @@ func TestListPaging(t *testing.T) {
 		if !seen[id] {
 			t.Errorf("%s not listed", id)
 		}
+	}
+}
+
+// session/new starts a spare of its launch at once; the first prompt
+// claims it, and the replacement the daemon starts is stopped: no harness
+// is left waiting for a thread nobody opened.
+func TestSpareClaimedAndNotReplaced(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	e := w.connect(claude())
+	e.initialize(ctx)
+	spares := func() (ready, starting int) {
+		st, _, err := w.c.DaemonStatus(ctx)
+		if err != nil || st == nil {
+			t.Fatalf("daemon status: %v", err)
+		}
+		return st.SparesReady, st.SparesStarting
+	}
+	id := e.newSession(ctx, w.cwd)
+	e.waitFor("the spare to be ready", func() bool { r, _ := spares(); return r == 1 })
+	if _, err := e.prompt(ctx, id, "[[reply warm]]"); err != nil {
+		t.Fatal(err)
+	}
+	// The daemon starts the replacement about a second after the claim
+	// (1.5 s here, unloaded); past a window well beyond that, there is
+	// none, starting or ready. (Under load it could come later, which
+	// would let this pass, never fail, without the fix.)
+	time.Sleep(4 * time.Second)
+	if r, s := spares(); r != 0 || s != 0 {
+		t.Errorf("spares after the first prompt: %d ready, %d starting; want none", r, s)
 	}
 }
