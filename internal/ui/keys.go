@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -80,6 +81,17 @@ func (m *model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if k.String() == "ctrl+c" {
 		return m, tea.Quit
 	}
+	if rs := []rune(k.Text); len(rs) > 1 && m.mode != modeSend && m.mode != modeDeny && m.mode != modeNew {
+		// Several characters in one key message (Bubble Tea v1 made one
+		// of a read holding "jj"; v2 makes one per key): each counts as
+		// typed, in order. An input line takes them as text.
+		cmds := make([]tea.Cmd, 0, len(rs))
+		for _, r := range rs {
+			_, cmd := m.key(runeKey(r))
+			cmds = append(cmds, cmd)
+		}
+		return m, tea.Sequence(cmds...)
+	}
 	switch m.mode {
 	case modeHelp:
 		m.mode = modeList
@@ -97,6 +109,16 @@ func (m *model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.formKey(k)
 	}
 	return m.listKey(k)
+}
+
+// runeKey is the key message of one typed character, as the terminal
+// reader makes it (an upper case letter is its letter with shift).
+func runeKey(r rune) tea.KeyPressMsg {
+	k := tea.KeyPressMsg{Code: r, Text: string(r)}
+	if lower := unicode.ToLower(r); lower != r {
+		k.Code, k.ShiftedCode, k.Mod = lower, r, tea.ModShift
+	}
+	return k
 }
 
 // paste takes text the terminal marks as pasted (bracketed paste): into

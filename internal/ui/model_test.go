@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -31,15 +30,9 @@ func testModel(noColor bool, states ...string) *model {
 	return m
 }
 
-// press is the key message of one typed character, as the terminal
-// reader makes it (an upper case letter is its letter with shift).
+// press is the key message of one typed character.
 func press(text string) tea.KeyPressMsg {
-	r := []rune(text)[0]
-	k := tea.KeyPressMsg{Code: r, Text: text}
-	if lower := unicode.ToLower(r); lower != r {
-		k.Code, k.ShiftedCode, k.Mod = lower, r, tea.ModShift
-	}
-	return k
+	return runeKey([]rune(text)[0])
 }
 
 func TestListSortsWhatNeedsAPersonFirst(t *testing.T) {
@@ -284,8 +277,33 @@ func TestEveryKeyCounts(t *testing.T) {
 	if i := m.selIndex(); i != 4 {
 		t.Fatalf("a pasted jj: row %d, want 4", i)
 	}
+	// One key message of several characters (what Bubble Tea v1 made of
+	// a read holding kk): each counts.
+	m.Update(tea.KeyPressMsg{Code: tea.KeyExtended, Text: "kk"})
+	if i := m.selIndex(); i != 2 {
+		t.Fatalf("one message of kk: row %d, want 2", i)
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyExtended, Text: "jj"})
 	m.Update(tea.PasteMsg{Content: "kxqk"})
 	if i := m.selIndex(); i != 2 || m.mode != modeList || !strings.Contains(m.status, "a paste moves the selection only") {
 		t.Fatalf("a pasted kxqk: row %d, mode %d, status %q", m.selIndex(), m.mode, m.status)
+	}
+}
+
+// What the UI keeps of attach's stderr is bounded, and a failure line in
+// it gives the status line its message.
+func TestAttachStderr(t *testing.T) {
+	b := &tailBuffer{max: 10}
+	b.Write([]byte("0123456789"))
+	b.Write([]byte("abc"))
+	if got := b.String(); got != "3456789abc" {
+		t.Fatalf("kept %q", got)
+	}
+	out := "warning: x\n" + `{"ok":false,"error":{"code":"ALREADY_ATTACHED","message":"another client holds the attach lease"}}` + "\n"
+	if got := failureMessage(out); got != "another client holds the attach lease" {
+		t.Fatalf("failure message %q", got)
+	}
+	if got := failureMessage("exit status 1\n"); got != "" {
+		t.Fatalf("failure message of no JSON line: %q", got)
 	}
 }

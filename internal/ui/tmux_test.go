@@ -209,10 +209,10 @@ func (tm *term) keys(keys ...string) {
 // press types a key that changes nothing in the daemon and waits for
 // its effect, typing it again (up to 3 times, each logged) when none
 // shows within 10 s: under -race on a loaded machine a keystroke
-// typed soon after the UI took the terminal back from attach was seen
-// lost (4 runs in 13), in Bubble Tea's hand-over of its input reader
-// (docs/cli.md, "dlgt ui"). Keys that act on a Session are never typed
-// twice.
+// typed soon after the UI took the terminal back from attach was once
+// seen lost with Bubble Tea v1 (4 runs in 13), never reproduced since
+// (docs/design.md, "Bubble Tea v2, not v1"). Keys that act on a Session
+// are never typed twice.
 func (tm *term) press(key, what string, cond func(string) bool) string {
 	tm.t.Helper()
 	tm.keys(key)
