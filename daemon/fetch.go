@@ -152,6 +152,9 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 		doc, err := rt.fetchBaseline(ctx, s, fr, bound)
 		return rpc.Ref(doc), err
 	}
+	if fr.untilRes && bound > 0 && pos.mark.Result >= bound && viewOf(s).boundDone(bound) {
+		fr.cursor, pos = rt.rewindResult(s, fr.cursor, pos, bound)
+	}
 	lp := &longPoll{rt: rt, s: s, pos: pos, fr: fr, bound: bound}
 	if fr.wait > 0 {
 		lp.deadline = time.Now().Add(fr.wait)
@@ -176,6 +179,26 @@ func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *po
 	s.mu.Unlock()
 	m.Result = min(max(after, rt.db.ResultsEvictedThrough(s.uid)), m.Result)
 	m.TextOff = 0
+	ps := rt.positions
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.mintLocked(s.uid, &position{mark: m})
+}
+
+// rewindResult is the position an until:"result" fetch from pos (number
+// n) reads from when pos is past the bound execution's result already
+// (the caller fetched it before: an idle Session, an old cursor): pos
+// with the results component just before bound, so that the answer
+// carries that result again instead of reason "result" with no result.
+// Everything else reads from pos. A result retention dropped stays
+// dropped (pos is kept).
+func (rt *runtime) rewindResult(s *session, n uint64, pos *position, bound uint64) (uint64, *position) {
+	m := pos.mark
+	m.Result = max(bound-1, rt.db.ResultsEvictedThrough(s.uid))
+	m.TextOff = 0
+	if m.Result >= pos.mark.Result {
+		return n, pos
+	}
 	ps := rt.positions
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

@@ -1001,3 +1001,29 @@ func TestFetchLongPoll(t *testing.T) {
 		t.Fatalf("blocked: %+v", d)
 	}
 }
+
+// until:"result" from a cursor past the bound execution's result (an idle
+// Session whose result the caller fetched already) carries that result
+// again: reason result always comes with the result. The cursor returned
+// is the caller's own when nothing else changed, and a fetch without
+// until:"result" from it still has nothing new.
+func TestFetchUntilResultPastItsResult(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "a")
+	runExec(rt, s, "the answer")
+	base, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
+	past, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": base.Cursor})
+	for i := 0; i < 2; i++ {
+		d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": past.Cursor, "until": "result", "wait_ms": 60000})
+		if d.Reason != rpc.ReasonResult || len(d.Sessions) != 1 || len(d.Sessions[0].Results) != 1 || *d.Sessions[0].Results[0].FinalText != "the answer" {
+			t.Fatalf("fetch %d from a cursor past the result: %+v", i, d)
+		}
+		if d.Cursor != past.Cursor {
+			t.Fatalf("cursor %s, want the caller's %s (nothing else changed)", d.Cursor, past.Cursor)
+		}
+	}
+	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": past.Cursor})
+	if d.Reason != rpc.ReasonSnapshot && d.Reason != rpc.ReasonTimeout || len(d.Sessions) > 0 && len(d.Sessions[0].Results) != 0 {
+		t.Fatalf("a plain fetch from it: %+v", d)
+	}
+}

@@ -101,7 +101,9 @@ type runtime struct {
 	closing       bool
 	// pools are the warm spares, by launch shape (spares.go).
 	pools map[string]*sparePool
-	wg    sync.WaitGroup // process pumps and launches
+	// spareStats counts what creates found of them (claimSpare; rt.mu).
+	spareStats spareStats
+	wg         sync.WaitGroup // process pumps and launches
 	// retrying is set while retryLoop runs (storage.go).
 	retrying atomic.Bool
 }
@@ -592,6 +594,11 @@ type DaemonStatus struct {
 	SparesReady    int   `json:"spares_ready"`
 	SparesStarting int   `json:"spares_starting"`
 	SparesRSSBytes int64 `json:"spares_rss_bytes"`
+	// What the creates that could have used a spare found, since the
+	// daemon started (spareStats).
+	SpareClaims      uint64 `json:"spare_claims"`
+	SpareMisses      uint64 `json:"spare_misses"`
+	SpareShapeMisses uint64 `json:"spare_shape_misses"`
 }
 
 func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (DaemonStatus, error) {
@@ -605,6 +612,7 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) 
 	}
 	rt.mu.Lock()
 	st.Sessions = len(rt.sessions)
+	st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = rt.spareStats.claims, rt.spareStats.misses, rt.spareStats.shapeMisses
 	var ready []*spare
 	for _, pool := range rt.pools {
 		for _, sp := range pool.spares {

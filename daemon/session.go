@@ -42,6 +42,8 @@ type sessionRecord struct {
 	Cols      int      `json:"cols"`
 	// Worktree is the git worktree the Session runs in (Cwd is inside it).
 	Worktree *rpc.Worktree `json:"worktree,omitempty"`
+	// Warm: its create claimed a warm spare (spares.go).
+	Warm bool `json:"warm,omitempty"`
 }
 
 type execRecord struct {
@@ -182,7 +184,7 @@ func (s *session) snapshotLocked(now time.Time) rpc.Session {
 	out := rpc.Session{
 		ID: r.ID, Alias: r.Alias, Title: r.Title, Harness: r.Harness, Cwd: r.Cwd,
 		Model: r.Model, Effort: r.Effort, State: string(r.State),
-		CreatedAtMS: r.CreatedAtMS, UpdatedAtMS: r.UpdatedAtMS,
+		CreatedAtMS: r.CreatedAtMS, UpdatedAtMS: r.UpdatedAtMS, Warm: r.Warm,
 	}
 	if r.Worktree != nil {
 		wt := *r.Worktree

@@ -64,6 +64,16 @@ const (
 // claims.
 var spareClaimed func(uid string)
 
+// spareStats counts, for daemon status, the creates that could have run
+// on a spare while the daemon kept some (no worktree; a prompt a spare
+// can take): claims took one; misses found their shape's spares all
+// still starting; shapeMisses found spares of other shapes only: another
+// environment (a spare warmed from another shell), directory, model,
+// effort or options.
+type spareStats struct {
+	claims, misses, shapeMisses uint64
+}
+
 // spare is one warm harness process of a pool.
 type spare struct {
 	s    *session
@@ -480,12 +490,16 @@ func (rt *runtime) claimSpare(rec sessionRecord, lo launchOpts) *spare {
 		rt.mu.Lock()
 		pool := rt.pools[key]
 		if pool == nil || rt.closing {
+			if pool == nil && len(rt.pools) > 0 {
+				rt.spareStats.shapeMisses++
+			}
 			rt.mu.Unlock()
 			return nil
 		}
 		pool.lastUse = time.Now()
 		i := slices.IndexFunc(pool.spares, func(sp *spare) bool { return sp.ready })
 		if i < 0 {
+			rt.spareStats.misses++
 			rt.mu.Unlock()
 			return nil
 		}
@@ -498,6 +512,9 @@ func (rt *runtime) claimSpare(rec sessionRecord, lo launchOpts) *spare {
 			rt.retireSpare(sp)
 			continue
 		}
+		rt.mu.Lock()
+		rt.spareStats.claims++
+		rt.mu.Unlock()
 		rt.log.Info("a create claimed a warm spare", "shape", key, "uid", sp.s.uid)
 		if spareClaimed != nil {
 			spareClaimed(sp.s.uid)
@@ -568,6 +585,7 @@ func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts
 	s := sp.s
 	s.mu.Lock()
 	s.spare = nil
+	s.rec.Warm = true
 	g := s.gen
 	if g == nil || s.rec.State != stStarting {
 		s.mu.Unlock()

@@ -105,6 +105,21 @@ func TestWarmSpareClaimedLikeACold(t *testing.T) {
 			t.Fatalf("receipt = %+v", r)
 		}
 	}
+	// The claim is said: in the receipt and session.read ("warm"), and
+	// daemon status counts it and the create of another shape.
+	if !warm.Session.Warm || cold.Session.Warm {
+		t.Fatalf("warm: %v in the claimed Session's receipt, %v in the cold one's", warm.Session.Warm, cold.Session.Warm)
+	}
+	var rd rpc.SessionReadResult
+	td.mustCall(rpc.MethodSessionRead, rpc.SessionReadParams{Session: warm.Session.ID}, &rd)
+	if !rd.Session.Warm {
+		t.Fatalf("session.read of the claimed Session: %+v", rd.Session)
+	}
+	var st DaemonStatus
+	td.mustCall(rpc.MethodDaemonStatus, struct{}{}, &st)
+	if st.SpareClaims != 1 || st.SpareShapeMisses != 1 || st.SpareMisses != 0 {
+		t.Fatalf("daemon status: %d claims, %d misses, %d shape misses; want 1, 0, 1", st.SpareClaims, st.SpareMisses, st.SpareShapeMisses)
+	}
 	_, wres := td.waitResult(t, warm.Session.ID, warm.Cursor)
 	_, cres := td.waitResult(t, cold.Session.ID, cold.Cursor)
 	if wres.Status != rpc.StatusCompleted || derefText(&wres) != "MOCK-REPLY: hello warm-1" || cres.Status != wres.Status {

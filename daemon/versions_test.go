@@ -77,7 +77,7 @@ func TestVersionProbeRealCLIs(t *testing.T) {
 func TestVersionCacheRetriesATimedOutProbe(t *testing.T) {
 	dir := t.TempDir()
 	bin, slow := filepath.Join(dir, "gemini"), filepath.Join(dir, "slow")
-	script := "#!/bin/sh\nif [ -e " + slow + " ]; then rm -f " + slow + "; exec sleep 30; fi\necho 0.61.0\n"
+	script := "#!/bin/sh\nif [ -e " + slow + " ]; then exec sleep 30; fi\necho 0.61.0\n"
 	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,7 @@ func TestVersionCacheRetriesATimedOutProbe(t *testing.T) {
 	if v := c.get(context.Background(), bin, nil); v != "" {
 		t.Fatalf("a probe past its timeout = %q", v)
 	}
+	os.Remove(slow)
 	c.timeout = time.Minute
 	if v := c.get(context.Background(), bin, nil); v != "0.61.0" {
 		t.Fatalf("the probe after a timed-out one = %q, want it run again", v)

@@ -325,6 +325,9 @@ type Session struct {
 	Pending *Pending `json:"pending,omitempty"`
 	// Worktree (an extension) is the git worktree the Session runs in.
 	Worktree *Worktree `json:"worktree,omitempty"`
+	// Warm (an extension) is set when the Session's create claimed a
+	// warm spare (session.warm) instead of starting its harness.
+	Warm bool `json:"warm,omitempty"`
 }
 
 // Pending request kinds.

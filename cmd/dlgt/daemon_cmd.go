@@ -140,6 +140,10 @@ func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
 	if err == nil && st.SparesReady+st.SparesStarting > 0 {
 		_, err = fmt.Fprintf(w, "warm     %d ready, %d starting (dlgt session warm)\n", st.SparesReady, st.SparesStarting)
 	}
+	if err == nil && st.SpareClaims+st.SpareMisses+st.SpareShapeMisses > 0 {
+		_, err = fmt.Fprintf(w, "creates  %d claimed a warm spare, %d found their spares still starting, %d found spares of another shape only (environment, directory, model or options differ)\n",
+			st.SpareClaims, st.SpareMisses, st.SpareShapeMisses)
+	}
 	return err
 }
 

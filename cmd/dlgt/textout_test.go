@@ -347,6 +347,24 @@ func TestCancelNothingToCancel(t *testing.T) {
 	}
 }
 
+// A create that claimed a warm spare says so in -o text: the receipt's
+// first line and session read's harness line.
+func TestWarmText(t *testing.T) {
+	d := newFakeDaemon(t)
+	s := rpc.Session{ID: "claude:1", Alias: "fix", Harness: "claude", State: rpc.StateBusy, Warm: true}
+	d.set(rpc.MethodSessionCreate, rpc.Receipt{Session: s, ExecutionSeq: 1, Cursor: "2", Submission: rpc.SubmissionConfirmed})
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: s})
+	e, out, _ := cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "create", "--harness", "claude", "--request-id", "r", "-o", "text", "--", "go"); code != exitOK ||
+		!strings.HasPrefix(stdout, "fix  busy  claude  execution #1  (on a warm spare)\n") {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+	e, out, _ = cliEnv(t, d, nil, nil, "")
+	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != exitOK || !strings.Contains(stdout, "harness  claude, started on a warm spare\n") {
+		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+}
+
 func TestDaemonStatusText(t *testing.T) {
 	var b strings.Builder
 	st := daemon.DaemonStatus{Version: "0.1.0-dev", Commit: "0123456789ab", PID: 42, Socket: "/run/d.sock", Home: "/h", UptimeMS: 3_723_400, Connections: 1, Sessions: 2}
@@ -354,6 +372,17 @@ func TestDaemonStatusText(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "running  dlgt 0.1.0-dev (commit 0123456789ab), pid 42, up 1h2m3s\nholds    2 Sessions, 1 connection open\nsocket   /run/d.sock\nhome     /h\n"
+	if b.String() != want {
+		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
+	}
+	// With warm spares: what they are, and what creates found of them.
+	b.Reset()
+	st.SparesReady, st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = 1, 3, 1, 2
+	if err := writeDaemonStatusText(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	want += "warm     1 ready, 0 starting (dlgt session warm)\n" +
+		"creates  3 claimed a warm spare, 1 found their spares still starting, 2 found spares of another shape only (environment, directory, model or options differ)\n"
 	if b.String() != want {
 		t.Fatalf("got\n%s\nwant\n%s", b.String(), want)
 	}

@@ -334,6 +334,9 @@ func Read(w io.Writer, res rpc.SessionReadResult, now time.Time) {
 	if s.Model != "" {
 		fmt.Fprintf(w, ", model %s", s.Model)
 	}
+	if s.Warm {
+		fmt.Fprint(w, ", started on a warm spare")
+	}
 	fmt.Fprintf(w, "\nstate    %s (updated %s)\n", s.State, RelTime(s.UpdatedAtMS, now))
 	if s.State == rpc.StateBlocked {
 		if p := PendingLine(s.Pending); p != "" {
@@ -503,7 +506,11 @@ func thousands(n int64) string {
 // person.
 func Receipt(w io.Writer, r rpc.Receipt) error {
 	name := SessionName(r.Session)
-	fmt.Fprintf(w, "%s  %s  %s  execution #%d\n", name, r.Session.State, r.Session.Harness, r.ExecutionSeq)
+	warm := ""
+	if r.Session.Warm {
+		warm = "  (on a warm spare)"
+	}
+	fmt.Fprintf(w, "%s  %s  %s  execution #%d%s\n", name, r.Session.State, r.Session.Harness, r.ExecutionSeq, warm)
 	prompt := r.Submission
 	switch r.Submission {
 	case rpc.SubmissionConfirmed:
