@@ -187,15 +187,7 @@ func TestCancel(t *testing.T) {
 	e := w.connect(claude())
 	e.initialize(ctx)
 	id := e.newSession(ctx, w.cwd)
-	type answer struct {
-		r   sdk.PromptResponse
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		r, err := e.prompt(ctx, id, "[[slow 30000]] take your time")
-		ch <- answer{r, err}
-	}()
+	ch := e.promptAsync(ctx, id, "[[slow 30000]] take your time")
 	e.waitFor("the turn to run", func() bool {
 		rd, err := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)})
 		return err == nil && rd.Session.State == rpc.StateBusy

@@ -326,3 +326,29 @@ func (l tlog) Write(p []byte) (int, error) {
 	l.t.Logf("dlgt acp: %s", strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// answer is a prompt's response.
+type answer struct {
+	r   sdk.PromptResponse
+	err error
+}
+
+// promptAsync sends a prompt and delivers its response on the channel.
+func (e *editor) promptAsync(ctx context.Context, id sdk.SessionId, text string) <-chan answer {
+	ch := make(chan answer, 1)
+	go func() {
+		r, err := e.prompt(ctx, id, text)
+		ch <- answer{r, err}
+	}()
+	return ch
+}
+
+// waitAsked waits until the editor was asked n permission requests.
+func (e *editor) waitAsked(n int) {
+	e.t.Helper()
+	e.waitFor("the permission request", func() bool {
+		e.stub.mu.Lock()
+		defer e.stub.mu.Unlock()
+		return len(e.stub.asked) == n
+	})
+}

@@ -68,20 +68,8 @@ func TestLateAnswerChangesNothing(t *testing.T) {
 	}
 	e.initialize(ctx)
 	id := e.newSession(ctx, w.cwd)
-	type answer struct {
-		r   sdk.PromptResponse
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		r, err := e.prompt(ctx, id, "[[tool echo ran > late.txt]]")
-		ch <- answer{r, err}
-	}()
-	e.waitFor("the permission request", func() bool {
-		e.stub.mu.Lock()
-		defer e.stub.mu.Unlock()
-		return len(e.stub.asked) == 1
-	})
+	ch := e.promptAsync(ctx, id, "[[tool echo ran > late.txt]]")
+	e.waitAsked(1)
 	// A person answers from the terminal side.
 	if _, err := w.c.SessionRespond(ctx, rpc.SessionRespondParams{Session: string(id), Decision: rpc.DecisionDeny, Message: "no from the terminal", RequestID: "cli-deny"}); err != nil {
 		t.Fatalf("session.respond: %v", err)
@@ -118,20 +106,8 @@ func TestCancelWithOpenPermission(t *testing.T) {
 	}
 	e.initialize(ctx)
 	id := e.newSession(ctx, w.cwd)
-	type answer struct {
-		r   sdk.PromptResponse
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		r, err := e.prompt(ctx, id, "[[tool echo ran > cancelled.txt]]")
-		ch <- answer{r, err}
-	}()
-	e.waitFor("the permission request", func() bool {
-		e.stub.mu.Lock()
-		defer e.stub.mu.Unlock()
-		return len(e.stub.asked) == 1
-	})
+	ch := e.promptAsync(ctx, id, "[[tool echo ran > cancelled.txt]]")
+	e.waitAsked(1)
 	if err := e.conn.Cancel(ctx, sdk.CancelNotification{SessionId: id}); err != nil {
 		t.Fatal(err)
 	}
