@@ -5,6 +5,8 @@
 //
 // # What it owns, by file
 //
+//   - the state directory's paths and checks, and the Version and Commit,
+//     are package statedir's (the client takes them from there too).
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at
 //     start; session.go the Session and its execution.
 //   - api.go: the wire layer: the dispatch table, every method routed

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -372,7 +373,7 @@ func startDaemonAt(t testing.TB, home string, env map[string]string) *testDaemon
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	p, err := ResolvePaths(func(k string) string {
+	p, err := statedir.ResolvePaths(func(k string) string {
 		switch k {
 		case "DLGT_HOME":
 			return home

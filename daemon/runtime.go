@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -67,7 +68,7 @@ func (o Options) withDefaults() Options {
 // runtime owns the daemon's Sessions and answers RPCs.
 type runtime struct {
 	db         *store.DB
-	paths      Paths
+	paths      statedir.Paths
 	log        *slog.Logger
 	opts       Options
 	methodOf   map[string]method // built once: see methods
@@ -106,7 +107,7 @@ type runtime struct {
 	retrying atomic.Bool
 }
 
-func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime, error) {
+func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) (*runtime, error) {
 	rt := &runtime{
 		db: db, paths: p, log: log, opts: opts.withDefaults(),
 		instanceID: newInstanceID(), startedAt: time.Now(),
@@ -577,7 +578,7 @@ type DaemonStatus struct {
 
 func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (DaemonStatus, error) {
 	st := DaemonStatus{
-		Version: Version, Commit: Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
+		Version: statedir.Version, Commit: statedir.Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
 		Socket: rt.paths.Socket, Home: rt.paths.Home,
 		UptimeMS: time.Since(rt.startedAt).Milliseconds(),
 	}
