@@ -142,7 +142,7 @@ func alreadyRunning(ctx context.Context, p statedir.Paths) error {
 }
 
 // statusAt asks the daemon on sock for its status.
-func statusAt(ctx context.Context, sock string) (st DaemonStatus, ok bool) {
+func statusAt(ctx context.Context, sock string) (st rpc.DaemonStatus, ok bool) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {

@@ -165,7 +165,7 @@ func TestRunLayoutStatusAndCancel(t *testing.T) {
 	}
 
 	c := dialDaemon(t, p.Socket)
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, c, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 		t.Fatalf("status: %v", err)
 	}
@@ -242,7 +242,7 @@ func TestRunReplacesStaleSocket(t *testing.T) {
 	if os.SameFile(old, now) {
 		t.Fatal("the stale socket was not replaced")
 	}
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("status on the new socket: %v", err)
 	}
@@ -354,7 +354,7 @@ func TestRunSecondDaemonFailsOnLock(t *testing.T) {
 		t.Fatalf("the failed daemon bound its socket: %v", err)
 	}
 	// The first daemon is unaffected.
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p1.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("first daemon: %v", err)
 	}
@@ -367,7 +367,7 @@ func TestRunSecondDaemonSameSocket(t *testing.T) {
 	mustStartDaemon(t, p)
 	_, err := startDaemon(t, p)
 	checkAlreadyRunning(t, err, p)
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("first daemon: %v", err)
 	}

@@ -210,7 +210,7 @@ func TestFaultHostileOutput(t *testing.T) {
 				return
 			default:
 			}
-			var st DaemonStatus
+			var st rpc.DaemonStatus
 			if err := td.call(rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 				failures.Add(1)
 			}
@@ -682,7 +682,7 @@ func TestFaultSocketDeleted(t *testing.T) {
 	}
 	// A new client connects; the old connection still works; a Session
 	// completes a turn, so hooks reach the rebound hook socket.
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	td.mustCall(rpc.MethodDaemonStatus, struct{}{}, &st)
 	if err := old.Call(ctx, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 		t.Fatalf("connection from before the rebind: %v", err)

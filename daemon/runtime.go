@@ -556,28 +556,8 @@ func (rt *runtime) harness(name string) (harness.Harness, error) {
 	return h, nil
 }
 
-// DaemonStatus is the result of internal.daemon.status and of
-// `dlgt daemon status`.
-type DaemonStatus struct {
-	Version     string `json:"version"`
-	Commit      string `json:"commit"`
-	PID         int    `json:"pid"`
-	InstanceID  string `json:"instance_id"`
-	Socket      string `json:"socket"`
-	Home        string `json:"home"`
-	UptimeMS    int64  `json:"uptime_ms"`
-	Connections int    `json:"connections"`
-	Sessions    int    `json:"sessions"`
-	// SparesReady and SparesStarting count the warm spares (spares.go),
-	// and SparesRSSBytes is the resident memory of the ready ones'
-	// process groups.
-	SparesReady    int   `json:"spares_ready"`
-	SparesStarting int   `json:"spares_starting"`
-	SparesRSSBytes int64 `json:"spares_rss_bytes"`
-}
-
-func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (DaemonStatus, error) {
-	st := DaemonStatus{
+func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (rpc.DaemonStatus, error) {
+	st := rpc.DaemonStatus{
 		Version: statedir.Version, Commit: statedir.Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
 		Socket: rt.paths.Socket, Home: rt.paths.Home,
 		UptimeMS: time.Since(rt.startedAt).Milliseconds(),
@@ -603,9 +583,9 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) 
 	return st, nil
 }
 
-func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, p struct{}) (ShutdownResult, error) {
+func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, p struct{}) (rpc.ShutdownResult, error) {
 	rt.log.Info("shutdown requested", "peer_uid", peer.UID, "peer_pid", peer.PID)
 	// Answer first; stop serving just after, so the reply is flushed.
 	time.AfterFunc(50*time.Millisecond, rt.shutdown)
-	return ShutdownResult{Stopping: true}, nil
+	return rpc.ShutdownResult{Stopping: true}, nil
 }
