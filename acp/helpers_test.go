@@ -20,6 +20,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // The test binary doubles as the fake Claude Code and the hook
@@ -60,12 +61,12 @@ func newWorldEnv(t *testing.T, env map[string]string) *world {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	home := filepath.Join(dir, "h")
-	p, err := daemon.ResolvePaths(func(k string) string {
+	p, err := statedir.ResolvePaths(func(k string) string {
 		if k == "DLGT_HOME" {
 			return home
 		}
 		return ""
-	}, daemon.Version)
+	}, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // Options are a Client's dial policy. The zero value is this machine's
@@ -26,7 +26,7 @@ import (
 // autostart unavailable (no DaemonExe).
 type Options struct {
 	// Getenv reads the variables the policy honours: DLGT_HOME,
-	// XDG_STATE_HOME and HOME (the state directory, as daemon.ResolvePaths
+	// XDG_STATE_HOME and HOME (the state directory, as statedir.ResolvePaths
 	// reads them), DLGT_SOCKET, DLGT_NO_AUTOSTART, DLGT_HOST,
 	// DLGT_SSH_COMMAND, DLGT_REMOTE_BIN and DLGT_PROFILES. nil is
 	// os.Getenv.
@@ -42,7 +42,7 @@ type Options struct {
 	Socket string
 	// Version names the daemon version whose socket
 	// ($DLGT_HOME/run/<Version>/dlgt.sock) is this client's; "" is
-	// daemon.Version.
+	// statedir.Version.
 	Version string
 	// DaemonExe is the dlgt executable an autostart runs (`DaemonExe
 	// daemon`, detached, its output appended to the run directory's
@@ -179,12 +179,12 @@ func (c *Client) getenv(k string) string {
 
 // Paths resolves the daemon paths of the Client's version on this
 // machine. An unusable environment (no HOME at all) is RPC_UNAVAILABLE.
-func (c *Client) Paths() (daemon.Paths, error) {
+func (c *Client) Paths() (statedir.Paths, error) {
 	v := c.opts.Version
 	if v == "" {
-		v = daemon.Version
+		v = statedir.Version
 	}
-	p, err := daemon.ResolvePaths(c.getenv, v)
+	p, err := statedir.ResolvePaths(c.getenv, v)
 	if err != nil {
 		return p, stateDirUnavailable(err)
 	}
@@ -194,7 +194,7 @@ func (c *Client) Paths() (daemon.Paths, error) {
 // stateDirUnavailable types an unusable state directory as
 // RPC_UNAVAILABLE (no daemon can serve from it); other errors pass.
 func stateDirUnavailable(err error) error {
-	var sde *daemon.StateDirError
+	var sde *statedir.StateDirError
 	if errors.As(err, &sde) {
 		return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: sde.Error()}
 	}
@@ -338,7 +338,7 @@ func deniedHint(socket string, err error) string {
 
 // startDaemon launches `dlgt daemon` detached in its own session, its
 // output appended to the run directory's daemon.log.
-func (c *Client) startDaemon(p daemon.Paths) error {
+func (c *Client) startDaemon(p statedir.Paths) error {
 	// The state directories the daemon will insist on, checked here so an
 	// unusable one is this call's typed error (what doctor says too),
 	// not a daemon that dies in its log. A loose mode is tightened, aloud.
@@ -346,9 +346,9 @@ func (c *Client) startDaemon(p daemon.Paths) error {
 		var err error
 		var loose os.FileMode
 		if d == p.DataDir {
-			_, _, err = daemon.CheckPrivateDir(d) // the daemon creates it
+			_, _, err = statedir.CheckPrivateDir(d) // the daemon creates it
 		} else {
-			loose, err = daemon.EnsurePrivateDir(d)
+			loose, err = statedir.EnsurePrivateDir(d)
 		}
 		if err != nil {
 			return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: "cannot start the daemon: " + err.Error()}
@@ -422,7 +422,7 @@ func waitForDaemon(ctx context.Context, socket string, limit time.Duration) (net
 // this version's socket as usual: no qualified id, a pinned socket, this
 // daemon holds the Session, or nobody does. The answer is remembered for
 // the Client's later calls about ref.
-func (c *Client) ownerSocket(ctx context.Context, p daemon.Paths, ref string) string {
+func (c *Client) ownerSocket(ctx context.Context, p statedir.Paths, ref string) string {
 	if !strings.Contains(ref, ":") || c.getenv("DLGT_SOCKET") != "" {
 		return ""
 	}

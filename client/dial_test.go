@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // serveAt serves handler on a Unix socket at path until the test ends.
@@ -78,7 +78,7 @@ func twoVersions(t *testing.T, ours, theirs map[string]bool) (home string, mine,
 	home = shortDir(t)
 	mine, old = &versionDaemon{holds: ours}, &versionDaemon{holds: theirs}
 	if ours != nil {
-		serveAt(t, filepath.Join(home, "run", daemon.Version, "dlgt.sock"), mine.serve)
+		serveAt(t, filepath.Join(home, "run", statedir.Version, "dlgt.sock"), mine.serve)
 	}
 	serveAt(t, filepath.Join(home, "run", "0.0.9", "dlgt.sock"), old.serve)
 	return home, mine, old
@@ -154,7 +154,7 @@ func TestAliasesAndPinnedSocketsAreNotRouted(t *testing.T) {
 	if _, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: "review"}); !errors.Is(err, rpc.ErrNotFound) {
 		t.Fatalf("alias: %v", err)
 	}
-	pinned := filepath.Join(home, "run", daemon.Version, "dlgt.sock")
+	pinned := filepath.Join(home, "run", statedir.Version, "dlgt.sock")
 	c = newClient(t, client.Options{Getenv: env(map[string]string{"DLGT_HOME": home, "DLGT_SOCKET": pinned})})
 	if _, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: "claude:old"}); !errors.Is(err, rpc.ErrNotFound) {
 		t.Fatalf("pinned: %v", err)

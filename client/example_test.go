@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // Start a Session of Claude Code, wait for its result and print its final
@@ -64,12 +64,12 @@ func exampleDaemon() (home string, environ func() []string, stop func()) {
 		panic(err)
 	}
 	home = dir + "/state"
-	p, err := daemon.ResolvePaths(func(k string) string {
+	p, err := statedir.ResolvePaths(func(k string) string {
 		if k == "DLGT_HOME" {
 			return home
 		}
 		return ""
-	}, daemon.Version)
+	}, statedir.Version)
 	if err != nil {
 		panic(err)
 	}

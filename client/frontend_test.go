@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // Call passes the daemon's answer through byte for byte (members this
@@ -20,7 +20,7 @@ import (
 // the typed methods do.
 func TestCallKeepsTheAnswerAsIs(t *testing.T) {
 	home := shortDir(t)
-	serveAt(t, filepath.Join(home, "run", daemon.Version, "dlgt.sock"), func(_ context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
+	serveAt(t, filepath.Join(home, "run", statedir.Version, "dlgt.sock"), func(_ context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
 		if req.Method != "x.future" {
 			return nil, rpc.Errorf(rpc.CodeNotFound, "no %s", req.Method)
 		}
@@ -43,7 +43,7 @@ func TestProbeDaemon(t *testing.T) {
 	home := shortDir(t)
 	c := newClient(t, client.Options{Home: home, DaemonExe: "/nonexistent/dlgt"})
 	pr, err := c.ProbeDaemon(ctx)
-	sock := filepath.Join(home, "run", daemon.Version, "dlgt.sock")
+	sock := filepath.Join(home, "run", statedir.Version, "dlgt.sock")
 	if err != nil || pr.Socket != sock || !errors.Is(pr.DialErr, syscall.ENOENT) || pr.Status != nil {
 		t.Fatalf("no daemon: %+v %v", pr, err)
 	}
@@ -61,7 +61,7 @@ func TestProbeDaemon(t *testing.T) {
 	startDaemon(t, home2)
 	c2 := newClient(t, client.Options{Home: home2})
 	pr, err = c2.ProbeDaemon(ctx)
-	if err != nil || pr.DialErr != nil || pr.StatusErr != nil || pr.Status == nil || pr.Status.Version != daemon.Version {
+	if err != nil || pr.DialErr != nil || pr.StatusErr != nil || pr.Status == nil || pr.Status.Version != statedir.Version {
 		t.Fatalf("a daemon: %+v %v", pr, err)
 	}
 }
@@ -101,7 +101,7 @@ func TestHarnessesOfTheClient(t *testing.T) {
 // unreachable host beside the others; a malformed host asks none.
 func TestSessionLists(t *testing.T) {
 	home := shortDir(t)
-	serveAt(t, filepath.Join(home, "run", daemon.Version, "dlgt.sock"), func(_ context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
+	serveAt(t, filepath.Join(home, "run", statedir.Version, "dlgt.sock"), func(_ context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
 		return json.RawMessage(`{"sessions":[{"id":"claude:1","future":1}]}`), nil
 	})
 	vars := map[string]string{"DLGT_HOME": home, "DLGT_SSH_COMMAND": "exit 255;", "DLGT_HOST": "elsewhere"}

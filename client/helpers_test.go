@@ -14,6 +14,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // The test binary doubles as the fake Claude Code, the hook forwarder and
@@ -62,7 +63,7 @@ func daemonMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "the daemon was started with DLGT_HOST", h)
 		return 1
 	}
-	p, err := daemon.ResolvePaths(os.Getenv, daemon.Version)
+	p, err := statedir.ResolvePaths(os.Getenv, statedir.Version)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -77,7 +78,7 @@ func daemonMain(args []string) int {
 }
 
 // runDaemon runs a daemon on p with this binary as hook forwarder.
-func runDaemon(ctx context.Context, p daemon.Paths, ready func()) error {
+func runDaemon(ctx context.Context, p statedir.Paths, ready func()) error {
 	exe, _ := os.Executable()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	return daemon.Run(ctx, daemon.Config{Paths: p, Logger: log, Ready: ready, Options: daemon.Options{
@@ -116,9 +117,9 @@ func shortDir(t testing.TB) string {
 
 // startDaemon runs an in-process daemon of this version on the state
 // directory home until the test ends.
-func startDaemon(t testing.TB, home string) daemon.Paths {
+func startDaemon(t testing.TB, home string) statedir.Paths {
 	t.Helper()
-	p, err := daemon.ResolvePaths(env(map[string]string{"DLGT_HOME": home}), daemon.Version)
+	p, err := statedir.ResolvePaths(env(map[string]string{"DLGT_HOME": home}), statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

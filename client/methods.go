@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -181,24 +180,16 @@ func (c *Client) ProfileList(ctx context.Context, _ rpc.ProfileListParams) (rpc.
 	return profiles.List(), nil
 }
 
-// Internal methods of the daemon socket used by dlgt's own commands.
-var (
-	daemonStatus   = rpc.Method[struct{}, daemon.DaemonStatus]{Name: rpc.MethodDaemonStatus}
-	daemonShutdown = rpc.Method[struct{}, struct {
-		Stopping bool `json:"stopping"`
-	}]{Name: rpc.MethodDaemonShutdown}
-)
-
 // DaemonStatus reports this machine's daemon of the Client's version
 // without starting one. With none running (no socket, or nobody listening
 // on it) st is nil and err is nil; socket is the socket tried either way.
-func (c *Client) DaemonStatus(ctx context.Context) (st *daemon.DaemonStatus, socket string, err error) {
+func (c *Client) DaemonStatus(ctx context.Context) (st *rpc.DaemonStatus, socket string, err error) {
 	rc, sock, err := c.dialRunning(ctx)
 	if err != nil || rc == nil {
 		return nil, sock, err
 	}
 	defer rc.Close()
-	s, err := daemonStatus.Call(ctx, rc, struct{}{})
+	s, err := rpc.DaemonStatusMethod.Call(ctx, rc, struct{}{})
 	if err != nil {
 		return nil, sock, err
 	}
@@ -218,7 +209,7 @@ func (c *Client) DaemonStop(ctx context.Context, wait time.Duration) (stopped bo
 		return false, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("no daemon is running (socket %s); nothing to stop", sock)}
 	}
 	defer rc.Close()
-	if _, err := daemonShutdown.Call(ctx, rc, struct{}{}); err != nil {
+	if _, err := rpc.DaemonShutdownMethod.Call(ctx, rc, struct{}{}); err != nil {
 		return false, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -265,7 +256,7 @@ type Probe struct {
 	DialErr error
 	// Status is the daemon's answer to daemon.status; StatusErr is why
 	// whatever accepted the connection gave none.
-	Status    *daemon.DaemonStatus
+	Status    *rpc.DaemonStatus
 	StatusErr error
 }
 
@@ -286,7 +277,7 @@ func (c *Client) ProbeDaemon(ctx context.Context) (Probe, error) {
 	}
 	rc := rpc.NewClient(nc)
 	defer rc.Close()
-	st, err := daemonStatus.Call(ctx, rc, struct{}{})
+	st, err := rpc.DaemonStatusMethod.Call(ctx, rc, struct{}{})
 	if err != nil {
 		pr.StatusErr = err
 		return pr, nil

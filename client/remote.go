@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // Remote Sessions. With Options.Host (or DLGT_HOST, or a profile's host)
@@ -46,7 +46,7 @@ type remoteHello struct {
 // checks before its first request.
 func HelloLine(schemaVersion int) []byte {
 	var h remoteHello
-	h.Hello.SchemaVersion, h.Hello.Version = schemaVersion, daemon.Version
+	h.Hello.SchemaVersion, h.Hello.Version = schemaVersion, statedir.Version
 	b, _ := json.Marshal(h)
 	return append(b, '\n')
 }
@@ -244,12 +244,12 @@ func (c *sshConn) readHello(ctx context.Context) error {
 	if err := json.Unmarshal(line, &h); err != nil || h.Hello.Version == "" {
 		return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf(
 			"host %s: the remote dlgt did not greet with a hello (it printed %q): it is not dlgt, or one older than remote Sessions; install dlgt %s there",
-			c.target.name, clip(string(line), 200), daemon.Version)}
+			c.target.name, clip(string(line), 200), statedir.Version)}
 	}
 	if h.Hello.SchemaVersion != rpc.SchemaVersion {
 		return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf(
 			"host %s: the remote dlgt %s speaks RPC schema %d and this dlgt %s speaks schema %d: install the same dlgt version on both machines",
-			c.target.name, h.Hello.Version, h.Hello.SchemaVersion, daemon.Version, rpc.SchemaVersion)}
+			c.target.name, h.Hello.Version, h.Hello.SchemaVersion, statedir.Version, rpc.SchemaVersion)}
 	}
 	return nil
 }
@@ -281,7 +281,7 @@ func (c *sshConn) failure(when string, cause error) error {
 	case status == 127:
 		why = "the remote dlgt was not found (put it on the remote PATH or set DLGT_REMOTE_BIN)"
 	case strings.Contains(said, "unknown flag: --remote"):
-		why = fmt.Sprintf("the remote dlgt is older than remote Sessions; install dlgt %s there", daemon.Version)
+		why = fmt.Sprintf("the remote dlgt is older than remote Sessions; install dlgt %s there", statedir.Version)
 	case status >= 0:
 		why = fmt.Sprintf("the remote command ended with status %d", status)
 	default:

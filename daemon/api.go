@@ -18,55 +18,6 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// Internal methods' descriptors: served on the daemon socket for dlgt's
-// own processes (the hook forwarder, attach, daemon control), never by
-// the stdio proxy (they are not in rpc.Public).
-var (
-	HookMethod           = rpc.Method[rpc.HookParams, HookAck]{Name: rpc.MethodHookDeliver}
-	DaemonStatusMethod   = rpc.Method[struct{}, DaemonStatus]{Name: rpc.MethodDaemonStatus}
-	DaemonShutdownMethod = rpc.Method[struct{}, ShutdownResult]{Name: rpc.MethodDaemonShutdown}
-	TerminalAttachMethod = rpc.Method[TerminalAttachParams, TerminalAttachAck]{Name: rpc.MethodTerminalAttach}
-	TerminalInputMethod  = rpc.Method[TerminalInputParams, TerminalInputResult]{Name: rpc.MethodTerminalInput}
-	TerminalResizeMethod = rpc.Method[TerminalResizeParams, TerminalResizeResult]{Name: rpc.MethodTerminalResize}
-	TerminalDetachMethod = rpc.Method[TerminalDetachParams, TerminalDetachResult]{Name: rpc.MethodTerminalDetach}
-)
-
-// Internal lists the internal methods' descriptors.
-var Internal = []rpc.Descriptor{
-	HookMethod, HookDecisionMethod, DaemonStatusMethod, DaemonShutdownMethod,
-	TerminalAttachMethod, TerminalInputMethod, TerminalResizeMethod, TerminalDetachMethod,
-}
-
-// HookAck is the result of internal.hook.
-type HookAck struct {
-	Accepted bool `json:"accepted"`
-	// PendingID names the request this hook opened (pending.go): its
-	// forwarder waits for the answer with internal.hook.decision.
-	PendingID string `json:"pending_id,omitempty"`
-}
-
-// ShutdownResult is the result of internal.daemon.shutdown.
-type ShutdownResult struct {
-	Stopping bool `json:"stopping"`
-}
-
-// TerminalInputResult is the result of internal.terminal.input.
-type TerminalInputResult struct {
-	Written int `json:"written"`
-}
-
-// TerminalResizeResult is the result of internal.terminal.resize.
-type TerminalResizeResult struct {
-	Rows int `json:"rows"`
-	Cols int `json:"cols"`
-}
-
-// TerminalDetachResult is the result of internal.terminal.detach.
-type TerminalDetachResult struct {
-	Detached bool        `json:"detached"`
-	Session  rpc.Session `json:"session"`
-}
-
 // method serves one method's raw params.
 type method = func(ctx context.Context, peer rpc.Peer, params json.RawMessage) (any, error)
 
@@ -105,7 +56,7 @@ func acceptanceParams(ctx context.Context) json.RawMessage {
 }
 
 // routes lists every method the daemon serves: each public descriptor
-// (rpc.Public) and each internal one (Internal), once.
+// (rpc.Public) and each internal one (rpc.Internal), once.
 func (rt *runtime) routes() []route {
 	return []route{
 		serveAcceptance(rpc.SessionCreate, rt.sessionCreate),
@@ -127,14 +78,14 @@ func (rt *runtime) routes() []route {
 		serve(rpc.SessionDiff, rt.sessionDiff),
 		serve(rpc.SessionWarm, rt.sessionWarm),
 
-		serve(HookMethod, rt.hookDeliver),
-		serve(HookDecisionMethod, rt.hookDecision),
-		serve(DaemonStatusMethod, rt.daemonStatus),
-		serve(DaemonShutdownMethod, rt.daemonShutdown),
-		serveReply(TerminalAttachMethod, rt.terminalAttach),
-		serve(TerminalInputMethod, rt.terminalInput),
-		serve(TerminalResizeMethod, rt.terminalResize),
-		serve(TerminalDetachMethod, rt.terminalDetach),
+		serve(rpc.HookMethod, rt.hookDeliver),
+		serve(rpc.HookDecisionMethod, rt.hookDecision),
+		serve(rpc.DaemonStatusMethod, rt.daemonStatus),
+		serve(rpc.DaemonShutdownMethod, rt.daemonShutdown),
+		serveReply(rpc.TerminalAttachMethod, rt.terminalAttach),
+		serve(rpc.TerminalInputMethod, rt.terminalInput),
+		serve(rpc.TerminalResizeMethod, rt.terminalResize),
+		serve(rpc.TerminalDetachMethod, rt.terminalDetach),
 	}
 }
 

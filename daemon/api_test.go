@@ -12,14 +12,14 @@ import (
 
 // The daemon serves exactly the descriptors: every public method
 // (rpc.Public, the list the stdio proxy allows) and every internal one
-// (Internal) has a handler, and no handler lacks a descriptor.
+// (rpc.Internal) has a handler, and no handler lacks a descriptor.
 func TestServesExactlyTheDescriptors(t *testing.T) {
 	served := (&runtime{}).methods()
 	want := map[string]bool{}
 	for _, d := range rpc.Public {
 		want[d.MethodName()] = true
 	}
-	for _, d := range Internal {
+	for _, d := range rpc.Internal {
 		name := d.MethodName()
 		if rpc.IsPublic(name) || !strings.HasPrefix(name, "internal.") {
 			t.Errorf("internal descriptor %s is public or not named internal.*", name)
@@ -39,8 +39,8 @@ func TestServesExactlyTheDescriptors(t *testing.T) {
 			t.Errorf("%s is served without a descriptor", name)
 		}
 	}
-	if len(served) != len(rpc.Public)+len(Internal) {
-		t.Errorf("%d handlers for %d public and %d internal descriptors", len(served), len(rpc.Public), len(Internal))
+	if len(served) != len(rpc.Public)+len(rpc.Internal) {
+		t.Errorf("%d handlers for %d public and %d internal descriptors", len(served), len(rpc.Public), len(rpc.Internal))
 	}
 }
 

@@ -24,12 +24,6 @@ import (
 // exceeds its connection's pending budget and is dropped (which also
 // releases a write lease).
 
-// Attach modes.
-const (
-	AttachWrite = "write"
-	AttachRead  = "read"
-)
-
 // Attach limits.
 const (
 	// maxAttachInput bounds one internal.terminal.input payload (decoded).
@@ -42,61 +36,6 @@ const (
 	// redrawPause separates the two resizes that make the harness redraw.
 	redrawPause = 120 * time.Millisecond
 )
-
-// TerminalAttachParams are internal.terminal.attach's parameters. Rows and
-// Cols, when given with mode write, size the harness PTY to the attaching
-// terminal; the previous size is restored when the lease is released.
-type TerminalAttachParams struct {
-	Session string `json:"session"`
-	Mode    string `json:"mode,omitempty"`
-	Rows    int    `json:"rows,omitempty"`
-	Cols    int    `json:"cols,omitempty"`
-}
-
-// TerminalAttachAck is the stream's initial response.
-type TerminalAttachAck struct {
-	SessionID string `json:"session_id"`
-	Mode      string `json:"mode"`
-	// Token authorizes input, resize and detach (write mode only).
-	Token string `json:"token,omitempty"`
-	State string `json:"state"`
-	Rows  int    `json:"rows"`
-	Cols  int    `json:"cols"`
-	// RepaintBase64 clears the screen and draws the current live grid
-	// (text only; the harness redraws itself right after).
-	RepaintBase64 string `json:"repaint_base64"`
-	// Offset is the raw-log offset the streamed output starts at.
-	Offset int64 `json:"offset"`
-}
-
-// TerminalOutput is one streamed line: output bytes, or End when the
-// stream finishes ("detached", "exited", "released").
-type TerminalOutput struct {
-	DataBase64 string `json:"data_base64,omitempty"`
-	Offset     int64  `json:"offset,omitempty"`
-	End        string `json:"end,omitempty"`
-}
-
-// TerminalInputParams are internal.terminal.input's parameters.
-type TerminalInputParams struct {
-	Session    string `json:"session"`
-	Token      string `json:"token"`
-	DataBase64 string `json:"data_base64"`
-}
-
-// TerminalResizeParams are internal.terminal.resize's parameters.
-type TerminalResizeParams struct {
-	Session string `json:"session"`
-	Token   string `json:"token"`
-	Rows    int    `json:"rows"`
-	Cols    int    `json:"cols"`
-}
-
-// TerminalDetachParams are internal.terminal.detach's parameters.
-type TerminalDetachParams struct {
-	Session string `json:"session"`
-	Token   string `json:"token"`
-}
 
 // leaseState is what the daemon remembers about a held lease beyond its
 // token: the generation it was taken on, the size to restore, and a
@@ -124,20 +63,20 @@ func newAttachToken() string {
 }
 
 // terminalAttach starts an attach stream.
-func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p TerminalAttachParams) (rpc.Reply[TerminalAttachAck], error) {
+func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.TerminalAttachParams) (rpc.Reply[rpc.TerminalAttachAck], error) {
 	switch p.Mode {
 	case "":
-		p.Mode = AttachWrite
-	case AttachWrite, AttachRead:
+		p.Mode = rpc.AttachWrite
+	case rpc.AttachWrite, rpc.AttachRead:
 	default:
-		return rpc.Reply[TerminalAttachAck]{}, rpc.InvalidField("mode", "must be write or read")
+		return rpc.Reply[rpc.TerminalAttachAck]{}, rpc.InvalidField("mode", "must be write or read")
 	}
 	if p.Rows < 0 || p.Cols < 0 || p.Rows > maxRows || p.Cols > maxCols {
-		return rpc.Reply[TerminalAttachAck]{}, rpc.InvalidField("rows", "terminal size must be within 1..%d rows and 1..%d cols", maxRows, maxCols)
+		return rpc.Reply[rpc.TerminalAttachAck]{}, rpc.InvalidField("rows", "terminal size must be within 1..%d rows and 1..%d cols", maxRows, maxCols)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return rpc.Reply[TerminalAttachAck]{}, err
+		return rpc.Reply[rpc.TerminalAttachAck]{}, err
 	}
 	s.mu.Lock()
 	g := s.gen
@@ -152,13 +91,13 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p Terminal
 		} else {
 			msg += " yet; attach again once it has started"
 		}
-		return rpc.Reply[TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: msg}
+		return rpc.Reply[rpc.TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: msg}
 	}
 	st := &attachStream{rt: rt, s: s, g: g, mode: p.Mode}
-	if p.Mode == AttachWrite {
+	if p.Mode == rpc.AttachWrite {
 		if s.attach != nil {
 			s.mu.Unlock()
-			return rpc.Reply[TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: s.rec.ID, Message: "another client holds the attach lease (attach with --read-only to watch)"}
+			return rpc.Reply[rpc.TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: s.rec.ID, Message: "another client holds the attach lease (attach with --read-only to watch)"}
 		}
 		lease := &attachLease{token: newAttachToken()}
 		s.attach = lease
@@ -175,7 +114,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p Terminal
 		rt.log.Info("attach lease taken", "session", s.rec.ID, "peer_pid", peer.PID)
 		rt.withdrawForPersonLocked(s)
 	}
-	ack := TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: string(s.rec.State)}
+	ack := rpc.TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: string(s.rec.State)}
 	if st.lease != nil {
 		ack.Token = st.lease.token
 	}
@@ -194,7 +133,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p Terminal
 	_, ack.Offset = s.raw.Bounds()
 	s.termMu.Unlock()
 	st.ack, st.offset = ack, ack.Offset
-	return rpc.Streamed[TerminalAttachAck](st), nil
+	return rpc.Streamed[rpc.TerminalAttachAck](st), nil
 }
 
 // cursorer is the part of vt.Screen repaint needs.
@@ -223,11 +162,11 @@ type attachStream struct {
 	mode   string
 	lease  *attachLease
 	ls     *leaseState
-	ack    TerminalAttachAck
+	ack    rpc.TerminalAttachAck
 	offset int64
 }
 
-func (a *attachStream) Ack() TerminalAttachAck { return a.ack }
+func (a *attachStream) Ack() rpc.TerminalAttachAck { return a.ack }
 
 func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	if a.lease != nil {
@@ -241,7 +180,7 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	pace := time.NewTimer(attachPoll)
 	defer pace.Stop()
 	end := func(why string) error {
-		line, _ := rpc.Marshal(TerminalOutput{End: why})
+		line, _ := rpc.Marshal(rpc.TerminalOutput{End: why})
 		return emit(line)
 	}
 	for {
@@ -258,7 +197,7 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 			if len(data) == 0 {
 				break
 			}
-			line, _ := rpc.Marshal(TerminalOutput{DataBase64: base64.StdEncoding.EncodeToString(data), Offset: next - int64(len(data))})
+			line, _ := rpc.Marshal(rpc.TerminalOutput{DataBase64: base64.StdEncoding.EncodeToString(data), Offset: next - int64(len(data))})
 			if err := emit(line); err != nil {
 				return err // the client was dropped (too slow or gone)
 			}
@@ -386,59 +325,59 @@ func leaseHolder(s *session, token string) (*generation, error) {
 	return g, nil
 }
 
-func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, p TerminalInputParams) (TerminalInputResult, error) {
+func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, p rpc.TerminalInputParams) (rpc.TerminalInputResult, error) {
 	if base64.StdEncoding.DecodedLen(len(p.DataBase64)) > maxAttachInput+3 {
-		return TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
+		return rpc.TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
 	}
 	data, err := base64.StdEncoding.DecodeString(p.DataBase64)
 	if err != nil {
-		return TerminalInputResult{}, rpc.InvalidField("data_base64", "not base64: %v", err)
+		return rpc.TerminalInputResult{}, rpc.InvalidField("data_base64", "not base64: %v", err)
 	}
 	if len(data) > maxAttachInput {
-		return TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
+		return rpc.TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return TerminalInputResult{}, err
+		return rpc.TerminalInputResult{}, err
 	}
 	g, err := leaseHolder(s, p.Token)
 	if err != nil {
-		return TerminalInputResult{}, err
+		return rpc.TerminalInputResult{}, err
 	}
 	if len(data) > 0 {
 		if _, err := g.proc.Write(data); err != nil {
-			return TerminalInputResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.snapshot().ID, Message: "writing to the harness: " + err.Error()}
+			return rpc.TerminalInputResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.snapshot().ID, Message: "writing to the harness: " + err.Error()}
 		}
 	}
-	return TerminalInputResult{Written: len(data)}, nil
+	return rpc.TerminalInputResult{Written: len(data)}, nil
 }
 
-func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, p TerminalResizeParams) (TerminalResizeResult, error) {
+func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, p rpc.TerminalResizeParams) (rpc.TerminalResizeResult, error) {
 	if p.Rows < 1 || p.Rows > maxRows {
-		return TerminalResizeResult{}, rpc.InvalidField("rows", "must be within 1..%d", maxRows)
+		return rpc.TerminalResizeResult{}, rpc.InvalidField("rows", "must be within 1..%d", maxRows)
 	}
 	if p.Cols < 1 || p.Cols > maxCols {
-		return TerminalResizeResult{}, rpc.InvalidField("cols", "must be within 1..%d", maxCols)
+		return rpc.TerminalResizeResult{}, rpc.InvalidField("cols", "must be within 1..%d", maxCols)
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return TerminalResizeResult{}, err
+		return rpc.TerminalResizeResult{}, err
 	}
 	g, err := leaseHolder(s, p.Token)
 	if err != nil {
-		return TerminalResizeResult{}, err
+		return rpc.TerminalResizeResult{}, err
 	}
 	rt.resizeTerminal(s, g, p.Rows, p.Cols)
-	return TerminalResizeResult{Rows: p.Rows, Cols: p.Cols}, nil
+	return rpc.TerminalResizeResult{Rows: p.Rows, Cols: p.Cols}, nil
 }
 
-func (rt *runtime) terminalDetach(ctx context.Context, peer rpc.Peer, p TerminalDetachParams) (TerminalDetachResult, error) {
+func (rt *runtime) terminalDetach(ctx context.Context, peer rpc.Peer, p rpc.TerminalDetachParams) (rpc.TerminalDetachResult, error) {
 	s, err := rt.resolve(p.Session)
 	if err != nil {
-		return TerminalDetachResult{}, err
+		return rpc.TerminalDetachResult{}, err
 	}
 	if !rt.releaseLease(s, p.Token) {
-		return TerminalDetachResult{}, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: s.snapshot().ID, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
+		return rpc.TerminalDetachResult{}, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: s.snapshot().ID, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
 	}
-	return TerminalDetachResult{Detached: true, Session: s.snapshot()}, nil
+	return rpc.TerminalDetachResult{Detached: true, Session: s.snapshot()}, nil
 }

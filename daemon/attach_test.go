@@ -18,7 +18,7 @@ import (
 type attachClient struct {
 	t    *testing.T
 	c    *rpc.Client
-	ack  TerminalAttachAck
+	ack  rpc.TerminalAttachAck
 	mu   sync.Mutex
 	out  bytes.Buffer
 	end  string
@@ -33,7 +33,7 @@ func (td *testDaemon) attach(t *testing.T, session, mode string) (*attachClient,
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, next, err := c.Subscribe(ctx, rpc.MethodTerminalAttach, TerminalAttachParams{Session: session, Mode: mode})
+	raw, next, err := c.Subscribe(ctx, rpc.MethodTerminalAttach, rpc.TerminalAttachParams{Session: session, Mode: mode})
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -49,7 +49,7 @@ func (td *testDaemon) attach(t *testing.T, session, mode string) (*attachClient,
 			if err != nil {
 				return
 			}
-			var o TerminalOutput
+			var o rpc.TerminalOutput
 			if err := json.Unmarshal(line, &o); err != nil {
 				t.Errorf("stream line %q: %v", line, err)
 				return
@@ -101,7 +101,7 @@ func (a *attachClient) waitEnd() string {
 }
 
 func (td *testDaemon) input(session, token, data string) error {
-	return td.call(rpc.MethodTerminalInput, TerminalInputParams{Session: session, Token: token, DataBase64: base64.StdEncoding.EncodeToString([]byte(data))}, nil)
+	return td.call(rpc.MethodTerminalInput, rpc.TerminalInputParams{Session: session, Token: token, DataBase64: base64.StdEncoding.EncodeToString([]byte(data))}, nil)
 }
 
 func (td *testDaemon) state(t *testing.T, id string) string {
@@ -117,11 +117,11 @@ func TestAttachLeaseInputObserveDetach(t *testing.T) {
 	td.waitResult(t, r.Session.ID, r.Cursor)
 	id := r.Session.ID
 
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.ack.Token == "" || w.ack.Mode != AttachWrite || w.ack.SessionID != id || w.ack.State != rpc.StateIdle {
+	if w.ack.Token == "" || w.ack.Mode != rpc.AttachWrite || w.ack.SessionID != id || w.ack.State != rpc.StateIdle {
 		t.Fatalf("ack = %+v", w.ack)
 	}
 	paint, _ := base64.StdEncoding.DecodeString(w.ack.RepaintBase64)
@@ -135,14 +135,14 @@ func TestAttachLeaseInputObserveDetach(t *testing.T) {
 	if !errors.Is(err, rpc.ErrSessionAttached) {
 		t.Fatalf("send while attached: %v", err)
 	}
-	if _, err := td.attach(t, id, AttachWrite); !errors.Is(err, rpc.ErrAlreadyAttached) {
+	if _, err := td.attach(t, id, rpc.AttachWrite); !errors.Is(err, rpc.ErrAlreadyAttached) {
 		t.Fatalf("second writer: %v", err)
 	}
-	obs, err := td.attach(t, id, AttachRead)
+	obs, err := td.attach(t, id, rpc.AttachRead)
 	if err != nil {
 		t.Fatalf("observer: %v", err)
 	}
-	if obs.ack.Token != "" || obs.ack.Mode != AttachRead {
+	if obs.ack.Token != "" || obs.ack.Mode != rpc.AttachRead {
 		t.Fatalf("observer ack = %+v", obs.ack)
 	}
 
@@ -150,7 +150,7 @@ func TestAttachLeaseInputObserveDetach(t *testing.T) {
 	if err := td.input(id, "bogus", "x"); !errors.Is(err, rpc.ErrInvalidArgument) {
 		t.Fatalf("input with a bad token: %v", err)
 	}
-	if err := td.call(rpc.MethodTerminalInput, TerminalInputParams{Session: id, Token: w.ack.Token, DataBase64: base64.StdEncoding.EncodeToString(make([]byte, maxAttachInput+1))}, nil); !errors.Is(err, rpc.ErrInvalidArgument) {
+	if err := td.call(rpc.MethodTerminalInput, rpc.TerminalInputParams{Session: id, Token: w.ack.Token, DataBase64: base64.StdEncoding.EncodeToString(make([]byte, maxAttachInput+1))}, nil); !errors.Is(err, rpc.ErrInvalidArgument) {
 		t.Fatalf("oversized input: %v", err)
 	}
 	// A human types a prompt (bracketed paste, then Enter): both viewers
@@ -192,14 +192,14 @@ func TestAttachLeaseInputObserveDetach(t *testing.T) {
 	}
 
 	// Resize needs the token too and is applied to the PTY.
-	if err := td.call(rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: "bogus", Rows: 30, Cols: 100}, nil); !errors.Is(err, rpc.ErrInvalidArgument) {
+	if err := td.call(rpc.MethodTerminalResize, rpc.TerminalResizeParams{Session: id, Token: "bogus", Rows: 30, Cols: 100}, nil); !errors.Is(err, rpc.ErrInvalidArgument) {
 		t.Fatalf("resize with a bad token: %v", err)
 	}
-	td.mustCall(rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: 30, Cols: 100}, nil)
+	td.mustCall(rpc.MethodTerminalResize, rpc.TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: 30, Cols: 100}, nil)
 
 	// Detach ends the writer's stream, keeps the process, and restores
 	// semantic sends; the observer keeps watching.
-	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	td.mustCall(rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 	if end := w.waitEnd(); end != "detached" {
 		t.Fatalf("writer stream end = %q", end)
 	}
@@ -223,7 +223,7 @@ func TestAttachReleasedWhenConnectionCloses(t *testing.T) {
 	r := td.create(t, "attc-1", "hi")
 	td.waitResult(t, r.Session.ID, r.Cursor)
 	id := r.Session.ID
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestAttachReleasedWhenConnectionCloses(t *testing.T) {
 	if err := td.input(id, w.ack.Token, "x"); !errors.Is(err, rpc.ErrInvalidArgument) {
 		t.Fatalf("old token: %v", err)
 	}
-	w2, err := td.attach(t, id, AttachWrite)
+	w2, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatalf("reattach: %v", err)
 	}
@@ -275,7 +275,7 @@ func TestAttachPermissionPromptAnsweredByHuman(t *testing.T) {
 	if doc.Reason != rpc.ReasonBlocked {
 		t.Fatalf("reason = %s", doc.Reason)
 	}
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestAttachPermissionPromptAnsweredByHuman(t *testing.T) {
 	if !strings.Contains(strings.Join(types, ","), "session.blocked,session.resumed") {
 		t.Fatalf("events = %v", types)
 	}
-	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	td.mustCall(rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 	if st := td.state(t, id); st != rpc.StateIdle {
 		t.Fatalf("state after detach = %s", st)
 	}
@@ -335,7 +335,7 @@ func TestAttachNeedsLiveSession(t *testing.T) {
 	r := td.create(t, "attn-1", "hi")
 	td.waitResult(t, r.Session.ID, r.Cursor)
 	td.mustCall(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, nil)
-	_, err := td.attach(t, r.Session.ID, AttachRead)
+	_, err := td.attach(t, r.Session.ID, rpc.AttachRead)
 	if !errors.Is(err, rpc.ErrSessionUnavailable) {
 		t.Fatalf("attach to stopped: %v", err)
 	}
@@ -346,10 +346,10 @@ func TestAttachNeedsLiveSession(t *testing.T) {
 		t.Fatalf("attach to stopped says %q, want it to end in %q", re.Message, restart)
 	}
 	td.mustCall(rpc.MethodSessionRestart, rpc.SessionRestartParams{Session: r.Session.ID, Environment: td.env}, nil)
-	if _, err := td.attach(t, r.Session.ID, AttachRead); err != nil {
+	if _, err := td.attach(t, r.Session.ID, rpc.AttachRead); err != nil {
 		t.Fatalf("attach after %s: %v", restart, err)
 	}
-	if _, err := td.attach(t, "claude:nope", AttachWrite); !errors.Is(err, rpc.ErrNotFound) {
+	if _, err := td.attach(t, "claude:nope", rpc.AttachWrite); !errors.Is(err, rpc.ErrNotFound) {
 		t.Fatalf("attach to unknown: %v", err)
 	}
 	if _, err := td.attach(t, r.Session.ID, "admin"); !errors.Is(err, rpc.ErrInvalidArgument) {

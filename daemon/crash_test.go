@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // childDaemonMain is the "daemon" test role: the test binary runs a daemon
@@ -28,7 +29,7 @@ func childDaemonMain() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	p, err := ResolvePaths(func(k string) string {
+	p, err := statedir.ResolvePaths(func(k string) string {
 		switch k {
 		case "DLGT_HOME":
 			return os.Getenv("DLGT_CHILD_HOME")

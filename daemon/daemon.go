@@ -16,12 +16,13 @@ import (
 
 	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
 // Config configures Run.
 type Config struct {
-	Paths  Paths
+	Paths  statedir.Paths
 	Logger *slog.Logger
 	Limits rpc.Limits
 	// Ready, when set, is called once the socket accepts connections.
@@ -44,7 +45,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	p := cfg.Paths
 	for _, dir := range []string{p.Home, p.RunDir, p.DataDir, p.RawDir} {
-		loose, err := EnsurePrivateDir(dir)
+		loose, err := statedir.EnsurePrivateDir(dir)
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func Run(ctx context.Context, cfg Config) error {
 	srv := &rpc.Server{Handler: rt, Logger: log, Limits: cfg.Limits}
 	rt.shutdown = stopServing
 	rt.server = srv
-	log.Info("dlgt daemon listening", "version", Version, "socket", p.Socket, "instance", rt.instanceID, "pid", os.Getpid())
+	log.Info("dlgt daemon listening", "version", statedir.Version, "socket", p.Socket, "instance", rt.instanceID, "pid", os.Getpid())
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -125,7 +126,7 @@ const runningStatusTimeout = 2 * time.Second
 // same way while that daemon runs), naming the running daemon's pid and
 // socket when one of the sockets it may listen on (p.Socket, else the
 // home's default) answers daemon.status for this home, and what to do.
-func alreadyRunning(ctx context.Context, p Paths) error {
+func alreadyRunning(ctx context.Context, p statedir.Paths) error {
 	ctx, cancel := context.WithTimeout(ctx, runningStatusTimeout)
 	defer cancel()
 	who := "another dlgt daemon"
@@ -141,7 +142,7 @@ func alreadyRunning(ctx context.Context, p Paths) error {
 }
 
 // statusAt asks the daemon on sock for its status.
-func statusAt(ctx context.Context, sock string) (st DaemonStatus, ok bool) {
+func statusAt(ctx context.Context, sock string) (st rpc.DaemonStatus, ok bool) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {

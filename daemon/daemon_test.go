@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // hangGuard bounds every wait of these tests; it is never a timing
@@ -24,7 +25,7 @@ const hangGuard = 30 * time.Second
 // Tests here never run in parallel: listen changes the process umask
 // while it binds.
 
-func daemonPaths(t testing.TB, env map[string]string) Paths {
+func daemonPaths(t testing.TB, env map[string]string) statedir.Paths {
 	t.Helper()
 	if env == nil {
 		env = map[string]string{}
@@ -32,7 +33,7 @@ func daemonPaths(t testing.TB, env map[string]string) Paths {
 	if _, ok := env["DLGT_HOME"]; !ok {
 		env["DLGT_HOME"] = filepath.Join(t.TempDir(), "home")
 	}
-	p, err := ResolvePaths(func(k string) string { return env[k] }, Version)
+	p, err := statedir.ResolvePaths(func(k string) string { return env[k] }, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func (r *runningDaemon) wait(t testing.TB) error {
 // startDaemon runs a daemon on p. When it fails to start, the returned
 // error is Run's; otherwise the daemon is serving and is stopped at
 // cleanup.
-func startDaemon(t testing.TB, p Paths) (*runningDaemon, error) {
+func startDaemon(t testing.TB, p statedir.Paths) (*runningDaemon, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
@@ -104,7 +105,7 @@ func startDaemon(t testing.TB, p Paths) (*runningDaemon, error) {
 	}
 }
 
-func mustStartDaemon(t testing.TB, p Paths) *runningDaemon {
+func mustStartDaemon(t testing.TB, p statedir.Paths) *runningDaemon {
 	t.Helper()
 	r, err := startDaemon(t, p)
 	if err != nil {
@@ -164,11 +165,11 @@ func TestRunLayoutStatusAndCancel(t *testing.T) {
 	}
 
 	c := dialDaemon(t, p.Socket)
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, c, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 		t.Fatalf("status: %v", err)
 	}
-	if st.Version != Version || st.Commit != Commit || st.PID != os.Getpid() || st.Socket != p.Socket || st.Home != p.Home || st.InstanceID == "" || st.Connections != 1 {
+	if st.Version != statedir.Version || st.Commit != statedir.Commit || st.PID != os.Getpid() || st.Socket != p.Socket || st.Home != p.Home || st.InstanceID == "" || st.Connections != 1 {
 		t.Fatalf("status %+v", st)
 	}
 	// Strict params on internal methods too.
@@ -241,7 +242,7 @@ func TestRunReplacesStaleSocket(t *testing.T) {
 	if os.SameFile(old, now) {
 		t.Fatal("the stale socket was not replaced")
 	}
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("status on the new socket: %v", err)
 	}
@@ -353,7 +354,7 @@ func TestRunSecondDaemonFailsOnLock(t *testing.T) {
 		t.Fatalf("the failed daemon bound its socket: %v", err)
 	}
 	// The first daemon is unaffected.
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p1.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("first daemon: %v", err)
 	}
@@ -366,7 +367,7 @@ func TestRunSecondDaemonSameSocket(t *testing.T) {
 	mustStartDaemon(t, p)
 	_, err := startDaemon(t, p)
 	checkAlreadyRunning(t, err, p)
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	if err := callDaemon(t, dialDaemon(t, p.Socket), rpc.MethodDaemonStatus, nil, &st); err != nil {
 		t.Fatalf("first daemon: %v", err)
 	}
@@ -375,7 +376,7 @@ func TestRunSecondDaemonSameSocket(t *testing.T) {
 // checkAlreadyRunning: err is INVALID_ARGUMENT naming the running daemon
 // (this process, its socket first.Socket), the state directory and the
 // way forward, each once.
-func checkAlreadyRunning(t *testing.T, err error, first Paths) {
+func checkAlreadyRunning(t *testing.T, err error, first statedir.Paths) {
 	t.Helper()
 	var re *rpc.Error
 	if !errors.As(err, &re) || re.Code != rpc.CodeInvalidArgument {
@@ -396,60 +397,6 @@ func TestRunSocketPathTooLong(t *testing.T) {
 	if _, err := startDaemon(t, p); err == nil {
 		t.Fatal("Run succeeded on a socket path the kernel cannot bind")
 	}
-}
-
-func TestResolvePaths(t *testing.T) {
-	tests := []struct {
-		name string
-		env  map[string]string
-		home string
-		sock string
-	}{
-		{"DLGT_HOME", map[string]string{"DLGT_HOME": "/h", "XDG_STATE_HOME": "/x", "HOME": "/u"}, "/h", "/h/run/1.2.3/dlgt.sock"},
-		{"XDG_STATE_HOME", map[string]string{"XDG_STATE_HOME": "/x", "HOME": "/u"}, "/x/dlgt", "/x/dlgt/run/1.2.3/dlgt.sock"},
-		{"HOME", map[string]string{"HOME": "/u"}, "/u/.local/state/dlgt", "/u/.local/state/dlgt/run/1.2.3/dlgt.sock"},
-		{"DLGT_SOCKET", map[string]string{"DLGT_HOME": "/h", "DLGT_SOCKET": "/tmp/pinned.sock"}, "/h", "/tmp/pinned.sock"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p, err := ResolvePaths(func(k string) string { return tt.env[k] }, "1.2.3")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Home != tt.home || p.Socket != tt.sock {
-				t.Fatalf("home %s socket %s, want %s %s", p.Home, p.Socket, tt.home, tt.sock)
-			}
-			if p.RunDir != filepath.Join(tt.home, "run", "1.2.3") || p.DataDir != filepath.Join(tt.home, "data", "1.2.3") ||
-				p.DB != filepath.Join(p.DataDir, "dlgt.db") || p.RawDir != filepath.Join(p.DataDir, "raw") || p.Log != filepath.Join(p.RunDir, "daemon.log") {
-				t.Fatalf("paths %+v", p)
-			}
-		})
-	}
-	// A relative DLGT_HOME or DLGT_SOCKET would name another directory in
-	// every working directory: refused, naming the variable.
-	for _, env := range []map[string]string{
-		{"DLGT_HOME": "rel"}, {"DLGT_HOME": "./rel"}, {"DLGT_HOME": "/h", "DLGT_SOCKET": "s.sock"},
-	} {
-		_, err := ResolvePaths(func(k string) string { return env[k] }, "v")
-		var re *rpc.Error
-		if !errors.As(err, &re) || re.Code != rpc.CodeInvalidArgument || !strings.Contains(re.Message, "relative") {
-			t.Errorf("%v: err %v, want INVALID_ARGUMENT", env, err)
-		} else if _, bad := env[re.Field]; !bad || filepath.IsAbs(env[re.Field]) {
-			t.Errorf("%v: field %q", env, re.Field)
-		}
-	}
-	// A relative XDG_STATE_HOME is ignored (the XDG base directory spec).
-	t.Run("relative XDG_STATE_HOME", func(t *testing.T) {
-		p, err := ResolvePaths(func(k string) string { return map[string]string{"XDG_STATE_HOME": "x", "HOME": "/u"}[k] }, "v")
-		if err != nil || p.Home != "/u/.local/state/dlgt" {
-			t.Fatalf("home %q, err %v", p.Home, err)
-		}
-	})
-	t.Run("no home at all", func(t *testing.T) {
-		if _, err := ResolvePaths(func(string) string { return "" }, "v"); err == nil {
-			t.Fatal("want an error without DLGT_HOME, XDG_STATE_HOME or HOME")
-		}
-	})
 }
 
 func TestListenUmaskRestored(t *testing.T) {

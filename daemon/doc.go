@@ -5,10 +5,12 @@
 //
 // # What it owns, by file
 //
+//   - the state directory's paths and checks, and the Version and Commit,
+//     are package statedir's (the client takes them from there too).
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at
 //     start; session.go the Session and its execution.
 //   - api.go: the wire layer: the dispatch table, every method routed
-//     through its typed descriptor (rpc.Public and Internal), which decodes
+//     through its typed descriptor (rpc.Public and rpc.Internal), which decodes
 //     the params before the typed domain function runs.
 //   - accept.go, launch.go, launch_prompt.go, deliver.go: acceptances
 //     (create, send) and the harness launches and prompt delivery behind
@@ -31,5 +33,6 @@
 // harness's CLI only through its harness.Harness adapter; it never imports
 // cmd/dlgt or the test doubles under internal/harnesstest (tests may).
 // Wire shapes belong to package rpc: nothing here invents a public field
-// that rpc/types.go does not declare.
+// that rpc/types.go does not declare, and the internal methods'
+// descriptors and shapes are rpc/internal.go's.
 package daemon

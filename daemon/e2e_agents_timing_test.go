@@ -145,14 +145,14 @@ func roundTrip(t *testing.T, leaderName, counterpart string, warm bool) []rtStep
 			return
 		}
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			var st DaemonStatus
-			if err := r.td.call(DaemonStatusMethod.Name, struct{}{}, &st); err == nil && st.SparesReady > 0 {
+			var st rpc.DaemonStatus
+			if err := r.td.call(rpc.DaemonStatusMethod.Name, struct{}{}, &st); err == nil && st.SparesReady > 0 {
 				// A spare waits at rest: a CLI still finishing its
 				// start after its SessionStart hook would compete
 				// with the leader for the CPU, which a spare started
 				// seconds or minutes before a delegate does not.
 				time.Sleep(rtSpareSettle)
-				r.td.call(DaemonStatusMethod.Name, struct{}{}, &st)
+				r.td.call(rpc.DaemonStatusMethod.Name, struct{}{}, &st)
 				spareRSS = st.SparesRSSBytes
 				return
 			}

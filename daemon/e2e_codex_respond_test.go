@@ -211,7 +211,7 @@ func replayAndRefuse(t *testing.T, td *testDaemon, params, late rpc.SessionRespo
 func codexPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	id, cursor, cwd := codexAsk(t, td, env, "RESPOND-TOOL person")
 	p, _ := codexBlocked(t, td, id, cursor)
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func codexPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
 		t.Fatalf("the command the person allowed did not run: %v", err)
 	}
-	mustCallT(t, td, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	mustCallT(t, td, rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }
 
 // codexAttachedRound: a person holds the terminal when Codex asks (they
@@ -252,7 +252,7 @@ func codexAttachedRound(t *testing.T, td *testDaemon, env map[string]string) {
 		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
 	})
 	td.waitResult(t, id, r.Cursor)
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func codexAttachedRound(t *testing.T, td *testDaemon, env map[string]string) {
 	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
 		t.Fatalf("the command the person allowed did not run: %v", err)
 	}
-	mustCallT(t, td, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	mustCallT(t, td, rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }
 
 // codexCancelRound: session.cancel while the request waits ends the turn

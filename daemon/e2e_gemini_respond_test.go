@@ -157,7 +157,7 @@ func geminiRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 // person allows in the box with 1.
 func geminiPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	id, cursor, cwd, p := geminiAsk(t, td, env, "RESPOND-TOOL person")
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +181,5 @@ func geminiPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	if _, err := os.Stat(filepath.Join(cwd, "dlgt-respond-marker")); err != nil {
 		t.Fatalf("the command the person allowed did not run: %v", err)
 	}
-	mustCallT(t, td, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	mustCallT(t, td, rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }

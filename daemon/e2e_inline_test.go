@@ -416,15 +416,15 @@ func testInlineHistory(t *testing.T, harness string) {
 	var doc rpc.FetchDocument
 	e.call(t, rpc.MethodSessionFetch, map[string]any{"session": id, "screen": true}, &doc)
 	cursor := doc.Cursor
-	w, err := e.td.attach(t, id, AttachWrite)
+	w, err := e.td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.inlineSettle(t, id)
 	resizedAt := len(e.inlineRaw(t, id))
-	e.call(t, rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: inlineRows, Cols: 80}, nil)
+	e.call(t, rpc.MethodTerminalResize, rpc.TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: inlineRows, Cols: 80}, nil)
 	e.inlineSettle(t, id)
-	e.call(t, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	e.call(t, rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 	e.call(t, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "screen": true}, &doc)
 	sc := doc.Sessions[0].Screen
 	if sc == nil || !sc.Reset || sc.Epoch <= epoch || sc.ResetReason == nil || (*sc.ResetReason != "resize" && *sc.ResetReason != "erase_scrollback") {
@@ -737,14 +737,14 @@ func testInlineRewrap(t *testing.T, harness string) {
 		RequestID: "wrap-1", Environment: e.env,
 	})
 	id := r.Session.ID
-	w, err := e.td.attach(t, id, AttachWrite)
+	w, err := e.td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.inlineSettle(t, id)
-	e.call(t, rpc.MethodTerminalResize, TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: inlineRows, Cols: 80}, nil)
+	e.call(t, rpc.MethodTerminalResize, rpc.TerminalResizeParams{Session: id, Token: w.ack.Token, Rows: inlineRows, Cols: 80}, nil)
 	e.inlineSettle(t, id)
-	e.call(t, rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	e.call(t, rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 	e.inlineSettle(t, id)
 	page := e.scrollbackAll(t, id)
 	replyOnce(t, "scrollback.read after a column change", page.Lines)

@@ -244,7 +244,7 @@ func claudePersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 			t.Fatal("the request stayed pending after its hook ended")
 		}
 	}
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,5 +278,5 @@ func claudePersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
 		t.Fatalf("answer after the person's: %v", err)
 	}
-	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	td.mustCall(rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }

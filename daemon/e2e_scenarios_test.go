@@ -313,8 +313,8 @@ func stepCreateFetch(t *testing.T, s *e2eScenario) {
 		warm.Spares = 0
 		s.call(t, rpc.MethodSessionWarm, warm, &rpc.SessionWarmResult{})
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			var st DaemonStatus
-			s.call(t, DaemonStatusMethod.Name, struct{}{}, &st)
+			var st rpc.DaemonStatus
+			s.call(t, rpc.DaemonStatusMethod.Name, struct{}{}, &st)
 			if st.SparesReady+st.SparesStarting == 0 {
 				break
 			}

@@ -19,8 +19,8 @@ import (
 // unknown or older generation, or naming another provider session, is
 // logged as a diagnostic and changes nothing. The harness always gets a
 // quick success so it never stalls on dlgt.
-func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (HookAck, error) {
-	ack := HookAck{Accepted: rt.deliverHook(ctx, p)}
+func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (rpc.HookAck, error) {
+	ack := rpc.HookAck{Accepted: rt.deliverHook(ctx, p)}
 	ack.PendingID = rt.claimPending(p.LaunchID, p.Event)
 	return ack, nil
 }

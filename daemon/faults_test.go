@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -209,7 +210,7 @@ func TestFaultHostileOutput(t *testing.T) {
 				return
 			default:
 			}
-			var st DaemonStatus
+			var st rpc.DaemonStatus
 			if err := td.call(rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 				failures.Add(1)
 			}
@@ -372,7 +373,7 @@ func startDaemonAt(t testing.TB, home string, env map[string]string) *testDaemon
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	p, err := ResolvePaths(func(k string) string {
+	p, err := statedir.ResolvePaths(func(k string) string {
 		switch k {
 		case "DLGT_HOME":
 			return home
@@ -681,7 +682,7 @@ func TestFaultSocketDeleted(t *testing.T) {
 	}
 	// A new client connects; the old connection still works; a Session
 	// completes a turn, so hooks reach the rebound hook socket.
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	td.mustCall(rpc.MethodDaemonStatus, struct{}{}, &st)
 	if err := old.Call(ctx, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 		t.Fatalf("connection from before the rebind: %v", err)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // Fetch bounds of the contract.
@@ -129,7 +130,7 @@ func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, p rpc.Sessio
 }
 
 func (rt *runtime) runtimeInfo() rpc.Runtime {
-	return rpc.Runtime{Version: Version, InstanceID: rt.instanceID}
+	return rpc.Runtime{Version: statedir.Version, InstanceID: rt.instanceID}
 }
 
 func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (rpc.Reply[rpc.FetchDocument], error) {

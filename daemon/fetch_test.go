@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -34,7 +35,7 @@ func newFetchRuntime(t testing.TB) *runtime {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	p := Paths{Home: dir, DataDir: dir, RawDir: filepath.Join(dir, "raw")}
+	p := statedir.Paths{Home: dir, DataDir: dir, RawDir: filepath.Join(dir, "raw")}
 	if err := os.MkdirAll(p.RawDir, 0o700); err != nil {
 		t.Fatal(err)
 	}

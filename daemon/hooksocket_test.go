@@ -30,7 +30,7 @@ func TestHooksNotStarvedByClientConnections(t *testing.T) {
 	// Give the server time to register the held connections.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		var st DaemonStatus
+		var st rpc.DaemonStatus
 		td.mustCall(rpc.MethodDaemonStatus, struct{}{}, &st)
 		if st.Connections >= rpc.DefaultMaxConnections || time.Now().After(deadline) {
 			break

@@ -53,7 +53,7 @@ func benchIdle(b *testing.B, attached bool) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { c.Close() })
-		_, next, err := c.Subscribe(ctx, rpc.MethodTerminalAttach, TerminalAttachParams{Session: r.Session.ID, Mode: AttachRead})
+		_, next, err := c.Subscribe(ctx, rpc.MethodTerminalAttach, rpc.TerminalAttachParams{Session: r.Session.ID, Mode: rpc.AttachRead})
 		if err != nil {
 			b.Fatal(err)
 		}

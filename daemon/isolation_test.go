@@ -118,7 +118,7 @@ func runNeighbour(t testing.TB, td *testDaemon, tag, prompt string) (*neighbourS
 					return
 				default:
 				}
-				timed(rpc.MethodDaemonStatus, struct{}{}, new(DaemonStatus))
+				timed(rpc.MethodDaemonStatus, struct{}{}, new(rpc.DaemonStatus))
 				timed(rpc.MethodSessionList, rpc.SessionListParams{All: true}, new(rpc.SessionListResult))
 				timed(rpc.MethodSessionRead, rpc.SessionReadParams{Session: qid}, new(rpc.SessionReadResult))
 				timed(rpc.MethodScrollbackRead, rpc.ScrollbackReadParams{Session: qid, Lines: 100}, new(rpc.ScrollbackPage))

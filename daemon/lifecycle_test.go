@@ -97,9 +97,9 @@ func (td *testDaemon) waitScreen(t testing.TB, session, substr string) {
 	}
 }
 
-func (td *testDaemon) status(t testing.TB) DaemonStatus {
+func (td *testDaemon) status(t testing.TB) rpc.DaemonStatus {
 	t.Helper()
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	td.mustCall(rpc.MethodDaemonStatus, struct{}{}, &st)
 	return st
 }

@@ -34,10 +34,6 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// HookDecisionMethod is internal.hook.decision (the hook socket serves it
-// besides internal.hook).
-var HookDecisionMethod = rpc.Method[rpc.HookDecisionParams, rpc.HookDecision]{Name: rpc.MethodHookDecision}
-
 // Pending request states.
 const (
 	pendWaiting   = "waiting"

@@ -149,7 +149,7 @@ func TestRespondAfterPersonAnsweredIsWithdrawn(t *testing.T) {
 	td := startTestDaemon(t)
 	cwd := t.TempDir()
 	id, p := td.blockedOnTool(t, "resp-person-1", cwd, "touch person-marker")
-	w, err := td.attach(t, id, AttachWrite)
+	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestRespondAfterPersonAnsweredIsWithdrawn(t *testing.T) {
 	if !errors.Is(err, rpc.ErrSessionUnavailable) || !strings.Contains(err.Error(), "withdrawn") {
 		t.Fatalf("late answer: %v", err)
 	}
-	td.mustCall(rpc.MethodTerminalDetach, TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
+	td.mustCall(rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: id, Token: w.ack.Token}, nil)
 }
 
 // A forwarder that stops waiting (the harness killed it at its hook

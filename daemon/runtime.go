@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -67,7 +68,7 @@ func (o Options) withDefaults() Options {
 // runtime owns the daemon's Sessions and answers RPCs.
 type runtime struct {
 	db         *store.DB
-	paths      Paths
+	paths      statedir.Paths
 	log        *slog.Logger
 	opts       Options
 	methodOf   map[string]method // built once: see methods
@@ -108,7 +109,7 @@ type runtime struct {
 	retrying atomic.Bool
 }
 
-func newRuntime(db *store.DB, p Paths, log *slog.Logger, opts Options) (*runtime, error) {
+func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) (*runtime, error) {
 	rt := &runtime{
 		db: db, paths: p, log: log, opts: opts.withDefaults(),
 		instanceID: newInstanceID(), startedAt: time.Now(),
@@ -576,34 +577,9 @@ func (rt *runtime) harness(name string) (harness.Harness, error) {
 	return h, nil
 }
 
-// DaemonStatus is the result of internal.daemon.status and of
-// `dlgt daemon status`.
-type DaemonStatus struct {
-	Version     string `json:"version"`
-	Commit      string `json:"commit"`
-	PID         int    `json:"pid"`
-	InstanceID  string `json:"instance_id"`
-	Socket      string `json:"socket"`
-	Home        string `json:"home"`
-	UptimeMS    int64  `json:"uptime_ms"`
-	Connections int    `json:"connections"`
-	Sessions    int    `json:"sessions"`
-	// SparesReady and SparesStarting count the warm spares (spares.go),
-	// and SparesRSSBytes is the resident memory of the ready ones'
-	// process groups.
-	SparesReady    int   `json:"spares_ready"`
-	SparesStarting int   `json:"spares_starting"`
-	SparesRSSBytes int64 `json:"spares_rss_bytes"`
-	// What the creates that could have used a spare found, since the
-	// daemon started (spareStats).
-	SpareClaims      uint64 `json:"spare_claims"`
-	SpareMisses      uint64 `json:"spare_misses"`
-	SpareShapeMisses uint64 `json:"spare_shape_misses"`
-}
-
-func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (DaemonStatus, error) {
-	st := DaemonStatus{
-		Version: Version, Commit: Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
+func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (rpc.DaemonStatus, error) {
+	st := rpc.DaemonStatus{
+		Version: statedir.Version, Commit: statedir.Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
 		Socket: rt.paths.Socket, Home: rt.paths.Home,
 		UptimeMS: time.Since(rt.startedAt).Milliseconds(),
 	}
@@ -629,9 +605,9 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) 
 	return st, nil
 }
 
-func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, p struct{}) (ShutdownResult, error) {
+func (rt *runtime) daemonShutdown(ctx context.Context, peer rpc.Peer, p struct{}) (rpc.ShutdownResult, error) {
 	rt.log.Info("shutdown requested", "peer_uid", peer.UID, "peer_pid", peer.PID)
 	// Answer first; stop serving just after, so the reply is flushed.
 	time.AfterFunc(50*time.Millisecond, rt.shutdown)
-	return ShutdownResult{Stopping: true}, nil
+	return rpc.ShutdownResult{Stopping: true}, nil
 }

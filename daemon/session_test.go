@@ -17,6 +17,7 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // The test binary doubles as the fake Claude Code and as the hook
@@ -61,7 +62,7 @@ func hookMain(args []string) int {
 // fake Claude as its harness.
 type testDaemon struct {
 	t      testing.TB
-	paths  Paths
+	paths  statedir.Paths
 	cancel context.CancelFunc
 	done   chan error
 	env    map[string]string
@@ -132,9 +133,9 @@ func newTestDaemon(t testing.TB, env map[string]string) *testDaemon {
 
 // testPaths resolves the daemon paths of the state directory home and
 // the socket socket, as DLGT_HOME and DLGT_SOCKET would.
-func testPaths(t testing.TB, home, socket string) Paths {
+func testPaths(t testing.TB, home, socket string) statedir.Paths {
 	t.Helper()
-	p, err := ResolvePaths(func(k string) string {
+	p, err := statedir.ResolvePaths(func(k string) string {
 		switch k {
 		case "DLGT_HOME":
 			return home

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/internal/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -76,8 +77,8 @@ func soakDaemonMain() int {
 	return 0
 }
 
-func soakPaths(home, socket string) (Paths, error) {
-	return ResolvePaths(func(k string) string {
+func soakPaths(home, socket string) (statedir.Paths, error) {
+	return statedir.ResolvePaths(func(k string) string {
 		switch k {
 		case "DLGT_HOME":
 			return home
@@ -91,7 +92,7 @@ func soakPaths(home, socket string) (Paths, error) {
 // soakDaemon is a daemon in a child process on a private home.
 type soakDaemon struct {
 	daemonProc
-	paths Paths
+	paths statedir.Paths
 	env   map[string]string // the fake harness's client environment
 	mark  string            // DLGT_SOAK_MARK in every harness's environment
 }

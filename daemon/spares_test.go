@@ -115,7 +115,7 @@ func TestWarmSpareClaimedLikeACold(t *testing.T) {
 	if !rd.Session.Warm {
 		t.Fatalf("session.read of the claimed Session: %+v", rd.Session)
 	}
-	var st DaemonStatus
+	var st rpc.DaemonStatus
 	td.mustCall(rpc.MethodDaemonStatus, struct{}{}, &st)
 	if st.SpareClaims != 1 || st.SpareShapeMisses != 1 || st.SpareMisses != 0 {
 		t.Fatalf("daemon status: %d claims, %d misses, %d shape misses; want 1, 0, 1", st.SpareClaims, st.SpareMisses, st.SpareShapeMisses)

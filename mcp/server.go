@@ -13,8 +13,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // ServerName is the name the leader's configuration registers the server
@@ -79,7 +79,7 @@ func NewServer(c *client.Client, opts Options) *sdk.Server {
 	}
 	opts.WaitMax = min(opts.WaitMax, WaitCeiling)
 	hs := opts.harnesses()
-	s := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "dlgt", Version: daemon.Version},
+	s := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "dlgt", Version: statedir.Version},
 		&sdk.ServerOptions{Instructions: Instructions(hs)})
 	t := &tools{c: c, opts: opts, harnessList: orList(harness.Names(hs)), hosts: map[string]string{}, byHost: map[string]*client.Client{}}
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}

@@ -6,7 +6,8 @@
 // forms a handler's answer may take (Reply: now, later, streamed)
 // (method.go),
 // every public parameter and result shape
-// (types.go), the socket server's transport discipline (server.go:
+// (types.go), the internal methods' descriptors and shapes (internal.go:
+// hook, decision, daemon status and shutdown, terminal attach), the socket server's transport discipline (server.go:
 // connection cap, line cap, rate limits, write timeouts, slow-client
 // disconnect), a client (client.go) and the `dlgt rpc --stdio` proxy
 // (proxy.go).

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/acp"
-	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // `dlgt acp` serves the Agent Client Protocol agent of package acp on
@@ -55,7 +55,7 @@ editor setups.`,
 			}
 			defer e.cleanupRemote()
 			return acp.Serve(cmd.Context(), c, acp.Options{
-				Launch: spec, Version: daemon.Version, Harnesses: e.registry(), Stderr: e.stderr,
+				Launch: spec, Version: statedir.Version, Harnesses: e.registry(), Stderr: e.stderr,
 			}, e.stdin, e.stdout)
 		},
 	}

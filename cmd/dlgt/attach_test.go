@@ -18,7 +18,6 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/internal/attach"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -72,18 +71,18 @@ type fakeAttachDaemon struct {
 	resizes  int
 	detached chan struct{}
 	once     sync.Once
-	attached daemon.TerminalAttachParams
+	attached rpc.TerminalAttachParams
 }
 
 type fakeAttachStream struct{ d *fakeAttachDaemon }
 
 func (s fakeAttachStream) Ack() any {
-	return daemon.TerminalAttachAck{SessionID: "claude:x", Mode: "write", Token: "tok", State: "idle", Rows: 24, Cols: 80,
+	return rpc.TerminalAttachAck{SessionID: "claude:x", Mode: "write", Token: "tok", State: "idle", Rows: 24, Cols: 80,
 		RepaintBase64: base64.StdEncoding.EncodeToString([]byte("PAINTED"))}
 }
 
 func (s fakeAttachStream) Run(ctx context.Context, emit func([]byte) error) error {
-	line, _ := json.Marshal(daemon.TerminalOutput{DataBase64: base64.StdEncoding.EncodeToString([]byte("HELLO-FROM-HARNESS"))})
+	line, _ := json.Marshal(rpc.TerminalOutput{DataBase64: base64.StdEncoding.EncodeToString([]byte("HELLO-FROM-HARNESS"))})
 	if err := emit(line); err != nil {
 		return err
 	}
@@ -91,7 +90,7 @@ func (s fakeAttachStream) Run(ctx context.Context, emit func([]byte) error) erro
 	case <-ctx.Done():
 		return nil
 	case <-s.d.detached:
-		line, _ := json.Marshal(daemon.TerminalOutput{End: "detached"})
+		line, _ := json.Marshal(rpc.TerminalOutput{End: "detached"})
 		return emit(line)
 	}
 }
@@ -104,7 +103,7 @@ func (d *fakeAttachDaemon) serve(ctx context.Context, _ rpc.Peer, req *rpc.Reque
 		json.Unmarshal(req.Params, &d.attached)
 		return fakeAttachStream{d}, nil
 	case rpc.MethodTerminalInput:
-		var p daemon.TerminalInputParams
+		var p rpc.TerminalInputParams
 		json.Unmarshal(req.Params, &p)
 		if p.Token != "tok" {
 			return nil, rpc.Errorf(rpc.CodeInvalidArgument, "bad token")

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/internal/progress"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // versionDaemon is an in-process fake daemon on one version's socket that
@@ -56,7 +56,7 @@ func twoVersions(t *testing.T, ours, theirs map[string]bool) (home string, mine,
 	home = shortDir(t)
 	mine, old = &versionDaemon{holds: ours}, &versionDaemon{holds: theirs}
 	if ours != nil {
-		serveAt(t, filepath.Join(home, "run", daemon.Version, "dlgt.sock"), mine.serve)
+		serveAt(t, filepath.Join(home, "run", statedir.Version, "dlgt.sock"), mine.serve)
 	}
 	serveAt(t, filepath.Join(home, "run", "0.0.9", "dlgt.sock"), old.serve)
 	return home, mine, old
@@ -113,7 +113,7 @@ func TestAliasesAndPinnedSocketsAreNotRouted(t *testing.T) {
 	if code := run([]string{"session", "read", "review"}, e); code != exitError || !strings.Contains(out.String(), "NOT_FOUND") {
 		t.Fatalf("alias: exit %d %q", code, out)
 	}
-	pinned := filepath.Join(home, "run", daemon.Version, "dlgt.sock")
+	pinned := filepath.Join(home, "run", statedir.Version, "dlgt.sock")
 	e, out, _ = testEnv(t, map[string]string{"DLGT_HOME": home, "DLGT_SOCKET": pinned}, "")
 	if code := run([]string{"session", "read", "claude:old"}, e); code != exitError || !strings.Contains(out.String(), "NOT_FOUND") {
 		t.Fatalf("pinned: exit %d %q", code, out)

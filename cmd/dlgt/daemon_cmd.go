@@ -13,6 +13,7 @@ import (
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/doctor"
 	"github.com/dlgt-dev/dlgt/internal/render"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newDaemonCommand(e *env) *cobra.Command {
@@ -122,7 +123,7 @@ branch on "running". A socket that cannot be reached for another reason
 			}
 			return printOK(cmd, struct {
 				Running bool `json:"running"`
-				daemon.DaemonStatus
+				rpc.DaemonStatus
 			}{true, *st})
 		},
 	}
@@ -132,7 +133,7 @@ branch on "running". A socket that cannot be reached for another reason
 }
 
 // writeDaemonStatusText prints a running daemon's status for a person.
-func writeDaemonStatusText(w io.Writer, st daemon.DaemonStatus) error {
+func writeDaemonStatusText(w io.Writer, st rpc.DaemonStatus) error {
 	up := (time.Duration(st.UptimeMS) * time.Millisecond).Round(time.Second)
 	_, err := fmt.Fprintf(w, "running  dlgt %s (commit %s), pid %d, up %s\nholds    %d %s, %d %s open\nsocket   %s\nhome     %s\n",
 		st.Version, st.Commit, st.PID, up, st.Sessions, render.Plural(st.Sessions, "Session", "Sessions"),

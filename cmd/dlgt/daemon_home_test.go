@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // A second `dlgt daemon` on a home whose daemon runs is refused with one
@@ -21,7 +22,7 @@ import (
 // to see or stop it, the message said once.
 func TestSecondDaemonRefused(t *testing.T) {
 	vars := map[string]string{"DLGT_HOME": filepath.Join(shortDir(t), "state")}
-	p, err := daemon.ResolvePaths(func(k string) string { return vars[k] }, daemon.Version)
+	p, err := statedir.ResolvePaths(func(k string) string { return vars[k] }, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

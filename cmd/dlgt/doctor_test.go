@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 type doctorDoc struct {
@@ -58,7 +58,7 @@ func TestDoctorHealthy(t *testing.T) {
 	codex := fakeBinary(t, dir, "mycodex", "echo 'codex-cli 0.1.2'")
 	sock := filepath.Join(dir, "s")
 	serveAt(t, sock, func(ctx context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
-		return daemon.DaemonStatus{Version: daemon.Version, Commit: "abc", PID: 42, Sessions: 3}, nil
+		return rpc.DaemonStatus{Version: statedir.Version, Commit: "abc", PID: 42, Sessions: 3}, nil
 	})
 	code, doc, c := runDoctor(t, map[string]string{"DLGT_HOME": home, "PATH": bin, "DLGT_CODEX_BIN": codex, "DLGT_SOCKET": sock})
 	if code != exitOK || !doc.OK {
@@ -70,7 +70,7 @@ func TestDoctorHealthy(t *testing.T) {
 	if cx := c["harness.codex"]; !cx.OK || !strings.Contains(cx.Detail, "0.1.2") || !strings.Contains(cx.Detail, "tested with") || cx.Fix == "" {
 		t.Errorf("codex (untested version) = %+v", cx)
 	}
-	if d := c["daemon"]; !d.OK || !strings.Contains(d.Detail, "pid 42") || !strings.Contains(d.Detail, daemon.Version) {
+	if d := c["daemon"]; !d.OK || !strings.Contains(d.Detail, "pid 42") || !strings.Contains(d.Detail, statedir.Version) {
 		t.Errorf("daemon = %+v", d)
 	}
 	if s := c["state_dir"]; !s.OK || !strings.Contains(s.Detail, "0700") {
@@ -126,7 +126,7 @@ func TestDoctorVersionMismatchedDaemon(t *testing.T) {
 	dir := shortDir(t)
 	sock := filepath.Join(dir, "s")
 	serveAt(t, sock, func(ctx context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
-		return daemon.DaemonStatus{Version: "0.0.1-old", PID: 7}, nil
+		return rpc.DaemonStatus{Version: "0.0.1-old", PID: 7}, nil
 	})
 	code, _, c := runDoctor(t, map[string]string{"DLGT_HOME": filepath.Join(dir, "h"), "PATH": filepath.Join(dir, "empty"), "DLGT_SOCKET": sock})
 	if code != exitError {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // testEnv is an env with a fixed environment and captured output. exe is
@@ -43,7 +44,7 @@ func TestVersion(t *testing.T) {
 	if code := run([]string{"version"}, e); code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
-	want := `{"ok":true,"version":` + quote(daemon.Version) + `,"commit":` + quote(daemon.Commit) + "}\n"
+	want := `{"ok":true,"version":` + quote(statedir.Version) + `,"commit":` + quote(statedir.Commit) + "}\n"
 	if out.String() != want {
 		t.Fatalf("stdout %q, want %q", out, want)
 	}
@@ -54,7 +55,7 @@ func TestVersion(t *testing.T) {
 
 func TestVersionText(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code := run([]string{"version", "-o", "text"}, e); code != exitOK || out.String() != "dlgt "+daemon.Version+" (commit "+daemon.Commit+")\n" {
+	if code := run([]string{"version", "-o", "text"}, e); code != exitOK || out.String() != "dlgt "+statedir.Version+" (commit "+statedir.Commit+")\n" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 }
@@ -68,7 +69,7 @@ func TestVersionPretty(t *testing.T) {
 		OK      bool   `json:"ok"`
 		Version string `json:"version"`
 	}
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || !v.OK || v.Version != daemon.Version || !strings.Contains(out.String(), "\n  ") {
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || !v.OK || v.Version != statedir.Version || !strings.Contains(out.String(), "\n  ") {
 		t.Fatalf("pretty output %q (%v)", out, err)
 	}
 }
@@ -121,7 +122,7 @@ func TestRPCRequiresStdio(t *testing.T) {
 func TestRPCStdioAgainstDaemon(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	vars := map[string]string{"DLGT_HOME": home, "DLGT_PROFILES": filepath.Join(t.TempDir(), "none.toml")}
-	p, err := daemon.ResolvePaths(func(k string) string { return vars[k] }, daemon.Version)
+	p, err := statedir.ResolvePaths(func(k string) string { return vars[k] }, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/progress"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // env is what a command may read from the process: injected so tests can
@@ -159,7 +159,7 @@ func run(args []string, e *env) int {
 // directory is RPC_UNAVAILABLE (no daemon can serve from it), other untyped
 // errors INTERNAL.
 func asCLIError(err error) *rpc.Error {
-	var sde *daemon.StateDirError
+	var sde *statedir.StateDirError
 	if errors.As(err, &sde) {
 		return &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: sde.Error()}
 	}
@@ -310,12 +310,12 @@ func newRootCommand(e *env) *cobra.Command {
 		}
 	}
 	// dlgt --version prints what dlgt version prints.
-	root.Version = daemon.Version
+	root.Version = statedir.Version
 	ver, _ := json.Marshal(struct {
 		OK      bool   `json:"ok"`
 		Version string `json:"version"`
 		Commit  string `json:"commit"`
-	}{true, daemon.Version, daemon.Commit})
+	}{true, statedir.Version, statedir.Commit})
 	root.SetVersionTemplate(string(ver) + "\n")
 	markUsage(root)
 	e.registerCompletions(root)
@@ -361,8 +361,8 @@ func (e *env) terminal(f any) bool {
 }
 
 // paths resolves this version's daemon paths from the command's env.
-func (e *env) paths() (daemon.Paths, error) {
-	return daemon.ResolvePaths(e.getenv, daemon.Version)
+func (e *env) paths() (statedir.Paths, error) {
+	return statedir.ResolvePaths(e.getenv, statedir.Version)
 }
 
 // errorCode maps a wire error code to the CLI's exit status.

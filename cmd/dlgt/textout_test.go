@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -367,7 +366,7 @@ func TestWarmText(t *testing.T) {
 
 func TestDaemonStatusText(t *testing.T) {
 	var b strings.Builder
-	st := daemon.DaemonStatus{Version: "0.1.0-dev", Commit: "0123456789ab", PID: 42, Socket: "/run/d.sock", Home: "/h", UptimeMS: 3_723_400, Connections: 1, Sessions: 2}
+	st := rpc.DaemonStatus{Version: "0.1.0-dev", Commit: "0123456789ab", PID: 42, Socket: "/run/d.sock", Home: "/h", UptimeMS: 3_723_400, Connections: 1, Sessions: 2}
 	if err := writeDaemonStatusText(&b, st); err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 func newVersionCommand(e *env) *cobra.Command {
@@ -23,13 +23,13 @@ func newVersionCommand(e *env) *cobra.Command {
 				return printFailure(cmd, err)
 			}
 			if text {
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "dlgt %s (commit %s)\n", daemon.Version, daemon.Commit)
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "dlgt %s (commit %s)\n", statedir.Version, statedir.Commit)
 				return err
 			}
 			return printOK(cmd, struct {
 				Version string `json:"version"`
 				Commit  string `json:"commit"`
-			}{daemon.Version, daemon.Commit})
+			}{statedir.Version, statedir.Commit})
 		},
 	}
 	addPretty(cmd)

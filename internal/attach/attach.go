@@ -20,7 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -95,9 +94,9 @@ func Run(ctx context.Context, o Options) (Ending, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	params := daemon.TerminalAttachParams{Session: o.Session, Mode: daemon.AttachWrite}
+	params := rpc.TerminalAttachParams{Session: o.Session, Mode: rpc.AttachWrite}
 	if readOnly {
-		params.Mode = daemon.AttachRead
+		params.Mode = rpc.AttachRead
 	}
 	if rows, cols, ok := o.Size(); ok && !readOnly {
 		params.Rows, params.Cols = min(rows, 500), min(cols, 1000)
@@ -118,7 +117,7 @@ func Run(ctx context.Context, o Options) (Ending, error) {
 	if err != nil {
 		return Ending{}, err
 	}
-	var ack daemon.TerminalAttachAck
+	var ack rpc.TerminalAttachAck
 	if err := json.Unmarshal(rawAck, &ack); err != nil {
 		return Ending{}, rpc.Errorf(rpc.CodeInternal, "unexpected attach acknowledgement: %v", err)
 	}
@@ -161,7 +160,7 @@ func Run(ctx context.Context, o Options) (Ending, error) {
 				endc <- ending{"", err}
 				return
 			}
-			var o daemon.TerminalOutput
+			var o rpc.TerminalOutput
 			if err := json.Unmarshal(line, &o); err != nil {
 				continue
 			}
@@ -189,7 +188,7 @@ func Run(ctx context.Context, o Options) (Ending, error) {
 				chunk = chunk[:i]
 			}
 			if len(chunk) > 0 && ctl != nil {
-				p := daemon.TerminalInputParams{Session: ack.SessionID, Token: ack.Token, DataBase64: base64.StdEncoding.EncodeToString(chunk)}
+				p := rpc.TerminalInputParams{Session: ack.SessionID, Token: ack.Token, DataBase64: base64.StdEncoding.EncodeToString(chunk)}
 				if cerr := ctl.Call(ctx, rpc.MethodTerminalInput, p, nil); cerr != nil {
 					endc <- ending{"", cerr}
 					return
@@ -221,7 +220,7 @@ wait:
 				break wait
 			}
 			if rows, cols, ok := o.Size(); ok && ctl != nil {
-				p := daemon.TerminalResizeParams{Session: ack.SessionID, Token: ack.Token, Rows: min(rows, 500), Cols: min(cols, 1000)}
+				p := rpc.TerminalResizeParams{Session: ack.SessionID, Token: ack.Token, Rows: min(rows, 500), Cols: min(cols, 1000)}
 				go ctl.Call(ctx, rpc.MethodTerminalResize, p, nil)
 			}
 		}
@@ -230,7 +229,7 @@ wait:
 		// Release now rather than when the connection closes, so the
 		// caller's next command finds the lease free. Best effort.
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		ctl.Call(dctx, rpc.MethodTerminalDetach, daemon.TerminalDetachParams{Session: ack.SessionID, Token: ack.Token}, nil)
+		ctl.Call(dctx, rpc.MethodTerminalDetach, rpc.TerminalDetachParams{Session: ack.SessionID, Token: ack.Token}, nil)
 		dcancel()
 	}
 	stream.Close()

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // Check is one line of `dlgt doctor`'s report.
@@ -86,7 +86,7 @@ func Run(ctx context.Context, o Options) []Check {
 	}
 	checks = append(checks, o.Extra...)
 	checks = append(checks, hookCheck(o.Getenv))
-	p, err := daemon.ResolvePaths(o.Getenv, daemon.Version)
+	p, err := statedir.ResolvePaths(o.Getenv, statedir.Version)
 	if err != nil {
 		return append(checks, Check{Name: "state_dir", Detail: err.Error(), Fix: "set DLGT_HOME (or HOME) to a directory you own"})
 	}
@@ -111,7 +111,7 @@ func Run(ctx context.Context, o Options) []Check {
 // $DLGT_HOME/worktrees) that no Session it holds claims, and the
 // Sessions whose worktree directory vanished. A warning, never a
 // failure; reported only when there is something to say.
-func checkWorktrees(ctx context.Context, p daemon.Paths, cl *client.Client, daemonUp bool) (Check, bool) {
+func checkWorktrees(ctx context.Context, p statedir.Paths, cl *client.Client, daemonUp bool) (Check, bool) {
 	dirs, _ := filepath.Glob(filepath.Join(p.Home, "worktrees", "*", "*"))
 	claimed := map[string]bool{}
 	var vanished []string
@@ -271,7 +271,7 @@ func clip(s string, n int) string {
 
 // checkDaemon reports what answers on p.Socket, as the client's
 // ProbeDaemon found it.
-func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool, cl *client.Client) Check {
+func checkDaemon(ctx context.Context, p statedir.Paths, pinned bool, cl *client.Client) Check {
 	c := Check{Name: "daemon"}
 	others := otherDaemons(p)
 	var also string
@@ -307,8 +307,8 @@ func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool, cl *client.Cl
 	}
 	st := pr.Status
 	c.Detail = fmt.Sprintf("dlgt daemon %s (commit %s, pid %d) answers on %s with %d %s%s", st.Version, st.Commit, st.PID, p.Socket, st.Sessions, plural(st.Sessions, "Session", "Sessions"), also)
-	if st.Version != daemon.Version {
-		c.Detail = fmt.Sprintf("the daemon on %s is version %s but this client is %s%s", p.Socket, st.Version, daemon.Version, also)
+	if st.Version != statedir.Version {
+		c.Detail = fmt.Sprintf("the daemon on %s is version %s but this client is %s%s", p.Socket, st.Version, statedir.Version, also)
 		c.Fix = "use the dlgt binary of the daemon's version, or unset DLGT_SOCKET so this version uses its own socket"
 		return c
 	}
@@ -317,7 +317,7 @@ func checkDaemon(ctx context.Context, p daemon.Paths, pinned bool, cl *client.Cl
 }
 
 // otherDaemons lists other versions' sockets under $DLGT_HOME/run/.
-func otherDaemons(p daemon.Paths) []string {
+func otherDaemons(p statedir.Paths) []string {
 	socks, _ := filepath.Glob(filepath.Join(p.Home, "run", "*", "dlgt.sock"))
 	sort.Strings(socks)
 	var out []string
@@ -331,23 +331,23 @@ func otherDaemons(p daemon.Paths) []string {
 
 // checkStateDir checks $DLGT_HOME and this version's directories: each
 // that exists must be a directory owned by this user with mode 0700.
-func checkStateDir(p daemon.Paths) []Check {
+func checkStateDir(p statedir.Paths) []Check {
 	var checks []Check
 	for _, d := range []struct{ name, dir string }{{"state_dir", p.Home}, {"run_dir", p.RunDir}, {"data_dir", p.DataDir}} {
 		// The same check (and words) as a client starting the daemon.
 		c := Check{Name: d.name}
-		state, mode, err := daemon.CheckPrivateDir(d.dir)
-		var sde *daemon.StateDirError
+		state, mode, err := statedir.CheckPrivateDir(d.dir)
+		var sde *statedir.StateDirError
 		switch {
 		case errors.As(err, &sde):
 			c.Detail = d.dir + " " + sde.Problem
 			c.Fix = sde.Fix
 		case err != nil:
 			c.Detail = err.Error()
-		case state == daemon.DirMissing:
+		case state == statedir.DirMissing:
 			c.OK = true
 			c.Detail = d.dir + " does not exist yet (the daemon creates it with mode 0700)"
-		case state == daemon.DirLoose:
+		case state == statedir.DirLoose:
 			c.Detail = fmt.Sprintf("%s has mode %04o, want 0700 (it holds the socket, transcripts and session data); a client that starts the daemon tightens it and says so on stderr", d.dir, mode)
 			c.Fix = "chmod 700 " + d.dir
 		default:

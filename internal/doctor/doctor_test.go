@@ -12,6 +12,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 	"io"
 	"log/slog"
 )
@@ -76,7 +77,7 @@ func TestWorktreesStale(t *testing.T) {
 	defer os.RemoveAll(sockDir)
 	vars := map[string]string{"DLGT_HOME": home, "DLGT_SOCKET": filepath.Join(sockDir, "d.sock"), "PATH": t.TempDir()}
 	getenv := func(k string) string { return vars[k] }
-	p, err := daemon.ResolvePaths(getenv, daemon.Version)
+	p, err := statedir.ResolvePaths(getenv, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/follow"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // The test binary doubles as the fake Claude Code and the hook forwarder,
@@ -81,7 +82,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // hook forwarder, until the test ends.
 func startDaemon(t *testing.T, home string) {
 	t.Helper()
-	p, err := daemon.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, daemon.Version)
+	p, err := statedir.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

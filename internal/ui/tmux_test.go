@@ -21,6 +21,7 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/internal/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/statedir"
 )
 
 // The test binary doubles as the fake Claude Code and the hook forwarder,
@@ -102,7 +103,7 @@ type testDaemon struct {
 
 func startDaemon(t *testing.T, home string) *testDaemon {
 	t.Helper()
-	p, err := daemon.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, daemon.Version)
+	p, err := statedir.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, statedir.Version)
 	if err != nil {
 		t.Fatal(err)
 	}

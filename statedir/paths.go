@@ -1,4 +1,4 @@
-package daemon
+package statedir
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 )
 
 // Version is dlgt's release version; Commit is set at link time
-// (-ldflags "-X github.com/dlgt-dev/dlgt/daemon.Commit=...").
+// (-ldflags "-X github.com/dlgt-dev/dlgt/statedir.Commit=...").
 var (
 	Version = "0.1.0-dev"
 	Commit  = "unknown"
