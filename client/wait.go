@@ -54,6 +54,10 @@ func JoinChunk(rs []rpc.Result, r rpc.Result) []rpc.Result {
 		t += derefOr(r.FinalText)
 	}
 	r.FinalText = &t // the later piece's other fields are the newer
+	if r.Prompt == nil {
+		// The prompt comes with the first piece only.
+		r.Prompt, r.PromptTruncated = rs[n-1].Prompt, rs[n-1].PromptTruncated
+	}
 	rs[n-1] = r
 	return rs
 }
