@@ -226,16 +226,15 @@ func (a *agent) get(id sdk.SessionId) (*session, error) {
 }
 
 // LoadSession replays a dlgt Session's retained results (the prompt as
-// user_message_chunk when a dlgt acp sent it, the final text as
+// user_message_chunk when the daemon kept it, the final text as
 // agent_message_chunk), then follows it.
 func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	s, res, err := a.open(ctx, p.SessionId)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	journal := prompts(a.opts.JournalDir, s.ref)
 	for _, r := range res.Results {
-		if p, ok := journal[r.ExecutionSeq]; ok {
+		if p, ok := promptOf(r); ok {
 			if err := a.update(s.id, sdk.UpdateUserMessageText(p)); err != nil {
 				return sdk.LoadSessionResponse{}, err
 			}

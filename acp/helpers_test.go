@@ -283,6 +283,35 @@ func (e *editor) userText(id sdk.SessionId) string {
 	return b.String()
 }
 
+// conversation is the session's message chunks in order, each run of
+// chunks of one side joined: "user: …" and "agent: …".
+func (e *editor) conversation(id sdk.SessionId) []string {
+	e.stub.mu.Lock()
+	defer e.stub.mu.Unlock()
+	var out []string
+	last := ""
+	for _, n := range e.stub.updates {
+		side, text := "", ""
+		switch u := n.Update; {
+		case n.SessionId != id:
+			continue
+		case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
+			side, text = "user: ", u.UserMessageChunk.Content.Text.Text
+		case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+			side, text = "agent: ", u.AgentMessageChunk.Content.Text.Text
+		default:
+			continue
+		}
+		if side == last {
+			out[len(out)-1] += text
+		} else {
+			out = append(out, side+text)
+		}
+		last = side
+	}
+	return out
+}
+
 // waitFor waits until cond holds on the recorded updates.
 func (e *editor) waitFor(what string, cond func() bool) {
 	e.t.Helper()
