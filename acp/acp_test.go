@@ -302,6 +302,36 @@ func TestTurnFromAnotherClient(t *testing.T) {
 	}
 }
 
+// A long prompt sent from the CLI (40 KiB, over what a default fetch page
+// carries whole) reaches the editor whole, and a load replays it whole.
+func TestLongPromptFromAnotherClient(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	e := w.connect(claude())
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+	if _, err := e.prompt(ctx, id, "[[reply first]]"); err != nil {
+		t.Fatal(err)
+	}
+	long := "[[reply second]] " + strings.Repeat("a line of the long prompt\n", 40<<10/26)
+	if _, err := w.c.SessionSend(ctx, rpc.SessionSendParams{Session: string(id), Prompt: long, RequestID: "cli-long"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the terminal's turn", func() bool { return e.agentText(id) == "firstsecond" })
+	if got := e.userText(id); got != long {
+		t.Errorf("the editor got a prompt of %d bytes, want the %d sent", len(got), len(long))
+	}
+	e2 := w.connect(claude())
+	e2.initialize(ctx)
+	if _, err := e2.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		t.Fatalf("session/load: %v", err)
+	}
+	want := []string{"user: [[reply first]]", "agent: first", "user: " + long, "agent: second"}
+	if got := e2.conversation(id); !slices.Equal(got, want) {
+		t.Errorf("load replayed %d messages, want %d; user text %d bytes, want %d", len(got), len(want), len(e2.userText(id)), len("[[reply first]]")+len(long))
+	}
+}
+
 // session/list lists dlgt Sessions by cwd; session/close stops one.
 func TestListAndClose(t *testing.T) {
 	w := newWorld(t)

@@ -285,7 +285,9 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId) (*session, *client.S
 		}
 		return nil, nil, acpError(err)
 	}
-	res, err := a.c.Results(ctx, rd.Session.ID, 0)
+	// Pages as large as the watcher's, so a replayed prompt is cut no
+	// sooner than a followed one.
+	res, err := a.c.ResultsPaged(ctx, rd.Session.ID, 0, fetchBytes)
 	if err != nil {
 		return nil, nil, acpError(err)
 	}
