@@ -215,19 +215,10 @@ func TestCancel(t *testing.T) {
 func TestQuitThenLoad(t *testing.T) {
 	w := newWorld(t)
 	ctx := ctxT(t)
-	e := w.connect(claude())
-	e.initialize(ctx)
-	id := e.newSession(ctx, w.cwd)
-	if _, err := e.prompt(ctx, id, "[[reply first answer]]"); err != nil {
-		t.Fatal(err)
-	}
+	e, id := w.opened(ctx, "[[reply first answer]]")
 	e.quit()
 
-	e2 := w.connect(claude())
-	e2.initialize(ctx)
-	if _, err := e2.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
-		t.Fatalf("session/load: %v", err)
-	}
+	e2 := w.loaded(ctx, id)
 	if got := e2.agentText(id); got != "first answer" {
 		t.Errorf("replayed %q, want the first answer", got)
 	}
@@ -254,12 +245,7 @@ func TestQuitThenLoad(t *testing.T) {
 func TestTurnFromAnotherClient(t *testing.T) {
 	w := newWorld(t)
 	ctx := ctxT(t)
-	e := w.connect(claude())
-	e.initialize(ctx)
-	id := e.newSession(ctx, w.cwd)
-	if _, err := e.prompt(ctx, id, "[[reply from the editor]]"); err != nil {
-		t.Fatal(err)
-	}
+	e, id := w.opened(ctx, "[[reply from the editor]]")
 	// The terminal's prompt, byte for byte (its trailing newline too),
 	// from the daemon's record, before its answer.
 	const terminal = "[[reply from the terminal]]\n"
@@ -287,11 +273,7 @@ func TestTurnFromAnotherClient(t *testing.T) {
 	}
 	// A third editor loads the session: every turn replays with its
 	// prompt, the terminal's included.
-	e3 := w.connect(claude())
-	e3.initialize(ctx)
-	if _, err := e3.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
-		t.Fatalf("session/load: %v", err)
-	}
+	e3 := w.loaded(ctx, id)
 	want = []string{
 		"user: [[reply from the editor]]", "agent: from the editor",
 		"user: " + terminal, "agent: from the terminal",
@@ -307,12 +289,7 @@ func TestTurnFromAnotherClient(t *testing.T) {
 func TestLongPromptFromAnotherClient(t *testing.T) {
 	w := newWorld(t)
 	ctx := ctxT(t)
-	e := w.connect(claude())
-	e.initialize(ctx)
-	id := e.newSession(ctx, w.cwd)
-	if _, err := e.prompt(ctx, id, "[[reply first]]"); err != nil {
-		t.Fatal(err)
-	}
+	e, id := w.opened(ctx, "[[reply first]]")
 	long := "[[reply second]] " + strings.Repeat("a line of the long prompt\n", 40<<10/26)
 	if _, err := w.c.SessionSend(ctx, rpc.SessionSendParams{Session: string(id), Prompt: long, RequestID: "cli-long"}); err != nil {
 		t.Fatal(err)
@@ -321,11 +298,7 @@ func TestLongPromptFromAnotherClient(t *testing.T) {
 	if got := e.userText(id); got != long {
 		t.Errorf("the editor got a prompt of %d bytes, want the %d sent", len(got), len(long))
 	}
-	e2 := w.connect(claude())
-	e2.initialize(ctx)
-	if _, err := e2.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
-		t.Fatalf("session/load: %v", err)
-	}
+	e2 := w.loaded(ctx, id)
 	want := []string{"user: [[reply first]]", "agent: first", "user: " + long, "agent: second"}
 	if got := e2.conversation(id); !slices.Equal(got, want) {
 		t.Errorf("load replayed %d messages, want %d; user text %d bytes, want %d", len(got), len(want), len(e2.userText(id)), len("[[reply first]]")+len(long))

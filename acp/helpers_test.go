@@ -212,6 +212,30 @@ func (w *world) connect(spec client.LaunchSpec) *editor {
 }
 
 // connectWith is connect with every option.
+// opened is an initialized editor with a new session whose first prompt
+// has been answered.
+func (w *world) opened(ctx context.Context, first string) (*editor, sdk.SessionId) {
+	w.t.Helper()
+	e := w.connect(claude())
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+	if _, err := e.prompt(ctx, id, first); err != nil {
+		w.t.Fatal(err)
+	}
+	return e, id
+}
+
+// loaded is a new initialized editor that has loaded session id.
+func (w *world) loaded(ctx context.Context, id sdk.SessionId) *editor {
+	w.t.Helper()
+	e := w.connect(claude())
+	e.initialize(ctx)
+	if _, err := e.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		w.t.Fatalf("session/load: %v", err)
+	}
+	return e
+}
+
 func (w *world) connectWith(opts acp.Options) *editor {
 	w.t.Helper()
 	if opts.Stderr == nil {
