@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -214,23 +215,14 @@ func TestCancel(t *testing.T) {
 func TestQuitThenLoad(t *testing.T) {
 	w := newWorld(t)
 	ctx := ctxT(t)
-	e := w.connect(claude())
-	e.initialize(ctx)
-	id := e.newSession(ctx, w.cwd)
-	if _, err := e.prompt(ctx, id, "[[reply first answer]]"); err != nil {
-		t.Fatal(err)
-	}
+	e, id := w.opened(ctx, "[[reply first answer]]")
 	e.quit()
 
-	e2 := w.connect(claude())
-	e2.initialize(ctx)
-	if _, err := e2.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
-		t.Fatalf("session/load: %v", err)
-	}
+	e2 := w.loaded(ctx, id)
 	if got := e2.agentText(id); got != "first answer" {
 		t.Errorf("replayed %q, want the first answer", got)
 	}
-	// The prompt, which the daemon does not keep, from dlgt acp's journal.
+	// The prompt, from the daemon's record of the execution.
 	if got := e2.userText(id); got != "[[reply first answer]]" {
 		t.Errorf("replayed prompt %q, want the first prompt", got)
 	}
@@ -253,20 +245,17 @@ func TestQuitThenLoad(t *testing.T) {
 func TestTurnFromAnotherClient(t *testing.T) {
 	w := newWorld(t)
 	ctx := ctxT(t)
-	e := w.connect(claude())
-	e.initialize(ctx)
-	id := e.newSession(ctx, w.cwd)
-	if _, err := e.prompt(ctx, id, "[[reply from the editor]]"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.c.SessionSend(ctx, rpc.SessionSendParams{Session: string(id), Prompt: "[[reply from the terminal]]", RequestID: "cli-1"}); err != nil {
+	e, id := w.opened(ctx, "[[reply from the editor]]")
+	// The terminal's prompt, byte for byte (its trailing newline too),
+	// from the daemon's record, before its answer.
+	const terminal = "[[reply from the terminal]]\n"
+	if _, err := w.c.SessionSend(ctx, rpc.SessionSendParams{Session: string(id), Prompt: terminal, RequestID: "cli-1"}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the terminal's turn", func() bool { return e.agentText(id) == "from the editorfrom the terminal" })
-	// The terminal's prompt is not known (the daemon keeps none); another
-	// editor's is, from dlgt acp's journal.
-	if got := e.userText(id); got != "" {
-		t.Errorf("user chunks %q before another editor's turn, want none", got)
+	want := []string{"agent: from the editor", "user: " + terminal, "agent: from the terminal"}
+	if got := e.conversation(id); !slices.Equal(got, want) {
+		t.Errorf("the editor saw %q, want %q", got, want)
 	}
 	e2 := w.connect(claude())
 	e2.initialize(ctx)
@@ -277,10 +266,42 @@ func TestTurnFromAnotherClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("the other editor's turn", func() bool {
-		return e.userText(id) == "[[reply from another editor]]" && e.agentText(id) == "from the editorfrom the terminalfrom another editor"
+		return e.userText(id) == terminal+"[[reply from another editor]]" && e.agentText(id) == "from the editorfrom the terminalfrom another editor"
 	})
 	if got := e2.userText(id); got != "" {
 		t.Errorf("the sending editor got its own prompt back: %q", got)
+	}
+	// A third editor loads the session: every turn replays with its
+	// prompt, the terminal's included.
+	e3 := w.loaded(ctx, id)
+	want = []string{
+		"user: [[reply from the editor]]", "agent: from the editor",
+		"user: " + terminal, "agent: from the terminal",
+		"user: [[reply from another editor]]", "agent: from another editor",
+	}
+	if got := e3.conversation(id); !slices.Equal(got, want) {
+		t.Errorf("load replayed %q, want %q", got, want)
+	}
+}
+
+// A long prompt sent from the CLI (40 KiB, over what a default fetch page
+// carries whole) reaches the editor whole, and a load replays it whole.
+func TestLongPromptFromAnotherClient(t *testing.T) {
+	w := newWorld(t)
+	ctx := ctxT(t)
+	e, id := w.opened(ctx, "[[reply first]]")
+	long := "[[reply second]] " + strings.Repeat("a line of the long prompt\n", 40<<10/26)
+	if _, err := w.c.SessionSend(ctx, rpc.SessionSendParams{Session: string(id), Prompt: long, RequestID: "cli-long"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the terminal's turn", func() bool { return e.agentText(id) == "firstsecond" })
+	if got := e.userText(id); got != long {
+		t.Errorf("the editor got a prompt of %d bytes, want the %d sent", len(got), len(long))
+	}
+	e2 := w.loaded(ctx, id)
+	want := []string{"user: [[reply first]]", "agent: first", "user: " + long, "agent: second"}
+	if got := e2.conversation(id); !slices.Equal(got, want) {
+		t.Errorf("load replayed %d messages, want %d; user text %d bytes, want %d", len(got), len(want), len(e2.userText(id)), len("[[reply first]]")+len(long))
 	}
 }
 

@@ -226,16 +226,15 @@ func (a *agent) get(id sdk.SessionId) (*session, error) {
 }
 
 // LoadSession replays a dlgt Session's retained results (the prompt as
-// user_message_chunk when a dlgt acp sent it, the final text as
+// user_message_chunk when the daemon kept it, the final text as
 // agent_message_chunk), then follows it.
 func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	s, res, err := a.open(ctx, p.SessionId)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	journal := prompts(a.opts.JournalDir, s.ref)
 	for _, r := range res.Results {
-		if p, ok := journal[r.ExecutionSeq]; ok {
+		if p, ok := promptOf(r); ok {
 			if err := a.update(s.id, sdk.UpdateUserMessageText(p)); err != nil {
 				return sdk.LoadSessionResponse{}, err
 			}
@@ -286,7 +285,9 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId) (*session, *client.S
 		}
 		return nil, nil, acpError(err)
 	}
-	res, err := a.c.Results(ctx, rd.Session.ID, 0)
+	// Pages as large as the watcher's, so a replayed prompt is cut no
+	// sooner than a followed one.
+	res, err := a.c.ResultsPaged(ctx, rd.Session.ID, 0, fetchBytes)
 	if err != nil {
 		return nil, nil, acpError(err)
 	}

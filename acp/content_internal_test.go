@@ -2,8 +2,6 @@ package acp
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -54,28 +52,5 @@ func TestMCPOptions(t *testing.T) {
 	opts, skipped = mcpOptions(harness.MCPGeminiJSON, servers)
 	if len(opts) != 0 || len(skipped) != 3 {
 		t.Errorf("gemini: %q, skipped %q; want none passed", opts, skipped)
-	}
-}
-
-// The prompt journal is bounded: past its bound it keeps the newer
-// entries, and a reader finds the latest prompt of each execution.
-func TestJournalBounded(t *testing.T) {
-	dir := t.TempDir()
-	big := strings.Repeat("p", 500<<10)
-	for seq := uint64(1); seq <= 20; seq++ {
-		if err := record(dir, "claude:x", seq, fmt.Sprintf("%d %s", seq, big)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fi, err := os.Stat(journalPath(dir, "claude:x"))
-	if err != nil || fi.Size() > maxJournalBytes {
-		t.Fatalf("journal %v bytes (%v), bound %d", fi.Size(), err, maxJournalBytes)
-	}
-	got := prompts(dir, "claude:x")
-	if p, ok := got[20]; !ok || !strings.HasPrefix(p, "20 ") || len(got) >= 20 {
-		t.Errorf("kept %d entries, the newest %v", len(got), ok)
-	}
-	if len(prompts(dir, "claude:other")) != 0 || len(prompts("", "claude:x")) != 0 {
-		t.Error("a journal read for another Session or no directory")
 	}
 }

@@ -213,6 +213,30 @@ func (w *world) connect(spec client.LaunchSpec) *editor {
 }
 
 // connectWith is connect with every option.
+// opened is an initialized editor with a new session whose first prompt
+// has been answered.
+func (w *world) opened(ctx context.Context, first string) (*editor, sdk.SessionId) {
+	w.t.Helper()
+	e := w.connect(claude())
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+	if _, err := e.prompt(ctx, id, first); err != nil {
+		w.t.Fatal(err)
+	}
+	return e, id
+}
+
+// loaded is a new initialized editor that has loaded session id.
+func (w *world) loaded(ctx context.Context, id sdk.SessionId) *editor {
+	w.t.Helper()
+	e := w.connect(claude())
+	e.initialize(ctx)
+	if _, err := e.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+		w.t.Fatalf("session/load: %v", err)
+	}
+	return e
+}
+
 func (w *world) connectWith(opts acp.Options) *editor {
 	w.t.Helper()
 	if opts.Stderr == nil {
@@ -282,6 +306,35 @@ func (e *editor) userText(id sdk.SessionId) string {
 		}
 	}
 	return b.String()
+}
+
+// conversation is the session's message chunks in order, each run of
+// chunks of one side joined: "user: …" and "agent: …".
+func (e *editor) conversation(id sdk.SessionId) []string {
+	e.stub.mu.Lock()
+	defer e.stub.mu.Unlock()
+	var out []string
+	last := ""
+	for _, n := range e.stub.updates {
+		side, text := "", ""
+		switch u := n.Update; {
+		case n.SessionId != id:
+			continue
+		case u.UserMessageChunk != nil && u.UserMessageChunk.Content.Text != nil:
+			side, text = "user: ", u.UserMessageChunk.Content.Text.Text
+		case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
+			side, text = "agent: ", u.AgentMessageChunk.Content.Text.Text
+		default:
+			continue
+		}
+		if side == last {
+			out[len(out)-1] += text
+		} else {
+			out = append(out, side+text)
+		}
+		last = side
+	}
+	return out
 }
 
 // waitFor waits until cond holds on the recorded updates.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,9 +38,6 @@ type Options struct {
 	Stderr io.Writer
 	// ListPage is session/list's page size (0: 50).
 	ListPage int
-	// JournalDir keeps the prompts this agent sends, for session/load to
-	// replay (journal.go); "" is $DLGT_HOME/acp of the Client.
-	JournalDir string
 	// WarmSpares is how many spares session/new asks the daemon to keep
 	// of its launch (0: 1; negative: none, so the first prompt starts the
 	// harness cold), so the first prompt finds the harness up.
@@ -60,11 +56,6 @@ func Serve(ctx context.Context, c *client.Client, opts Options, in io.Reader, ou
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = io.Discard
-	}
-	if opts.JournalDir == "" {
-		if p, err := c.Paths(); err == nil {
-			opts.JournalDir = filepath.Join(p.Home, "acp")
-		}
 	}
 	if opts.WarmSpares == 0 {
 		opts.WarmSpares = 1

@@ -150,9 +150,6 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	if err != nil {
 		return sdk.PromptResponse{}, acpError(err)
 	}
-	if err := record(a.opts.JournalDir, r.Session.ID, r.ExecutionSeq, text); err != nil {
-		fmt.Fprintf(a.opts.Stderr, "dlgt acp: keeping the prompt for session/load: %v\n", err)
-	}
 	s.mu.Lock()
 	cancelled := t.cancelled
 	s.mu.Unlock()
@@ -300,8 +297,8 @@ func (a *agent) apply(ctx context.Context, s *session, fs rpc.FetchSession) {
 		sent, ours := s.emitted[r.ExecutionSeq], s.turn != nil
 		s.mu.Unlock()
 		if off == 0 && sent == 0 && !ours {
-			// Another client's turn: its prompt, when a dlgt acp sent it.
-			if p, ok := prompts(a.opts.JournalDir, s.ref)[r.ExecutionSeq]; ok {
+			// Another client's turn: its prompt, as the daemon kept it.
+			if p, ok := promptOf(r); ok {
 				a.update(s.id, sdk.UpdateUserMessageText(p))
 			}
 		}
@@ -443,4 +440,20 @@ func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc
 	}
 	s.mu.Unlock()
 	a.update(s.id, sdk.UpdateToolCall(sdk.ToolCallId(p.ID), sdk.WithUpdateStatus(status)))
+}
+
+// promptCut ends a prompt session.fetch carried only the start of.
+const promptCut = "\n[dlgt: the rest of this prompt is not shown]"
+
+// promptOf is the prompt of result r as the editor is shown it (the
+// daemon's record of the execution's prompt; none for an execution it
+// knows no prompt of).
+func promptOf(r rpc.Result) (string, bool) {
+	switch {
+	case r.Prompt == nil:
+		return "", false
+	case r.PromptTruncated:
+		return *r.Prompt + promptCut, true
+	}
+	return *r.Prompt, true
 }

@@ -54,6 +54,10 @@ func JoinChunk(rs []rpc.Result, r rpc.Result) []rpc.Result {
 		t += derefOr(r.FinalText)
 	}
 	r.FinalText = &t // the later piece's other fields are the newer
+	if r.Prompt == nil {
+		// The prompt comes with the first piece only.
+		r.Prompt, r.PromptTruncated = rs[n-1].Prompt, rs[n-1].PromptTruncated
+	}
 	rs[n-1] = r
 	return rs
 }
@@ -169,8 +173,15 @@ type SessionResults struct {
 // after (session.fetch with after_execution, then its cursor while
 // has_more), oldest first, each final_text whole (JoinChunk).
 func (c *Client) Results(ctx context.Context, ref string, after uint64) (*SessionResults, error) {
+	return c.ResultsPaged(ctx, ref, after, 0)
+}
+
+// ResultsPaged is Results with pages of maxBytes (session.fetch's
+// max_bytes; 0 is the daemon's default): a larger page carries a longer
+// prompt whole (docs/rpc.md, "Result prompt").
+func (c *Client) ResultsPaged(ctx context.Context, ref string, after uint64, maxBytes int) (*SessionResults, error) {
 	out := &SessionResults{Results: []rpc.Result{}}
-	p := rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), AfterExecution: &after}
+	p := rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), AfterExecution: &after, MaxBytes: maxBytes}
 	for page := 0; ; page++ {
 		if page == maxResultPages {
 			return nil, rpc.Errorf(rpc.CodeInternal, "session results: no end after %d pages", page)
@@ -190,6 +201,6 @@ func (c *Client) Results(ctx context.Context, ref string, after uint64) (*Sessio
 			return out, nil
 		}
 		cur, _ := json.Marshal(doc.Cursor)
-		p = rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), Cursor: cur}
+		p = rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), Cursor: cur, MaxBytes: maxBytes}
 	}
 }

@@ -179,6 +179,10 @@ func TestAttachLeaseInputObserveDetach(t *testing.T) {
 	if read.Result.FinalText == nil || *read.Result.FinalText != "MOCK-REPLY: typed by a human" {
 		t.Fatalf("typed turn result = %+v", read.Result)
 	}
+	// Its prompt is the one the harness's UserPromptSubmit hook reported.
+	if read.Result.Prompt == nil || *read.Result.Prompt != "typed by a human" {
+		t.Fatalf("typed turn prompt = %q", strp(read.Result.Prompt))
+	}
 	var evs []rpc.Event
 	td.mustCall(rpc.MethodEventRead, rpc.EventReadParams{Session: id}, &evs)
 	busy := 0

@@ -180,7 +180,7 @@ func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, ou
 			off = end
 		}
 		comma := boolInt(len(*out) > 0)
-		piece, complete, ok := fitText(text[off:end], end == len(text), chunkSizer(res, off), *room-comma)
+		res, piece, complete, ok := fitChunk(res, text[off:end], end == len(text), off, *room-comma)
 		if !ok {
 			*full = true
 			return
@@ -351,13 +351,13 @@ func baselineResult(res *rpc.Result, end int, mark *sessionMark, b *rpc.FetchSes
 		end = len(text)
 	}
 	comma := boolInt(len(b.Results) > 0)
-	piece, complete, ok := fitText(text[:end], end == len(text), chunkSizer(*res, 0), *room-comma)
+	r, piece, complete, ok := fitChunk(*res, text[:end], end == len(text), 0, *room-comma)
 	if !ok {
 		mark.Result, mark.TextOff = res.ExecutionSeq-1, 0
 		*hasMore = true
 		return
 	}
-	chunk := withChunk(*res, piece, 0, complete)
+	chunk := withChunk(r, piece, 0, complete)
 	*room -= jsonLen(chunk) + comma
 	b.Results = append(b.Results, chunk)
 	if complete {

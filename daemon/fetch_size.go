@@ -175,3 +175,26 @@ func fitText(text string, whole bool, size func(string, bool) int, room int) (st
 	}
 	return text[:lo], false, true
 }
+
+// fitChunk is fitText for the chunk of result res at off, carrying the
+// result's prompt (an extension) on its first chunk only: whole when its
+// JSON takes at most half of room, else cut at a UTF-8 boundary and
+// flagged prompt_truncated; when the chunk does not fit with any of it,
+// without it, so the prompt never makes a budget unworkable.
+func fitChunk(res rpc.Result, text string, whole bool, off, room int) (rpc.Result, string, bool, bool) {
+	r := res
+	r.PromptTruncated = false
+	if r.Prompt != nil && off > 0 {
+		r.Prompt = nil
+	}
+	if r.Prompt != nil && jsonStrLen(*r.Prompt) > room/2 {
+		cut, _, _ := fitText(*r.Prompt, true, func(t string, _ bool) int { return jsonStrLen(t) }, room/2)
+		r.Prompt, r.PromptTruncated = &cut, true
+	}
+	piece, complete, ok := fitText(text, whole, chunkSizer(r, off), room)
+	if !ok && r.Prompt != nil {
+		r.Prompt, r.PromptTruncated = nil, false
+		piece, complete, ok = fitText(text, whole, chunkSizer(r, off), room)
+	}
+	return r, piece, complete, ok
+}

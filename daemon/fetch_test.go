@@ -478,12 +478,14 @@ type reassembler struct {
 	partial map[uint64]string // row id -> text so far
 	pRow    uint64
 	textOff map[string]int
+	// first is each result's first chunk, which alone carries the prompt.
+	first map[string]rpc.Result
 }
 
 func resKey(id string, seq uint64) string { return fmt.Sprintf("%s#%d", id, seq) }
 
 func newReassembler(t testing.TB) *reassembler {
-	return &reassembler{t: t, f: &followed{results: map[string]string{}, resultDocs: map[string]rpc.Result{}}, partial: map[uint64]string{}, textOff: map[string]int{}}
+	return &reassembler{t: t, f: &followed{results: map[string]string{}, resultDocs: map[string]rpc.Result{}}, partial: map[uint64]string{}, textOff: map[string]int{}, first: map[string]rpc.Result{}}
 }
 
 func (ra *reassembler) apply(raw []byte) *rpc.FetchDocument {
@@ -545,6 +547,11 @@ func (ra *reassembler) apply(raw []byte) *rpc.FetchDocument {
 			if _, done := f.resultDocs[k]; done {
 				t.Fatalf("result %d delivered twice", r.ExecutionSeq)
 			}
+			if off == 0 {
+				ra.first[k] = r
+			} else if r.Prompt != nil || r.PromptTruncated {
+				t.Fatalf("result %d: a prompt on the chunk at offset %d", r.ExecutionSeq, off)
+			}
 			f.results[k] += derefText(&r)
 			ra.textOff[k] += len(derefText(&r))
 			if r.FinalTextComplete == nil || *r.FinalTextComplete {
@@ -555,6 +562,7 @@ func (ra *reassembler) apply(raw []byte) *rpc.FetchDocument {
 					whole.FinalText = nil
 				}
 				whole.FinalTextOffset, whole.FinalTextComplete = nil, nil
+				whole.Prompt, whole.PromptTruncated = ra.first[k].Prompt, ra.first[k].PromptTruncated
 				f.resultDocs[k] = whole
 			}
 		}

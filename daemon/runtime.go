@@ -443,6 +443,10 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	if source == "" {
 		res.FinalTextSource = rpc.TextSourceMissing
 	}
+	if e.prompt != "" {
+		p := e.prompt
+		res.Prompt = &p
+	}
 	data, _ := rpc.Marshal(res)
 	seq := e.seq
 	rt.storeLocked(s, "result", func(w store.Writer) error { return w.PutResult(s.uid, seq, data) })

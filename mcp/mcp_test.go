@@ -129,7 +129,7 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 	off0, off1 := 0, 5
 	d.pages[rpc.MethodSessionFetch] = []any{
 		rpc.FetchDocument{Reason: rpc.ReasonPageFull, HasMore: true, Cursor: "11", Sessions: []rpc.FetchSession{{Session: sess,
-			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp("hello"), FinalTextOffset: &off0, FinalTextComplete: boolp(false)}}}}},
+			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp("hello"), FinalTextOffset: &off0, FinalTextComplete: boolp(false), Prompt: strp("the leader's own prompt")}}}}},
 		rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess,
 			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp(" world"), FinalTextOffset: &off1, FinalTextComplete: boolp(true),
 				Usage: json.RawMessage(`{"input_tokens":10,"cache_read_input_tokens":1200,"output_tokens":3,"total_tokens":1213,"requests":1}`)}}}}},
@@ -151,12 +151,32 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 	if res["final_text"] != "hello world" || res["final_text_offset"] != nil {
 		t.Errorf("structured result %v", res)
 	}
+	// The prompt is not echoed back to the model.
+	if _, ok := res["prompt"]; ok || strings.Contains(text, "own prompt") {
+		t.Errorf("the prompt reached the model: %v", res)
+	}
 	fetches := d.params(rpc.MethodSessionFetch)
 	var p1, p2 rpc.SessionFetchParams
 	json.Unmarshal(fetches[0], &p1)
 	json.Unmarshal(fetches[1], &p2)
 	if string(p1.Cursor) != `"10"` || string(p2.Cursor) != `"11"` || p1.Until != "result" || p1.WaitMS <= 0 || p1.WaitMS > 5000 {
 		t.Errorf("fetch params %s / %s", fetches[0], fetches[1])
+	}
+}
+
+// read leaves the result's prompt out of what the model reads.
+func TestMCPReadLeavesThePromptOut(t *testing.T) {
+	d := newFakeDaemon(t)
+	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:03", Harness: "claude", State: "idle"},
+		Result: &rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: strp("answer"), Prompt: strp("a long prompt"), PromptTruncated: true}})
+	cs := testServer(t, d, nil, nil, 5*time.Second)
+	text, st, isErr := callTool(t, cs, "read", map[string]any{"session": "claude:03"})
+	res, _ := st["result"].(map[string]any)
+	if isErr || res == nil || res["final_text"] != "answer" {
+		t.Fatalf("read: %v %v\n%s", isErr, st, text)
+	}
+	if _, ok := res["prompt"]; ok || res["prompt_truncated"] != nil || strings.Contains(text, "long prompt") {
+		t.Errorf("the prompt reached the model: %v", res)
 	}
 }
 

@@ -269,3 +269,12 @@ func (t *tools) sessionResultText(verb string, r *rpc.SessionResult) *sdk.CallTo
 	}
 	return textResult(b.String())
 }
+
+// dropPrompt leaves a result's prompt (docs/rpc.md, "Result prompt") out
+// of what a model reads: a leader wrote it, and echoing up to 512 KiB of it
+// back would spend the leader's context for nothing.
+func dropPrompt(r *rpc.Result) {
+	if r != nil {
+		r.Prompt, r.PromptTruncated = nil, false
+	}
+}

@@ -187,6 +187,9 @@ func (t *tools) wait(ctx context.Context, _ *sdk.CallToolRequest, in waitIn) (*s
 	if err != nil {
 		return toolError("wait", err), nil, nil
 	}
+	for i := range w.Results {
+		dropPrompt(&w.Results[i])
+	}
 	return withJSON(textResult(t.waitText(&w)), w), nil, nil
 }
 
@@ -212,6 +215,7 @@ func (t *tools) read(ctx context.Context, _ *sdk.CallToolRequest, in sessionIn) 
 	} else {
 		resultText(&b, r.Result)
 	}
+	dropPrompt(r.Result)
 	return withJSON(textResult(b.String()), r), nil, nil
 }
 
@@ -257,6 +261,7 @@ func (t *tools) cancel(ctx context.Context, _ *sdk.CallToolRequest, in cancelIn)
 	if r.Result == nil {
 		verb = "Nothing to cancel: no execution was active"
 	}
+	dropPrompt(r.Result)
 	return withJSON(t.sessionResultText(verb, &r), r), nil, nil
 }
 
@@ -317,6 +322,7 @@ func (t *tools) stop(ctx context.Context, _ *sdk.CallToolRequest, in stopIn) (*s
 	if err != nil {
 		return toolError("stop", err), nil, nil
 	}
+	dropPrompt(r.Result)
 	return withJSON(t.sessionResultText("Stopped", &r), r), nil, nil
 }
 

@@ -407,6 +407,18 @@ type Result struct {
 	// Diff (an extension) summarizes a worktree Session's changes
 	// against its base commit when the execution ended.
 	Diff *DiffSummary `json:"diff,omitempty"`
+	// Prompt (an extension) is the execution's prompt byte for byte: the
+	// prompt of session.create or session.send, or the one the harness's
+	// prompt hook reported for a turn typed at the terminal. It is absent
+	// for an execution the daemon knows no prompt of (one interrupted by a
+	// daemon crash, or stored by an older daemon). session.fetch carries
+	// it on a result's first chunk only (final_text_offset 0), taking at
+	// most half the room left in the response: a longer prompt is cut at a
+	// UTF-8 boundary with PromptTruncated set, and under a budget too tight
+	// for any of it the prompt is left out. session.read carries it whole.
+	Prompt *string `json:"prompt,omitempty"`
+	// PromptTruncated (an extension): Prompt is only the prompt's start.
+	PromptTruncated bool `json:"prompt_truncated,omitempty"`
 }
 
 // Usage is what one execution cost, summed over the model requests its
