@@ -537,6 +537,11 @@ func (sp *spare) unfit() string {
 		return "its harness exited"
 	default:
 	}
+	if g.proc != nil && g.proc.Ended() {
+		// Exited, and not yet seen by the daemon (its reaper or the
+		// generation's end still to come).
+		return "its harness exited"
+	}
 	if sp.bin.path == "" {
 		return "its harness binary is unknown"
 	}

@@ -319,6 +319,26 @@ func (p *Process) exited() bool {
 	}
 }
 
+// Ended reports whether the child has exited, also when it has ended but
+// its reaper has not collected it yet (a zombie: Done is not closed until
+// then). waitid with WNOWAIT looks without reaping, so Wait still reports
+// how it ended.
+func (p *Process) Ended() bool {
+	if p.exited() {
+		return true
+	}
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if err != nil {
+		// ECHILD: reaped between the two checks; anything else is no
+		// evidence of an exit.
+		return errors.Is(err, unix.ECHILD)
+	}
+	// Linux reports a waitable child with si_signo SIGCHLD and leaves
+	// it 0 when none is (WNOHANG).
+	return info.Signo == int32(unix.SIGCHLD)
+}
+
 // Resize sets the terminal size. The kernel sends SIGWINCH to the terminal's
 // foreground process group, which is how full-screen programs notice.
 func (p *Process) Resize(rows, cols uint16) error {

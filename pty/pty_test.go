@@ -528,3 +528,33 @@ func TestExitStatusString(t *testing.T) {
 		}
 	}
 }
+
+// Ended is false while the child runs and true once it has exited, and
+// looking (waitid with WNOWAIT) leaves the exit for Wait to report.
+func TestEndedLeavesTheExitToWait(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	p, err := Start(Options{Argv: []string{sleep, "30"}, Rows: 24, Cols: 80})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.Ended() {
+		t.Fatal("Ended while the child runs")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !p.Ended() {
+		if time.Now().After(deadline) {
+			t.Fatal("Ended still false 10 s after SIGKILL")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st := waitDone(t, p); st.Signal != syscall.SIGKILL.String() {
+		t.Fatalf("Wait = %+v, want the SIGKILL", st)
+	}
+}
