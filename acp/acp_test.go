@@ -148,6 +148,15 @@ func TestPermissionAllowAndReject(t *testing.T) {
 			if got := e.agentText(id); !strings.HasPrefix(got, tc.replyStart) {
 				t.Errorf("answer %q, want it to start %q", got, tc.replyStart)
 			}
+			// The call's start (PreToolUse) and the request about it are
+			// one tool call.
+			ids := map[string]bool{}
+			for _, u := range e.toolUpdates(id) {
+				ids[u.id] = true
+			}
+			if len(ids) != 1 {
+				t.Errorf("tool call ids %v, want one", ids)
+			}
 			e.stub.mu.Lock()
 			defer e.stub.mu.Unlock()
 			if len(e.stub.asked) != 1 {

@@ -132,6 +132,7 @@ func TestRealCLIs(t *testing.T) {
 		t.Run(row.name, func(t *testing.T) {
 			script := mockapi.Script{
 				mockapi.Prefix("ACP-TOOL", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-TOOL", Escalated: true}),
+				mockapi.Prefix("ACP-RUN", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-RUN"}),
 			}
 			// The mock is made before the daemon, so the daemon's
 			// cleanup (which stops the CLIs) runs first.
@@ -156,6 +157,17 @@ func TestRealCLIs(t *testing.T) {
 			if got := e.agentText(id); got != *rd.Result.FinalText || got != mockapi.DefaultText(prompt) {
 				t.Errorf("agent text %q, final_text %q, want %q", got, *rd.Result.FinalText, mockapi.DefaultText(prompt))
 			}
+			// A tool the harness runs without asking: its hooks' start and
+			// end, as a tool_call and its completion, before the answer.
+			r, err = e.prompt(ctx, id, "ACP-RUN it")
+			if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("tool prompt: %+v, %v", r, err)
+			}
+			if _, err := os.Stat(filepath.Join(w.cwd, "acp-marker")); err != nil {
+				t.Errorf("the command did not run: %v", err)
+			}
+			checkRealToolCall(t, e.toolUpdates(id))
+			os.Remove(filepath.Join(w.cwd, "acp-marker"))
 			if !row.asks {
 				return
 			}
@@ -181,6 +193,24 @@ func TestRealCLIs(t *testing.T) {
 			if asked != 1 {
 				t.Errorf("%d permission requests, want 1", asked)
 			}
+			// The request and the call's hooks are one tool call.
+			checkRealToolCall(t, e2.toolUpdates(id2))
 		})
+	}
+}
+
+// checkRealToolCall checks the tool updates of a turn that ran `touch
+// acp-marker`: one call, started as an execute tool with that command,
+// completed last.
+func checkRealToolCall(t *testing.T, ups []toolUpdate) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, u := range ups {
+		ids[u.id] = true
+	}
+	if len(ups) < 2 || len(ids) != 1 || !ups[0].start || ups[0].kind != sdk.ToolKindExecute ||
+		!strings.Contains(ups[0].title, "touch acp-marker") || !strings.Contains(ups[0].input, "touch acp-marker") ||
+		ups[len(ups)-1].status != sdk.ToolCallStatusCompleted {
+		t.Errorf("tool updates %+v", ups)
 	}
 }

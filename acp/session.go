@@ -51,6 +51,23 @@ type session struct {
 	tools map[string]sdk.ToolCallStatus
 	// answered are the pending requests the editor answered.
 	answered map[string]bool
+	// permCall is the editor's tool call id of each pending request
+	// asked (the pending id, or the started call's it was joined to);
+	// permTools are the requests shown as calls of their own, by that
+	// id, with their tool's name, until a call's start joins them.
+	permCall  map[string]string
+	permTools map[string]string
+
+	// toolMu serialises reporting tool.call events (tools.go); toolSeq
+	// is the last one reported, once toolBased (where the watcher's
+	// events start is known). calls are the started calls not ended.
+	toolMu    sync.Mutex
+	toolSeq   uint64
+	toolBased bool
+	calls     map[string]*hookCall
+	// asks: the harness was launched asking for approvals, so a call
+	// that starts may wait for one (pending) rather than run.
+	asks bool
 }
 
 // turn is the prompt running in the session.
@@ -124,6 +141,9 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		if err == nil {
 			s.mu.Lock()
 			s.ref, s.launch = r.Session.ID, nil
+			// A new Session: its tool calls from its start.
+			s.toolSeq, s.toolBased = 0, true
+			s.asks = l.Params.AutoApprove != nil && !*l.Params.AutoApprove
 			s.mu.Unlock()
 			a.follow(s, r.Cursor)
 			a.releaseSpare(s, l)
@@ -247,6 +267,7 @@ func (a *agent) follow(s *session, cursor string) {
 	ref := s.ref
 	s.mu.Unlock()
 	go a.watch(ctx, s, ref, cursor)
+	go a.watchTools(ctx, s, ref)
 }
 
 // watch follows the Session with session.fetch long polls: results become
@@ -314,6 +335,7 @@ func (a *agent) apply(ctx context.Context, s *session, fs rpc.FetchSession) {
 			}
 		}
 		if r.FinalTextComplete == nil || *r.FinalTextComplete {
+			a.catchUpTools(ctx, s)
 			a.finish(s, r)
 		}
 	}
@@ -336,7 +358,7 @@ func (a *agent) finish(s *session, r rpc.Result) {
 		delete(s.tools, id)
 	}
 	delete(s.emitted, r.ExecutionSeq)
-	s.answered = nil
+	s.answered, s.permCall, s.permTools, s.calls = nil, nil, nil, nil
 	ch, waiting := s.waiters[r.ExecutionSeq]
 	if !waiting {
 		if s.done == nil || len(s.done) >= maxDone {
@@ -381,28 +403,41 @@ func (a *agent) pending(ctx context.Context, s *session, p *rpc.Pending) {
 		s.tools = map[string]sdk.ToolCallStatus{}
 	}
 	s.perms[p.ID] = cancel
-	_, reported := s.tools[p.ID]
-	s.tools[p.ID] = sdk.ToolCallStatusPending
+	callID, known := s.permCall[p.ID]
+	if !known {
+		if s.permCall == nil {
+			s.permCall, s.permTools = map[string]string{}, map[string]string{}
+		}
+		// The call's start, when already reported, is the call asked
+		// about; else the request is one of its own until it comes.
+		if callID = s.joinHookCallLocked(p.Tool); callID == "" {
+			callID = p.ID
+			s.permTools[callID] = p.Tool
+		}
+		s.permCall[p.ID] = callID
+	}
+	_, reported := s.tools[callID]
+	s.tools[callID] = sdk.ToolCallStatusPending
 	ref := s.ref
 	s.mu.Unlock()
-	go a.askPermission(pctx, s, ref, *p, !reported)
+	go a.askPermission(pctx, s, ref, *p, callID, !reported)
 }
 
 // askPermission reports the tool call and asks the editor; its answer is
 // session.respond. An answer after the request closed (someone else
 // answered, the turn was cancelled) changes nothing: the daemon refuses
 // it, and that refusal is only logged.
-func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc.Pending, report bool) {
+func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc.Pending, callID string, report bool) {
 	kind := toolKind(p.Tool)
 	title := toolTitle(p.Tool, p.Input)
 	raw := map[string]any{"tool": p.Tool, "input": p.Input}
 	if report {
-		a.update(s.id, sdk.StartToolCall(sdk.ToolCallId(p.ID), title, sdk.WithStartKind(kind), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(raw)))
+		a.update(s.id, sdk.StartToolCall(sdk.ToolCallId(callID), title, sdk.WithStartKind(kind), sdk.WithStartStatus(sdk.ToolCallStatusPending), sdk.WithStartRawInput(raw)))
 	}
 	pending := sdk.ToolCallStatusPending
 	resp, err := a.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{
 		SessionId: s.id,
-		ToolCall:  sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(p.ID), Title: &title, Kind: &kind, Status: &pending, RawInput: raw},
+		ToolCall:  sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(callID), Title: &title, Kind: &kind, Status: &pending, RawInput: raw},
 		Options: []sdk.PermissionOption{
 			{OptionId: rpc.DecisionAllow, Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce},
 			{OptionId: rpc.DecisionDeny, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
@@ -435,11 +470,14 @@ func (a *agent) askPermission(ctx context.Context, s *session, ref string, p rpc
 		status = sdk.ToolCallStatusFailed
 	}
 	s.mu.Lock()
-	if _, ok := s.tools[p.ID]; ok {
-		s.tools[p.ID] = status
+	st, ok := s.tools[callID]
+	if ok && st == sdk.ToolCallStatusPending {
+		s.tools[callID] = status
 	}
 	s.mu.Unlock()
-	a.update(s.id, sdk.UpdateToolCall(sdk.ToolCallId(p.ID), sdk.WithUpdateStatus(status)))
+	if ok && st == sdk.ToolCallStatusPending {
+		a.update(s.id, sdk.UpdateToolCall(sdk.ToolCallId(callID), sdk.WithUpdateStatus(status)))
+	}
 }
 
 // promptCut ends a prompt session.fetch carried only the start of.

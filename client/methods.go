@@ -104,6 +104,13 @@ func (c *Client) EventRead(ctx context.Context, p rpc.EventReadParams) ([]rpc.Ev
 // error, and the sequence ends; ctx ending (or the caller breaking out)
 // ends it cleanly, with no error. It dials when iterated, every time.
 func (c *Client) EventSubscribe(ctx context.Context, p rpc.EventReadParams) iter.Seq2[rpc.Event, error] {
+	return c.EventFollow(ctx, p, nil)
+}
+
+// EventFollow is EventSubscribe that also hands the subscription's ack
+// (where its events start: after, and tool_after with tool_calls) to
+// onAck, when not nil, before the first event.
+func (c *Client) EventFollow(ctx context.Context, p rpc.EventReadParams, onAck func(rpc.SubscribeAck)) iter.Seq2[rpc.Event, error] {
 	return func(yield func(rpc.Event, error) bool) {
 		rc, err := c.Dial(ctx, p.Session)
 		if err != nil {
@@ -113,12 +120,20 @@ func (c *Client) EventSubscribe(ctx context.Context, p rpc.EventReadParams) iter
 			return
 		}
 		defer rc.Close()
-		_, next, err := rc.Subscribe(ctx, rpc.EventSubscribe.Name, p)
+		ack, next, err := rc.Subscribe(ctx, rpc.EventSubscribe.Name, p)
 		if err != nil {
 			if ctx.Err() == nil {
 				yield(rpc.Event{}, err)
 			}
 			return
+		}
+		if onAck != nil {
+			var a rpc.SubscribeAck
+			if err := json.Unmarshal(ack, &a); err != nil {
+				yield(rpc.Event{}, rpc.Errorf(rpc.CodeInternal, "unexpected subscription ack from the daemon: %v", err))
+				return
+			}
+			onAck(a)
 		}
 		for {
 			line, err := next()

@@ -41,6 +41,9 @@ func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
 		return false
 	}
+	if ev.ToolCall != nil {
+		rt.recordToolCall(s, p.LaunchID, ev)
+	}
 	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
 		// Output printed before the turn ended becomes readable no later
 		// than its result: take in what the terminal still holds (the

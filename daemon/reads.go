@@ -97,6 +97,9 @@ func (rt *runtime) eventRead(ctx context.Context, peer rpc.Peer, p rpc.EventRead
 	if err != nil {
 		return rpc.Reply[[]rpc.Event]{}, err
 	}
+	if p.ToolCalls {
+		return rt.withToolCalls(uid, p, evs), nil
+	}
 	return rpc.Encoded[[]rpc.Event](decodeEvents(evs)), nil
 }
 
@@ -154,6 +157,9 @@ func (rt *runtime) eventSubscribe(ctx context.Context, peer rpc.Peer, p rpc.Even
 	after := rt.db.LastEventSeq()
 	if p.After != nil {
 		after = *p.After
+	}
+	if p.ToolCalls {
+		return rpc.Streamed[rpc.SubscribeAck](&toolStream{rt: rt, uid: uid, after: after, toolAfter: rt.toolStart(p, true)}), nil
 	}
 	return rpc.Streamed[rpc.SubscribeAck](&eventStream{rt: rt, uid: uid, after: after}), nil
 }

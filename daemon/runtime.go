@@ -81,6 +81,7 @@ type runtime struct {
 	respondMu sync.Mutex
 	positions *positions
 	versions  versionCache // harness binaries' --version, for harness.list
+	tools     toolLog      // tool.call events (toolevents.go)
 
 	shutdown func()
 	server   *rpc.Server

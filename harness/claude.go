@@ -28,7 +28,8 @@ type Claude struct{}
 // claudeHookEvents are the hook events dlgt subscribes to.
 var claudeHookEvents = []string{
 	"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-	"PermissionRequest", "Notification", "Stop", "StopFailure", "SessionEnd",
+	"PostToolUseFailure", "PermissionRequest", "Notification", "Stop",
+	"StopFailure", "SessionEnd",
 }
 
 // claudeManaged are flags dlgt sets itself; harness_options may not.
@@ -302,7 +303,7 @@ func claudeSettings(hookArgv []string, web *HTTPHook) map[string]any {
 			}
 		}
 		entry := map[string]any{"hooks": []any{hook}}
-		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PermissionRequest" {
+		if ev == "PreToolUse" || ev == "PostToolUse" || ev == "PostToolUseFailure" || ev == "PermissionRequest" {
 			entry["matcher"] = "*"
 		}
 		hooks[ev] = []any{entry}
@@ -608,8 +609,12 @@ func (Claude) ParseHook(event string, payload []byte) (Evidence, error) {
 		case "idle_prompt":
 			ev.Kind = KindIdlePrompt
 		}
-	case "PreToolUse", "PostToolUse":
-		ev.Kind, ev.Tool = KindActivity, h.ToolName
+	case "PreToolUse":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolStarted, payload)
+	case "PostToolUse":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolCompleted, payload)
+	case "PostToolUseFailure":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolFailed, payload)
 	case "Stop":
 		ev.Kind, ev.FinalText = KindStop, h.LastAssistantMessage
 	case "StopFailure":

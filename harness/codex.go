@@ -371,8 +371,10 @@ func (Codex) ParseHook(event string, payload []byte) (Evidence, error) {
 		// (CodexPermissionDecision), so every request is answerable.
 		ev.Kind, ev.Reason, ev.Tool, ev.Command = KindBlocked, "permission", h.ToolName, toolCommand(h.ToolInput)
 		ev.Input, ev.Answerable = ToolInputText(h.ToolInput), true
-	case "PreToolUse", "PostToolUse":
-		ev.Kind, ev.Tool = KindActivity, h.ToolName
+	case "PreToolUse":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolStarted, payload)
+	case "PostToolUse":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolCompleted, payload)
 	case "Stop":
 		ev.Kind, ev.FinalText = KindStop, h.LastAssistantMessage
 	case "Interrupt":

@@ -572,8 +572,11 @@ func (Gemini) ParseHook(event string, payload []byte) (Evidence, error) {
 				ev.Tool = "mcp_" + d.ServerName + "_" + d.ToolName
 			}
 		}
-	case "BeforeTool", "AfterTool":
-		ev.Kind, ev.Tool = KindActivity, h.ToolName
+	case "BeforeTool":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolStarted, payload)
+	case "AfterTool":
+		ev.Kind, ev.Tool, ev.ToolCall = KindActivity, h.ToolName, parseToolCall(ToolCompleted, payload)
+		geminiToolOutput(ev.ToolCall)
 	case "AfterAgent":
 		prompt := ""
 		if h.Prompt != nil {

@@ -184,6 +184,9 @@ type Evidence struct {
 	Answerable bool
 	Error      string
 	Attempt    int
+	// ToolCall is the tool call a tool hook reports (KindActivity of
+	// PreToolUse/PostToolUse/PostToolUseFailure, BeforeTool/AfterTool).
+	ToolCall *ToolCall
 }
 
 // Decider is implemented by a harness whose blocking hook takes a

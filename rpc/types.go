@@ -53,6 +53,24 @@ const (
 	EventProviderRetrying  = "provider.retrying"
 )
 
+// EventToolCall (an extension, outside the v1 set in EventTypes) is a tool
+// call the harness reported through its hooks: one event when it starts
+// and one when it ends. event.read and event.subscribe carry it only to a
+// caller that asks (EventReadParams.ToolCalls); session.fetch never does.
+const EventToolCall = "tool.call"
+
+// Tool call statuses (ToolCallEvent.Status).
+const (
+	ToolStatusStarted   = "started"
+	ToolStatusCompleted = "completed"
+	ToolStatusFailed    = "failed"
+)
+
+// MaxToolRaw bounds a tool.call event's input and output: a longer one is
+// carried as a JSON string of its first MaxToolRaw bytes of compact JSON,
+// flagged input_truncated / output_truncated.
+const MaxToolRaw = 4096
+
 // EventTypes lists the v1 event types.
 var EventTypes = []string{
 	EventSessionCreated, EventSessionRestarting, EventSessionReady,
@@ -266,6 +284,13 @@ type SessionStopParams struct {
 type EventReadParams struct {
 	Session string  `json:"session,omitempty"`
 	After   *uint64 `json:"after,omitempty"`
+	// ToolCalls (an extension) adds tool.call events to the lifecycle
+	// events, in the order they were recorded. ToolAfter is a tool_seq:
+	// tool calls with a greater one are returned; without it, those
+	// recorded after the lifecycle event After (event.subscribe without
+	// After: from now).
+	ToolCalls bool    `json:"tool_calls,omitempty"`
+	ToolAfter *uint64 `json:"tool_after,omitempty"`
 }
 
 // ScrollbackReadParams are the parameters of scrollback.read.
@@ -480,6 +505,25 @@ type Event struct {
 	ResultStatus  string `json:"result_status,omitempty"`
 	Tool          string `json:"tool,omitempty"`
 	Command       string `json:"command,omitempty"`
+	// ToolSeq and ToolCall are a tool.call event's (an extension,
+	// EventToolCall): its Seq is the lifecycle event it follows, ToolSeq
+	// its own position among tool calls.
+	ToolSeq  uint64         `json:"tool_seq,omitempty"`
+	ToolCall *ToolCallEvent `json:"tool_call,omitempty"`
+}
+
+// ToolCallEvent is the call a tool.call event reports. ID is the
+// harness's id of the call (one dlgt minted when the harness gives none),
+// the same in the call's started and ended events. Input and Output are
+// the hook's JSON, bounded by MaxToolRaw.
+type ToolCallEvent struct {
+	ID              string          `json:"id"`
+	Status          string          `json:"status"`
+	Input           json.RawMessage `json:"input,omitempty"`
+	InputTruncated  bool            `json:"input_truncated,omitempty"`
+	Output          json.RawMessage `json:"output,omitempty"`
+	OutputTruncated bool            `json:"output_truncated,omitempty"`
+	Error           string          `json:"error,omitempty"`
 }
 
 // Action is a suggested follow-up request (recovery guidance only).
@@ -707,6 +751,8 @@ const (
 type SubscribeAck struct {
 	Subscribed bool   `json:"subscribed"`
 	After      uint64 `json:"after"`
+	// ToolAfter is the tool_seq tool.call events follow (tool_calls only).
+	ToolAfter *uint64 `json:"tool_after,omitempty"`
 }
 
 // HookParams are the parameters of the internal hook callback: the hook's

@@ -281,6 +281,12 @@ func TestDirectives(t *testing.T) {
 	if resp := evs[2].payload["tool_response"].(map[string]any); resp["stdout"] != "hi" {
 		t.Errorf("PostToolUse: %s", evs[2].raw)
 	}
+	// A command that exits non-zero: PostToolUseFailure, as 2.1.332.
+	evs = turn("[[tool echo oops >&2; exit 3]] run", "Stop")
+	expectNames(t, evs, "UserPromptSubmit", "PreToolUse", "PostToolUseFailure", "Stop")
+	if f := evs[2]; f.str("error") != "Exit code 3\noops" || f.str("tool_use_id") == "" || f.str("tool_use_id") != evs[1].str("tool_use_id") {
+		t.Errorf("PostToolUseFailure: %s", f.raw)
+	}
 
 	evs = turn("[[long 5]]", "Stop")
 	if got := last(evs, "Stop").str("last_assistant_message"); got != mockapi.Lines("MOCK-LONG", 5) {

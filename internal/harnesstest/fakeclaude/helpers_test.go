@@ -39,7 +39,8 @@ const promptMark = "❯\u00a0"
 // hookEvents are the events dlgt's Claude adapter subscribes to.
 var hookEvents = []string{
 	"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-	"PermissionRequest", "Notification", "Stop", "StopFailure", "SessionEnd",
+	"PostToolUseFailure", "PermissionRequest", "Notification", "Stop",
+	"StopFailure", "SessionEnd",
 }
 
 // world is one test's private HOME, working directory and hook log.

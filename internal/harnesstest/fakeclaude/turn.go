@@ -319,7 +319,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 	}
 
 	start := time.Now()
-	stdout, stderr := runShell(ctx, command, f.cwd)
+	stdout, stderr, code := runShell(ctx, command, f.cwd)
 	if ctx.Err() != nil {
 		return false, false, ""
 	}
@@ -328,6 +328,16 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 		out = "(No content)"
 	}
 	f.scr.println("  ⎿  " + firstLine(out))
+	if code != 0 {
+		// As 2.1.332: a command that exits non-zero is the tool's
+		// error, reported by PostToolUseFailure (no PostToolUse).
+		msg := strings.TrimRight(fmt.Sprintf("Exit code %d\n%s", code, strings.TrimSpace(stderr+"\n"+stdout)), "\n")
+		f.record(f.tr.toolResult(id, msg, true, promptID))
+		<-f.hooks.fire("PostToolUseFailure", "Bash", tool("PostToolUseFailure").
+			with("tool_use_id", id).with("error", msg).with("is_interrupt", false).
+			with("duration_ms", time.Since(start).Milliseconds()))
+		return true, false, ""
+	}
 	f.record(f.tr.toolResult(id, out, false, promptID))
 	resp := obj{
 		{"stdout", stdout}, {"stderr", stderr}, {"interrupted", false},
@@ -341,8 +351,8 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 
 // runShell runs command with sh in dir; cancelling ctx kills its whole
 // process group. Output is trimmed of trailing newlines, as the Bash tool
-// reports it.
-func runShell(ctx context.Context, command, dir string) (stdout, stderr string) {
+// reports it; code is the exit status (-1 when it did not exit).
+func runShell(ctx context.Context, command, dir string) (stdout, stderr string, code int) {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.Dir = dir
 	var o, e bytes.Buffer
@@ -351,10 +361,16 @@ func runShell(ctx context.Context, command, dir string) (stdout, stderr string) 
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil && e.Len() == 0 {
-		e.WriteString(err.Error())
+	err := cmd.Run()
+	if err != nil {
+		code = -1
+		if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
+			code = cmd.ProcessState.ExitCode()
+		} else if e.Len() == 0 {
+			e.WriteString(err.Error())
+		}
 	}
-	return strings.TrimRight(o.String(), "\n"), strings.TrimRight(e.String(), "\n")
+	return strings.TrimRight(o.String(), "\n"), strings.TrimRight(e.String(), "\n"), code
 }
 
 // flood prints n numbered 80-character lines, in batches so an interrupt
