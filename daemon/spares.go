@@ -151,6 +151,11 @@ func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.Session
 	if err := validateLaunch(h, p.HarnessOptions, p.Environment, p.Cwd); err != nil {
 		return rpc.SessionWarmResult{}, err
 	}
+	if p.Spares > 0 {
+		if err := signInCheck(h, p.Environment, p.Cwd); err != nil {
+			return rpc.SessionWarmResult{}, err
+		}
+	}
 	rows, cols, err := validateSize(p.Rows, p.Cols)
 	if err != nil {
 		return rpc.SessionWarmResult{}, err
