@@ -48,8 +48,14 @@ func (a *agent) watchTools(ctx context.Context, s *session, ref string) {
 		}
 		for ev, err := range s.cl.EventFollow(ctx, p, onAck) {
 			if err != nil {
-				if ctx.Err() == nil {
-					fmt.Fprintf(a.opts.Stderr, "dlgt acp: following the tool calls of %s: %v\n", ref, err)
+				if ctx.Err() != nil {
+					return
+				}
+				fmt.Fprintf(a.opts.Stderr, "dlgt acp: following the tool calls of %s: %v\n", ref, err)
+				if rpc.AsError(err).Code == rpc.CodeInvalidArgument {
+					// A daemon that predates tool_calls (a --host
+					// machine not yet upgraded): no tool calls to show.
+					return
 				}
 				break
 			}
