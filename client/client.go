@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,9 @@ type Client struct {
 	// host is the resolved destination: "" this machine.
 	host string
 	sh   *shared
+	// raw, when set (KeepRaw), receives each typed call's result as the
+	// daemon sent it.
+	raw *json.RawMessage
 }
 
 // shared is what copies of a Client (WithHost) have in common.

@@ -217,16 +217,16 @@ func TestDocsForwardedVariables(t *testing.T) {
 // completion paragraph, every --harness flag's usage and completion.
 func TestHelpAndDocsNameEveryHarness(t *testing.T) {
 	reg := harness.All()
-	names, display := harness.Names(reg), displayNames(reg)
+	names, display := harness.Names(reg), harness.DisplayNames(reg)
 	if len(reg) < 3 {
 		t.Fatalf("the registry has %v", names)
 	}
-	if h := helpOf(t); !strings.Contains(strings.Join(strings.Fields(h), " "), "hosts "+andList(display)+" sessions") {
-		t.Errorf("dlgt --help does not say it hosts %s sessions:\n%s", andList(display), h)
+	if h := helpOf(t); !strings.Contains(strings.Join(strings.Fields(h), " "), "hosts "+harness.AndList(display)+" sessions") {
+		t.Errorf("dlgt --help does not say it hosts %s sessions:\n%s", harness.AndList(display), h)
 	}
-	skills := displayNames(skillHarnesses(reg))
-	if h := strings.Join(strings.Fields(helpOf(t, "skill")), " "); !strings.Contains(h, "is what "+andList(skills)+" read") {
-		t.Errorf("dlgt skill --help does not name %s:\n%s", andList(skills), h)
+	skills := harness.DisplayNames(harness.Filter(reg, loadsSkills))
+	if h := strings.Join(strings.Fields(helpOf(t, "skill")), " "); !strings.Contains(h, "is what "+harness.AndList(skills)+" read") {
+		t.Errorf("dlgt skill --help does not name %s:\n%s", harness.AndList(skills), h)
 	}
 	front, body, _ := strings.Cut(strings.TrimPrefix(string(skillGuide), "---\n"), "\n---\n")
 	intro, _, _ := strings.Cut(strings.TrimSpace(body[strings.Index(body, "\n\n"):]), "\n\n")
@@ -263,8 +263,8 @@ func TestHelpAndDocsNameEveryHarness(t *testing.T) {
 				named++
 			}
 		}
-		if named != 0 && !strings.Contains(f.Usage, orList(names)) {
-			t.Errorf("%s --harness: %q names some harnesses, not %s", c.CommandPath(), f.Usage, orList(names))
+		if named != 0 && !strings.Contains(f.Usage, harness.OrList(names)) {
+			t.Errorf("%s --harness: %q names some harnesses, not %s", c.CommandPath(), f.Usage, harness.OrList(names))
 		}
 		args := append(strings.Fields(c.CommandPath())[1:], "--harness", "")
 		if got, _ := complete(t, e, args...); strings.Join(got, ",") != strings.Join(names, ",") {

@@ -367,7 +367,7 @@ func TestWarmText(t *testing.T) {
 func TestDaemonStatusText(t *testing.T) {
 	var b strings.Builder
 	st := rpc.DaemonStatus{Version: "0.1.0-dev", Commit: "0123456789ab", PID: 42, Socket: "/run/d.sock", Home: "/h", UptimeMS: 3_723_400, Connections: 1, Sessions: 2}
-	if err := writeDaemonStatusText(&b, st); err != nil {
+	if err := render.DaemonStatus(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	want := "running  dlgt 0.1.0-dev (commit 0123456789ab), pid 42, up 1h2m3s\nholds    2 Sessions, 1 connection open\nsocket   /run/d.sock\nhome     /h\n"
@@ -377,7 +377,7 @@ func TestDaemonStatusText(t *testing.T) {
 	// With warm spares: what they are, and what creates found of them.
 	b.Reset()
 	st.SparesReady, st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = 1, 3, 1, 2
-	if err := writeDaemonStatusText(&b, st); err != nil {
+	if err := render.DaemonStatus(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	want += "warm     1 ready, 0 starting (dlgt session warm)\n" +
