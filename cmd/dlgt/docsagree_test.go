@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -103,7 +104,7 @@ func wordList(s string) []string {
 // server lists in tools/list, and no other, with the same read-only ones:
 // a tool added to the server without its documentation fails here.
 func TestDocsNameEveryMCPTool(t *testing.T) {
-	e, _, _ := cliEnv(t, newFakeDaemon(t), nil, nil, "")
+	e, _, _ := cliEnv(t, testkit.NewFakeDaemon(t), nil, nil, "")
 	res, err := mcpClient(t, e, 5*time.Second).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
