@@ -151,6 +151,10 @@ func (c *Client) WithHost(host string) (*Client, error) {
 	return &cc, nil
 }
 
+// Harnesses are the harnesses a profile may name and a launch may use
+// (Options.Harnesses, else the registry), in the registry's order.
+func (c *Client) Harnesses() []harness.Descriptor { return c.opts.Harnesses }
+
 // Host is the host the Client addresses ("" is this machine).
 func (c *Client) Host() string { return c.host }
 

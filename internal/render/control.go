@@ -71,3 +71,17 @@ func SkillTargets(w io.Writer, targets []setup.SkillTarget) {
 		}
 	}
 }
+
+// Results writes a Session's retained results for a person (session
+// results -o text): each one's status, when it finished, its error and
+// its final text.
+func Results(w io.Writer, session string, results []rpc.Result, now time.Time) {
+	fmt.Fprintf(w, "session  %s: %d retained %s\n", session, len(results), Plural(len(results), "result", "results"))
+	for _, r := range results {
+		fmt.Fprintf(w, "\nresult   #%d %s, finished %s\n", r.ExecutionSeq, r.Status, RelTime(r.CompletedAtMS, now))
+		if r.Error != nil {
+			fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, OneLine(r.Error.Message, 400))
+		}
+		FinalText(w, &r)
+	}
+}
