@@ -15,7 +15,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/acp"
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 )
 
 // The test binary doubles as the fake Claude Code and the hook

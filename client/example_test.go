@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
 

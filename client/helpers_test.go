@@ -3,7 +3,7 @@ package client_test
 import (
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
 

@@ -20,8 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit/sshd"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit/sshd"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 )
 
 // cliEnv builds an env pointed at the fake daemon with a fixed client

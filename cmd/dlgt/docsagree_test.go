@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -332,7 +332,7 @@ func TestDocsEnvironmentTableNamesEveryVariable(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
 			switch filepath.ToSlash(rel) {
-			case ".cache", ".git", "bench", "internal/harnesstest", "examples":
+			case ".cache", ".git", "bench", "harnesstest", "examples":
 				return filepath.SkipDir
 			}
 			return nil

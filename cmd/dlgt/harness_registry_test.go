@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"

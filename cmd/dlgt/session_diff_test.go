@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

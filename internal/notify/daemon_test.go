@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/follow"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -2,6 +2,6 @@
 // a test binary doubles as (Main), an in-process daemon on a temporary
 // home with the fake Claude Code as its harness (StartDaemon,
 // FakeClaudeEnv), and an rpc fake that serves canned results and records
-// requests (FakeDaemon). Like every package under internal/harnesstest,
+// requests (FakeDaemon). Like every package under harnesstest,
 // only _test.go files may import it.
 package testkit

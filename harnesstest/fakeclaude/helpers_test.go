@@ -18,7 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
 )
 
 // execEnv makes the test binary run as the fake instead of the tests.

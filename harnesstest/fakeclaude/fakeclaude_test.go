@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 const sessionID = "11111111-2222-4333-8444-555555555555"
