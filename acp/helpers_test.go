@@ -2,12 +2,10 @@ package acp_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -17,25 +15,12 @@ import (
 
 	"github.com/dlgt-dev/dlgt/acp"
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
-	"github.com/dlgt-dev/dlgt/statedir"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 )
 
 // The test binary doubles as the fake Claude Code and the hook
-// forwarder, selected by DLGT_TEST_ROLE.
-func TestMain(m *testing.M) {
-	switch os.Getenv("DLGT_TEST_ROLE") {
-	case "claude":
-		os.Exit(fakeclaude.Main(os.Args[1:]))
-	case "hook":
-		// The production forwarder, given what the daemon passes it
-		// (--socket S --launch L EVENT).
-		os.Exit(hookfwd.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
+// forwarder (testkit.Main).
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // world is a daemon with the fake Claude Code and a client of it.
 type world struct {
@@ -55,69 +40,16 @@ func newWorld(t *testing.T) *world {
 // Claude Code's).
 func newWorldEnv(t *testing.T, env map[string]string) *world {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "dla")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testkit.ShortDir(t)
 	home := filepath.Join(dir, "h")
-	p, err := statedir.ResolvePaths(func(k string) string {
-		if k == "DLGT_HOME" {
-			return home
-		}
-		return ""
-	}, statedir.Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan struct{})
-	exe, _ := os.Executable()
-	go func() {
-		done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) },
-			Options: daemon.Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the daemon did not start")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the daemon did not stop")
-		}
-	})
-	bin := filepath.Join(dir, "claude")
-	os.WriteFile(bin, []byte(fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)), 0o755)
-	user := filepath.Join(dir, "user")
+	testkit.StartDaemon(t, home)
 	cwd := filepath.Join(dir, "work")
-	os.MkdirAll(user, 0o700)
 	os.MkdirAll(cwd, 0o700)
 	if env == nil {
-		env = map[string]string{
-			"PATH": os.Getenv("PATH"), "HOME": user, "DLGT_CLAUDE_BIN": bin,
-			"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-			"GORACE": "atexit_sleep_ms=0",
-		}
+		env = testkit.FakeClaudeEnv(dir)
 	}
-	c, err := client.New(client.Options{
-		Getenv: func(k string) string { return map[string]string{"DLGT_HOME": home}[k] },
-		Environ: func() []string {
-			out := make([]string, 0, len(env))
-			for k, v := range env {
-				out = append(out, k+"="+v)
-			}
-			sort.Strings(out)
-			return out
-		},
-		NoAutostart: true, Host: "local",
-	})
+	c, err := client.New(client.Options{Getenv: testkit.Getenv(map[string]string{"DLGT_HOME": home}), Environ: testkit.Environ(env),
+		NoAutostart: true, Host: "local"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/acp"
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

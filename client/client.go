@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -73,6 +74,9 @@ type Client struct {
 	// host is the resolved destination: "" this machine.
 	host string
 	sh   *shared
+	// raw, when set (KeepRaw), receives each typed call's result as the
+	// daemon sent it.
+	raw *json.RawMessage
 }
 
 // shared is what copies of a Client (WithHost) have in common.
@@ -146,6 +150,10 @@ func (c *Client) WithHost(host string) (*Client, error) {
 	}
 	return &cc, nil
 }
+
+// Harnesses are the harnesses a profile may name and a launch may use
+// (Options.Harnesses, else the registry), in the registry's order.
+func (c *Client) Harnesses() []harness.Descriptor { return c.opts.Harnesses }
 
 // Host is the host the Client addresses ("" is this machine).
 func (c *Client) Host() string { return c.host }

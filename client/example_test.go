@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
 
@@ -76,7 +77,7 @@ func exampleDaemon() (home string, environ func() []string, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ready := make(chan struct{})
-	go func() { done <- runDaemon(ctx, p, func() { close(ready) }) }()
+	go func() { done <- testkit.RunDaemon(ctx, p, func() { close(ready) }) }()
 	select {
 	case <-ready:
 	case err := <-done:

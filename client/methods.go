@@ -26,7 +26,27 @@ func call[P, R any](ctx context.Context, c *Client, m rpc.Method[P, R], ref stri
 	defer rc.Close()
 	stop := context.AfterFunc(ctx, func() { rc.Close() })
 	defer stop()
-	return m.Call(ctx, rc, params)
+	if c.raw == nil {
+		return m.Call(ctx, rc, params)
+	}
+	if err := rc.Call(ctx, m.Name, params, c.raw); err != nil {
+		return zero, err
+	}
+	var r R
+	if err := json.Unmarshal(*c.raw, &r); err != nil {
+		return zero, rpc.Errorf(rpc.CodeInternal, "unexpected %s result: %v", m.Name, err)
+	}
+	return r, nil
+}
+
+// KeepRaw returns a copy of c whose typed calls also store each result,
+// as the daemon sent it, in *dst: members this client does not know pass
+// through unchanged to a front-end that prints the answer (dlgt's JSON
+// output). The copy shares c's connection directory: close c, not it.
+func (c *Client) KeepRaw(dst *json.RawMessage) *Client {
+	cc := *c
+	cc.raw = dst
+	return &cc
 }
 
 // SessionCreate launches a harness in a new Session and submits its
@@ -349,4 +369,20 @@ func (c *Client) SessionLists(ctx context.Context, hosts []string, p rpc.Session
 	}
 	wg.Wait()
 	return out, nil
+}
+
+// Tagged is h's Sessions as sent, each with a "host" member naming h (a
+// Session that is not a JSON object is left out).
+func (h HostSessions) Tagged() []json.RawMessage {
+	var out []json.RawMessage
+	for _, s := range h.Sessions {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(s, &m) != nil {
+			continue
+		}
+		m["host"], _ = json.Marshal(h.Host)
+		b, _ := json.Marshal(m)
+		out = append(out, b)
+	}
+	return out
 }

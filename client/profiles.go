@@ -16,11 +16,7 @@ import (
 // HarnessList joins the names of ds for a sentence: "claude or codex",
 // "claude, codex or fake".
 func HarnessList(ds []harness.Descriptor) string {
-	words := harness.Names(ds)
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+	return harness.OrList(harness.Names(ds))
 }
 
 // Profile is one [profiles.NAME] table of the profiles file: a named

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -458,4 +459,46 @@ func SSHLine(host string) (string, error) {
 		return "ssh -p " + t.port + " " + t.dest, nil
 	}
 	return "ssh " + t.dest, nil
+}
+
+// RunRemote runs `dlgt args…` on the Client's host with the given streams
+// (with tty, ssh's -t) and returns the remote exit status. ssh failing
+// (its status 255, or not running at all) is RPC_UNAVAILABLE naming the
+// host; no host is INVALID_ARGUMENT.
+func (c *Client) RunRemote(ctx context.Context, tty bool, stdin io.Reader, stdout, stderr io.Writer, args ...string) (int, error) {
+	cmd, err := c.RemoteCommand(ctx, tty, args...)
+	if err != nil {
+		return 0, err
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.ExitCode() == 255:
+		return 0, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("host %s: ssh failed", c.host)}
+	case errors.As(err, &ee):
+		return ee.ExitCode(), nil
+	case err != nil:
+		return 0, &rpc.Error{Code: rpc.CodeRPCUnavailable, Message: fmt.Sprintf("host %s: cannot run ssh: %v", c.host, err)}
+	}
+	return 0, nil
+}
+
+// WithoutHost is a dlgt command line without its --host flag (the words
+// after "--" kept as they are), to run on that host.
+func WithoutHost(argv []string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		a := argv[i]
+		switch {
+		case a == "--":
+			return append(out, argv[i:]...)
+		case a == "--host":
+			i++
+		case strings.HasPrefix(a, "--host="):
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"

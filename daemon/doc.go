@@ -31,7 +31,7 @@
 // It reaches bbolt and the raw logs only through package store, harness
 // processes only through pty, terminal rendering only through vt, and a
 // harness's CLI only through its harness.Harness adapter; it never imports
-// cmd/dlgt or the test doubles under internal/harnesstest (tests may).
+// cmd/dlgt or the test doubles under harnesstest (tests may).
 // Wire shapes belong to package rpc: nothing here invents a public field
 // that rpc/types.go does not declare, and the internal methods'
 // descriptors and shapes are rpc/internal.go's.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 var agentPendingRe = regexp.MustCompile(`"pending_id": "(prq_[0-9a-f]+)"`)

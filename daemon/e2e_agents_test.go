@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 // Agents delegating to agents: a real leader CLI (claude -p or codex exec),

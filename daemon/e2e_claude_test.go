@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The Claude Code rows of the scenario table (e2e_scenarios_test.go): the
 // real CLI (pinned by .ci/install-harnesses) against the loopback mock
 // Anthropic server, skipped when the binary is absent, and the fake Claude
-// (internal/harnesstest/fakeclaude), which always runs.
+// (harnesstest/fakeclaude), which always runs.
 
 const e2eClaudeKey = "sk-ant-mock-key"
 

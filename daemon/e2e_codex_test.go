@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 // The Codex row of the scenario table (e2e_scenarios_test.go): the real

@@ -5,10 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -22,7 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit/sshd"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -33,53 +32,27 @@ import (
 // --host / DLGT_HOST, using the system ssh. Skipped only when sshd is not
 // installed (.ci/run installs it).
 
-const sshdPath = "/usr/sbin/sshd"
-
 type sshRig struct {
-	dir     string
-	port    int
-	sshdPID int
-	host    string // user@127.0.0.1:port
-	sshCmd  string // DLGT_SSH_COMMAND
-	dlgt    string
-	remote  map[string]string // the remote side's environment (SetEnv)
-	local   string            // the client's DLGT_HOME
+	*sshd.Server
+	dir    string
+	host   string // user@127.0.0.1:port
+	sshCmd string // DLGT_SSH_COMMAND
+	dlgt   string
+	remote map[string]string // the remote side's environment (SetEnv)
+	local  string            // the client's DLGT_HOME
 }
 
 // newSSHRig starts sshd; remoteEnv is the remote side's environment.
 func newSSHRig(t testing.TB, remoteEnv map[string]string) *sshRig {
 	t.Helper()
-	if _, err := os.Stat(sshdPath); err != nil {
-		t.Skip("sshd is not installed (Debian openssh-server)")
-	}
-	for _, tool := range []string{"ssh", "ssh-keygen"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-	u, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir, err := os.MkdirTemp("", "dlgt-ssh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	r := &sshRig{dir: dir, dlgt: dlgtBinary(t), local: filepath.Join(dir, "local")}
-	for _, key := range []string{"host", "user"} {
-		if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(dir, key)).CombinedOutput(); err != nil {
-			t.Fatalf("ssh-keygen: %v\n%s", err, out)
-		}
-	}
-	pub, _ := os.ReadFile(filepath.Join(dir, "user.pub"))
-	os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600)
+	r := &sshRig{dir: dir, local: filepath.Join(dir, "local")}
 	// The remote side's dlgt lives in its own bin directory.
 	bin := filepath.Join(dir, "bin")
-	os.MkdirAll(bin, 0o755)
-	if err := os.Symlink(r.dlgt, filepath.Join(bin, "dlgt")); err != nil {
-		t.Fatal(err)
-	}
 	r.remote = map[string]string{
 		"DLGT_HOME": filepath.Join(dir, "remote"),
 		"PATH":      bin + ":/usr/local/bin:/usr/bin:/bin",
@@ -89,122 +62,20 @@ func newSSHRig(t testing.TB, remoteEnv map[string]string) *sshRig {
 			r.remote[k] = v
 		}
 	}
-	var setenv []string
-	keys := make([]string, 0, len(r.remote))
-	for k := range r.remote {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		setenv = append(setenv, strconv.Quote(k+"="+r.remote[k]))
-	}
-	r.port = freePort(t)
-	config := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
-HostKey %s
-AuthorizedKeysFile %s
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-PermitRootLogin prohibit-password
-StrictModes no
-UsePAM no
-PidFile %s
-SetEnv %s
-`, r.port, filepath.Join(dir, "host"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"), strings.Join(setenv, " "))
-	os.WriteFile(filepath.Join(dir, "sshd_config"), []byte(config), 0o600)
-	os.MkdirAll("/run/sshd", 0o755)
-	r.startSSHD(t)
-	r.host = fmt.Sprintf("%s@127.0.0.1:%d", u.Username, r.port)
-	r.sshCmd = fmt.Sprintf("ssh -i %s -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR", filepath.Join(dir, "user"))
-	t.Cleanup(func() {
-		// The remote daemon first (through ssh, as a user would), then sshd
-		// and every connection it still serves.
-		r.run(t, nil, "daemon", "stop")
-		r.run(t, map[string]string{"DLGT_HOST": ""}, "daemon", "stop") // list --hosts local started one
-		r.stopSSHD()
-	})
-	return r
-}
-
-func (r *sshRig) startSSHD(t testing.TB) {
-	t.Helper()
-	os.Remove(filepath.Join(r.dir, "sshd.pid"))
-	if out, err := exec.Command(sshdPath, "-f", filepath.Join(r.dir, "sshd_config"), "-E", filepath.Join(r.dir, "sshd.log")).CombinedOutput(); err != nil {
-		t.Fatalf("sshd: %v\n%s", err, out)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(filepath.Join(r.dir, "sshd.pid")); err == nil {
-			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-				if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", r.port)); err == nil {
-					c.Close()
-					r.sshdPID = pid
-					return
-				}
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	log, _ := os.ReadFile(filepath.Join(r.dir, "sshd.log"))
-	t.Fatalf("sshd did not come up:\n%s", log)
-}
-
-// stopSSHD kills sshd and the per-connection processes it forked.
-func (r *sshRig) stopSSHD() {
-	if r.sshdPID == 0 {
-		return
-	}
-	for _, pid := range descendants(r.sshdPID) {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	syscall.Kill(r.sshdPID, syscall.SIGKILL)
-	r.sshdPID = 0
-}
-
-// descendants lists the processes below pid (from /proc).
-func descendants(pid int) []int {
-	parent := map[int]int{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces.
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i > 0 {
-			f := strings.Fields(s[i+1:])
-			if len(f) > 1 {
-				parent[p], _ = strconv.Atoi(f[1])
-			}
-		}
-	}
-	var out []int
-	var walk func(int)
-	walk = func(p int) {
-		for c, pp := range parent {
-			if pp == p {
-				out = append(out, c)
-				walk(c)
-			}
-		}
-	}
-	walk(pid)
-	return out
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	r.Server = sshd.Start(t, dir, r.remote)
+	r.dlgt = dlgtBinary(t)
+	os.MkdirAll(bin, 0o755)
+	if err := os.Symlink(r.dlgt, filepath.Join(bin, "dlgt")); err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	r.host, r.sshCmd = r.Host, r.SSHCommand
+	t.Cleanup(func() {
+		// The remote daemon first (through ssh, as a user would), then sshd
+		// (its own cleanup) and every connection it still serves.
+		r.run(t, nil, "daemon", "stop")
+		r.run(t, map[string]string{"DLGT_HOST": ""}, "daemon", "stop") // list --hosts local started one
+	})
+	return r
 }
 
 // run runs the local dlgt against the remote host; extra is added to the
@@ -410,7 +281,7 @@ func TestRemoteFailuresAreTyped(t *testing.T) {
 			}
 		}
 	}
-	check("unreachable", map[string]string{"DLGT_HOST": "127.0.0.1:" + strconv.Itoa(freePort(t))}, "ssh failed", "onnection refused")
+	check("unreachable", map[string]string{"DLGT_HOST": "127.0.0.1:" + strconv.Itoa(sshd.FreePort(t))}, "ssh failed", "onnection refused")
 	check("authentication", map[string]string{"DLGT_SSH_COMMAND": "ssh -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o IdentitiesOnly=yes -i /dev/null"}, "ssh failed", "ermission denied")
 	check("no remote dlgt", map[string]string{"DLGT_REMOTE_BIN": "/nonexistent/dlgt"}, "not found")
 
@@ -452,13 +323,13 @@ func TestRemoteDroppedMidWait(t *testing.T) {
 	// when sshd ends (with a 4 s turn the result sometimes came first).
 	ch := fetch()
 	time.Sleep(3 * time.Second)
-	r.stopSSHD()
+	r.Stop()
 	res := <-ch
 	if res.code != 1 || !strings.Contains(res.out, "RPC_UNAVAILABLE") || !strings.Contains(res.out, "127.0.0.1") {
 		t.Fatalf("fetch cut by sshd's end: exit %d %s", res.code, res.out)
 	}
 	// Back again: the retry with the same cursor gets the result, once.
-	r.startSSHD(t)
+	r.Restart(t)
 	res = <-fetch()
 	var f cliFetch
 	if res.code != 0 || json.Unmarshal([]byte(res.out), &f) != nil || f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "slow one") {
@@ -786,9 +657,9 @@ func TestRemoteEventsFollowReconnects(t *testing.T) {
 	r.must(t, &rc2, "session", "send", rc.Session.ID, "--request-id", "f2", "--", "second")
 	waitIdle(2) // live, through the channel
 
-	r.stopSSHD()
+	r.Stop()
 	time.Sleep(500 * time.Millisecond)
-	r.startSSHD(t)
+	r.Restart(t)
 	var rc3 cliReceipt
 	r.must(t, &rc3, "session", "send", rc.Session.ID, "--request-id", "f3", "--", "third")
 	waitIdle(3) // after the reconnect

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

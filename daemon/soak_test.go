@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/procmem"
+	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
@@ -267,7 +267,7 @@ func percentile(xs []time.Duration, p float64) time.Duration {
 }
 
 // soakReply is the fake harness's reply to prompt (defaultReply in
-// internal/harnesstest/fakeclaude): "MOCK-REPLY: " and its first 40 runes.
+// harnesstest/fakeclaude): "MOCK-REPLY: " and its first 40 runes.
 func soakReply(prompt string) string {
 	r := []rune(prompt)
 	if len(r) > 40 {

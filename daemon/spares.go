@@ -44,7 +44,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/procmem"
+	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/hookfwd"
 )
 
 // MaxHookPayload bounds one hook's stdin; provider payloads are small, so
@@ -14,7 +14,7 @@ import (
 const MaxHookPayload = hookfwd.MaxPayload
 
 // ForwardHook sends a hook's stdin JSON to the daemon keyed by the launch
-// id and returns, as `dlgt hook` and dlgt-hook do (internal/hookfwd). It
+// id and returns, as `dlgt hook` and dlgt-hook do (hookfwd). It
 // prints nothing, because some harnesses treat hook stdout as model
 // context. ctx's deadline, when sooner than hookfwd.Timeout, bounds it.
 func ForwardHook(ctx context.Context, socket, launchID, event string, stdin io.Reader) error {

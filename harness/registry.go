@@ -83,6 +83,10 @@ func (c ConfigDir) Describe() string {
 	return "${" + c.Env + ":-~/" + c.Home + "}"
 }
 
+// MCPServerName is the name a leader harness's configuration registers
+// dlgt's MCP server under: its model sees mcp__dlgt__<tool>.
+const MCPServerName = "dlgt"
+
 // MCPFormat is how a harness takes an MCP server entry.
 type MCPFormat int
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -17,11 +18,11 @@ import (
 // this machine's daemon. The later tools about that Session (by id or
 // alias) reach it there.
 func TestDelegateProfileHost(t *testing.T) {
-	local, far := newFakeDaemon(t), newFakeDaemon(t)
+	local, far := testkit.NewFakeDaemon(t), testkit.NewFakeDaemon(t)
 	sess := rpc.Session{ID: "claude:far", Alias: "faraway", Harness: "claude", State: "busy"}
-	far.set(rpc.MethodSessionCreate, rpc.Receipt{Session: sess, ExecutionSeq: 1, Cursor: "1", Submission: "confirmed"})
-	far.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: sess})
-	far.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "2", Sessions: []rpc.FetchSession{{Session: sess,
+	far.Set(rpc.MethodSessionCreate, rpc.Receipt{Session: sess, ExecutionSeq: 1, Cursor: "1", Submission: "confirmed"})
+	far.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: sess})
+	far.Set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "2", Sessions: []rpc.FetchSession{{Session: sess,
 		Results: []rpc.Result{{ExecutionSeq: 1, Status: rpc.StatusCompleted, FinalText: strp("done far away")}}}}})
 	ssh, argsFile := relaySSH(t, far)
 	profiles := filepath.Join(t.TempDir(), "profiles.toml")
@@ -32,10 +33,10 @@ func TestDelegateProfileHost(t *testing.T) {
 	if isErr || !strings.Contains(text, "Session claude:far") {
 		t.Errorf("delegate: error %v\n%s", isErr, text)
 	}
-	if n := len(local.params(rpc.MethodSessionCreate)); n != 0 {
+	if n := len(local.Params(rpc.MethodSessionCreate)); n != 0 {
 		t.Errorf("%d creates reached this machine's daemon", n)
 	}
-	creates := far.params(rpc.MethodSessionCreate)
+	creates := far.Params(rpc.MethodSessionCreate)
 	if len(creates) != 1 {
 		t.Fatalf("%d creates reached the host's daemon, want 1", len(creates))
 	}
@@ -55,7 +56,7 @@ func TestDelegateProfileHost(t *testing.T) {
 	if text, _, isErr = callTool(t, cs, "read", map[string]any{"session": "faraway"}); isErr {
 		t.Errorf("read by alias on the host: %s", text)
 	}
-	if n := local.count(); n != 0 {
+	if n := local.Count(); n != 0 {
 		t.Errorf("%d requests reached this machine's daemon", n)
 	}
 }
@@ -64,17 +65,17 @@ func TestDelegateProfileHost(t *testing.T) {
 // cursor read again) does not double the text: wait returns it once,
 // byte-exact, as `dlgt session wait` does (client.JoinChunk).
 func TestWaitReplayedChunk(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	sess := rpc.Session{ID: "claude:01", Harness: "claude", Title: "t", State: "idle"}
 	off0, off1 := 0, len("héllo")
 	piece := func(text string, off *int, complete bool) rpc.Result {
 		return rpc.Result{ExecutionSeq: 2, Status: "completed", FinalText: strp(text), FinalTextOffset: off, FinalTextComplete: boolp(complete)}
 	}
-	d.pages[rpc.MethodSessionFetch] = []any{
+	d.SetPages(rpc.MethodSessionFetch, []any{
 		rpc.FetchDocument{Reason: rpc.ReasonPageFull, HasMore: true, Cursor: "11", Sessions: []rpc.FetchSession{{Session: sess, Results: []rpc.Result{piece("héllo", &off0, false)}}}},
 		rpc.FetchDocument{Reason: rpc.ReasonPageFull, HasMore: true, Cursor: "11", Sessions: []rpc.FetchSession{{Session: sess, Results: []rpc.Result{piece("héllo", &off0, false)}}}},
 		rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess, Results: []rpc.Result{piece(" wörld", &off1, true)}}}},
-	}
+	}...)
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	text, st, isErr := callTool(t, cs, "wait", map[string]any{"session": "claude:01", "cursor": "10"})
 	if isErr {

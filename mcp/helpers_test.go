@@ -3,145 +3,31 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 )
 
 // The test binary doubles as the remote side of an ssh connection
-// (DLGT_TEST_ROLE=relay): it greets as `dlgt rpc --stdio --remote` does
-// and relays the connection to the socket DLGT_RELAY_SOCKET, recording
-// its arguments (ssh's options and destination) in DLGT_RELAY_ARGS.
-func TestMain(m *testing.M) {
-	if os.Getenv("DLGT_TEST_ROLE") == "relay" {
-		os.Exit(relayMain())
-	}
-	os.Exit(m.Run())
-}
-
-func relayMain() int {
-	os.WriteFile(os.Getenv("DLGT_RELAY_ARGS"), []byte(strings.Join(os.Args[1:], "\n")+"\n"), 0o600)
-	c, err := net.Dial("unix", os.Getenv("DLGT_RELAY_SOCKET"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "relay:", err)
-		return 1
-	}
-	os.Stdout.Write(client.HelloLine(rpc.SchemaVersion))
-	go func() { io.Copy(c, os.Stdin); c.(*net.UnixConn).CloseWrite() }()
-	io.Copy(os.Stdout, c)
-	return 0
-}
+// (testkit.Main's relay role).
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // relaySSH is a DLGT_SSH_COMMAND whose every host is the fake daemon d.
-func relaySSH(t *testing.T, d *fakeDaemon) (cmd, argsFile string) {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	argsFile = filepath.Join(t.TempDir(), "ssh-args")
-	return fmt.Sprintf("DLGT_TEST_ROLE=relay DLGT_RELAY_SOCKET=%s DLGT_RELAY_ARGS=%s exec %s", d.socket, argsFile, exe), argsFile
-}
-
-// fakeDaemon serves canned results on a Unix socket and records requests.
-type fakeDaemon struct {
-	socket string
-
-	mu       sync.Mutex
-	requests []rpc.Request
-	results  map[string]any // method -> result, or *rpc.Error
-	// pages, when set for a method, are returned in order (last repeats).
-	pages map[string][]any
-}
-
-func newFakeDaemon(t *testing.T) *fakeDaemon {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "dlgt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	d := &fakeDaemon{socket: filepath.Join(dir, "s"), results: map[string]any{}, pages: map[string][]any{}}
-	l, err := net.Listen("unix", d.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &rpc.Server{Handler: rpc.HandlerFunc(d.serve), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		srv.Close()
-		<-done
-	})
-	return d
-}
-
-func (d *fakeDaemon) serve(_ context.Context, _ rpc.Peer, req *rpc.Request) (any, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.requests = append(d.requests, *req)
-	var res any
-	if pages := d.pages[req.Method]; len(pages) > 0 {
-		res = pages[0]
-		if len(pages) > 1 {
-			d.pages[req.Method] = pages[1:]
-		}
-	} else if r, ok := d.results[req.Method]; ok {
-		res = r
-	} else {
-		return nil, rpc.Errorf(rpc.CodeInvalidArgument, "fake daemon: no canned result for %s", req.Method)
-	}
-	if re, ok := res.(*rpc.Error); ok {
-		return nil, re
-	}
-	return res, nil
-}
-
-func (d *fakeDaemon) set(method string, result any) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.results[method] = result
-}
-
-// params returns the raw params of every recorded request of method.
-func (d *fakeDaemon) params(method string) []json.RawMessage {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []json.RawMessage
-	for _, r := range d.requests {
-		if r.Method == method {
-			out = append(out, r.Params)
-		}
-	}
-	return out
-}
-
-func (d *fakeDaemon) count() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.requests)
+func relaySSH(t *testing.T, d *testkit.FakeDaemon) (cmd, argsFile string) {
+	return testkit.RelaySSH(t, d)
 }
 
 // testClient is a Client of the fake daemon d (its socket pinned, no
 // autostart, no profiles unless vars name a file) with the client
 // environment environ.
-func testClient(t *testing.T, d *fakeDaemon, vars map[string]string, environ []string) *client.Client {
+func testClient(t *testing.T, d *testkit.FakeDaemon, vars map[string]string, environ []string) *client.Client {
 	t.Helper()
-	all := map[string]string{"DLGT_HOME": t.TempDir(), "DLGT_NO_AUTOSTART": "1", "DLGT_SOCKET": d.socket,
+	all := map[string]string{"DLGT_HOME": t.TempDir(), "DLGT_NO_AUTOSTART": "1", "DLGT_SOCKET": d.Socket,
 		"DLGT_PROFILES": filepath.Join(t.TempDir(), "none.toml")}
 	for k, v := range vars {
 		all[k] = v
@@ -155,7 +41,7 @@ func testClient(t *testing.T, d *fakeDaemon, vars map[string]string, environ []s
 }
 
 // testServer connects an MCP client to the server of a testClient.
-func testServer(t *testing.T, d *fakeDaemon, vars map[string]string, environ []string, waitMax time.Duration) *sdk.ClientSession {
+func testServer(t *testing.T, d *testkit.FakeDaemon, vars map[string]string, environ []string, waitMax time.Duration) *sdk.ClientSession {
 	t.Helper()
 	return connect(t, NewServer(testClient(t, d, vars, environ), Options{WaitMax: waitMax}))
 }

@@ -11,11 +11,12 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestMCPToolsAndAnnotations(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -37,9 +38,9 @@ func TestMCPToolsAndAnnotations(t *testing.T) {
 }
 
 func TestMCPDelegateRequestIDs(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	receipt := rpc.Receipt{Session: rpc.Session{ID: "codex:0199", Harness: "codex", State: "busy"}, ExecutionSeq: 1, Cursor: "3", Submission: "confirmed"}
-	d.set(rpc.MethodSessionCreate, receipt)
+	d.Set(rpc.MethodSessionCreate, receipt)
 	cs := testServer(t, d, nil, []string{"A=1"}, 5*time.Second)
 
 	text, st, isErr := callTool(t, cs, "delegate", map[string]any{"harness": "codex", "prompt": "do it", "request_id": "r-1"})
@@ -63,20 +64,20 @@ func TestMCPDelegateRequestIDs(t *testing.T) {
 		t.Errorf("two keys gave one request_id %s", ids["k1"])
 	}
 	var p rpc.SessionCreateParams
-	json.Unmarshal(d.params(rpc.MethodSessionCreate)[0], &p)
+	json.Unmarshal(d.Params(rpc.MethodSessionCreate)[0], &p)
 	if p.RequestID != "r-1" || p.Prompt != "do it" || p.Title != "do it" || p.Cwd == "" || p.Environment["A"] != "1" {
 		t.Errorf("create params %+v", p)
 	}
-	if n := len(d.params(rpc.MethodSessionCreate)); n != 4 {
+	if n := len(d.Params(rpc.MethodSessionCreate)); n != 4 {
 		t.Errorf("%d creates reached the daemon, want 4", n)
 	}
 }
 
 // Bad input is a tool error naming the field, and reaches no daemon.
 func TestMCPBadInput(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeNotFound, Message: `no Session "codex:nope" on this daemon`})
-	d.set(rpc.MethodSessionCreate, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "prompt", Message: "prompt must not contain ESC or NUL"})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeNotFound, Message: `no Session "codex:nope" on this daemon`})
+	d.Set(rpc.MethodSessionCreate, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "prompt", Message: "prompt must not contain ESC or NUL"})
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	cases := []struct {
 		tool  string
@@ -107,7 +108,7 @@ func TestMCPBadInput(t *testing.T) {
 			t.Errorf("%s %v: error %v, text %q; want a tool error naming %s", c.tool, c.args, isErr, text, c.field)
 		}
 	}
-	if n := d.count(); n != 0 {
+	if n := d.Count(); n != 0 {
 		t.Errorf("bad input reached the daemon %d times", n)
 	}
 	// The daemon's own refusals come back typed, with the field.
@@ -124,16 +125,16 @@ func TestMCPBadInput(t *testing.T) {
 // wait follows page_full until a chunked final_text is whole, passes each
 // document's cursor on, and returns the text once, assembled.
 func TestMCPWaitAssemblesChunks(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	sess := rpc.Session{ID: "claude:01", Alias: "rev", Harness: "claude", Title: "t", State: "idle"}
 	off0, off1 := 0, 5
-	d.pages[rpc.MethodSessionFetch] = []any{
+	d.SetPages(rpc.MethodSessionFetch, []any{
 		rpc.FetchDocument{Reason: rpc.ReasonPageFull, HasMore: true, Cursor: "11", Sessions: []rpc.FetchSession{{Session: sess,
 			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp("hello"), FinalTextOffset: &off0, FinalTextComplete: boolp(false), Prompt: strp("the leader's own prompt")}}}}},
 		rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess,
 			Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp(" world"), FinalTextOffset: &off1, FinalTextComplete: boolp(true),
 				Usage: json.RawMessage(`{"input_tokens":10,"cache_read_input_tokens":1200,"output_tokens":3,"total_tokens":1213,"requests":1}`)}}}}},
-	}
+	}...)
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	text, st, isErr := callTool(t, cs, "wait", map[string]any{"session": "claude:01", "cursor": "10"})
 	if isErr {
@@ -155,7 +156,7 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 	if _, ok := res["prompt"]; ok || strings.Contains(text, "own prompt") {
 		t.Errorf("the prompt reached the model: %v", res)
 	}
-	fetches := d.params(rpc.MethodSessionFetch)
+	fetches := d.Params(rpc.MethodSessionFetch)
 	var p1, p2 rpc.SessionFetchParams
 	json.Unmarshal(fetches[0], &p1)
 	json.Unmarshal(fetches[1], &p2)
@@ -166,8 +167,8 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 
 // read leaves the result's prompt out of what the model reads.
 func TestMCPReadLeavesThePromptOut(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:03", Harness: "claude", State: "idle"},
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:03", Harness: "claude", State: "idle"},
 		Result: &rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: strp("answer"), Prompt: strp("a long prompt"), PromptTruncated: true}})
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	text, st, isErr := callTool(t, cs, "read", map[string]any{"session": "claude:03"})
@@ -182,8 +183,8 @@ func TestMCPReadLeavesThePromptOut(t *testing.T) {
 
 // A deadline that comes first returns "running" with the cursor to go on.
 func TestMCPWaitRunning(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonTimeout, Cursor: "4",
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonTimeout, Cursor: "4",
 		Sessions: []rpc.FetchSession{{Session: rpc.Session{ID: "codex:02", Harness: "codex", State: "busy"}}}})
 	cs := testServer(t, d, nil, nil, 90*time.Second)
 	text, st, isErr := callTool(t, cs, "wait", map[string]any{"session": "codex:02", "cursor": "3", "timeout_seconds": 2})
@@ -191,7 +192,7 @@ func TestMCPWaitRunning(t *testing.T) {
 		t.Errorf("wait: %v %v\n%s", isErr, st, text)
 	}
 	var p rpc.SessionFetchParams
-	json.Unmarshal(d.params(rpc.MethodSessionFetch)[0], &p)
+	json.Unmarshal(d.Params(rpc.MethodSessionFetch)[0], &p)
 	if p.WaitMS > 2000 || p.WaitMS < 1000 {
 		t.Errorf("wait_ms %d, want the 2 s the caller asked for", p.WaitMS)
 	}
@@ -201,15 +202,15 @@ func TestMCPWaitRunning(t *testing.T) {
 // no way to run: the daemon's CLI advice becomes the tool and its
 // arguments, and what only a person can do is labelled so.
 func TestMCPMessagesNameToolsNotCommands(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	// The daemon's own messages, as it words them.
-	d.set(rpc.MethodSessionStop, &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: "codex:01",
+	d.Set(rpc.MethodSessionStop, &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: "codex:01",
 		Message: "execution 2 is active (the Session is busy); cancel it first, or stop anyway with force (dlgt session stop --force), which interrupts it"})
-	d.set(rpc.MethodSessionSend, &rpc.Error{Code: rpc.CodeNotFound,
+	d.Set(rpc.MethodSessionSend, &rpc.Error{Code: rpc.CodeNotFound,
 		Message: "no active Session has the alias @rev; it last named codex:01, now stopped: address that Session by its ID, or resume it (dlgt session send codex:01 --resume)"})
-	d.set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: "codex:01", Message: "the Session waits for human input (attach to answer it)"})
-	d.set(rpc.MethodSessionCancel, &rpc.Error{Code: rpc.CodeLaunchFailed, Message: "codex exited at once"})
-	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonBlocked, Cursor: "9",
+	d.Set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: "codex:01", Message: "the Session waits for human input (attach to answer it)"})
+	d.Set(rpc.MethodSessionCancel, &rpc.Error{Code: rpc.CodeLaunchFailed, Message: "codex exited at once"})
+	d.Set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonBlocked, Cursor: "9",
 		Sessions: []rpc.FetchSession{{Session: rpc.Session{ID: "codex:01", Harness: "codex", State: rpc.StateBlocked}}}})
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 
@@ -246,11 +247,11 @@ func TestMCPMessagesNameToolsNotCommands(t *testing.T) {
 	}
 
 	// The resume the message points to is a send argument.
-	d.set(rpc.MethodSessionSend, rpc.Receipt{Session: rpc.Session{ID: "codex:01", Harness: "codex"}, ExecutionSeq: 3, Cursor: "12", Submission: "confirmed"})
+	d.Set(rpc.MethodSessionSend, rpc.Receipt{Session: rpc.Session{ID: "codex:01", Harness: "codex"}, ExecutionSeq: 3, Cursor: "12", Submission: "confirmed"})
 	if text, _, isErr := callTool(t, cs, "send", map[string]any{"session": "codex:01", "prompt": "more", "request_id": "r", "resume": true}); isErr {
 		t.Fatalf("send resume: %s", text)
 	}
-	sends := d.params(rpc.MethodSessionSend)
+	sends := d.Params(rpc.MethodSessionSend)
 	var p rpc.SessionSendParams
 	json.Unmarshal(sends[len(sends)-1], &p)
 	if !p.Resume {
@@ -269,8 +270,8 @@ func TestMCPMessagesNameToolsNotCommands(t *testing.T) {
 // Serve runs the server on plain streams and returns nil when the peer
 // goes away.
 func TestServeOnStreams(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{})
 	c := testClient(t, d, nil, nil)
 	toServer, fromClient := io.Pipe()
 	fromServer, toClient := io.Pipe()
@@ -303,13 +304,13 @@ func TestServeOnStreams(t *testing.T) {
 // respond tool with the exact arguments, and respond passes the answer
 // on, pinned to the request pending now when no pending_id is given.
 func TestMCPBlockedSaysHowToRespond(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	blocked := rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateBlocked,
 		Pending: &rpc.Pending{ID: "prq_ab12", Kind: rpc.PendingPermission, Tool: "Bash", Input: "rm -rf build\nls", AskedAtMS: 1}}
-	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonBlocked, Cursor: "9",
+	d.Set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonBlocked, Cursor: "9",
 		Sessions: []rpc.FetchSession{{Session: blocked}}})
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
-	d.set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateBusy}, PendingID: "prq_ab12", Decision: rpc.DecisionDeny})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.Set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateBusy}, PendingID: "prq_ab12", Decision: rpc.DecisionDeny})
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	for _, tool := range []string{"wait", "read"} {
 		text, _, isErr := callTool(t, cs, tool, map[string]any{"session": "claude:01"})
@@ -322,7 +323,7 @@ func TestMCPBlockedSaysHowToRespond(t *testing.T) {
 	if isErr || !strings.Contains(text, "Denied pending request prq_ab12") {
 		t.Fatalf("respond:\n%s", text)
 	}
-	ps := d.params(rpc.MethodSessionRespond)
+	ps := d.Params(rpc.MethodSessionRespond)
 	var p rpc.SessionRespondParams
 	json.Unmarshal(ps[len(ps)-1], &p)
 	if p.PendingID != "prq_ab12" || p.Decision != "deny" || p.Message != "use a branch" || p.RequestID == "" || p.Session != "claude:01" {
@@ -332,16 +333,16 @@ func TestMCPBlockedSaysHowToRespond(t *testing.T) {
 	// the text asks for a deny without one, and says it ends the turn.
 	gem := rpc.Session{ID: "gemini:02", Harness: "gemini", State: rpc.StateBlocked,
 		Pending: &rpc.Pending{ID: "prq_cd34", Kind: rpc.PendingPermission, Tool: "run_shell_command", Input: "touch x", AskedAtMS: 1}}
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: gem})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: gem})
 	text, _, isErr = callTool(t, cs, "read", map[string]any{"session": "gemini:02"})
 	if isErr || !strings.Contains(text, `{"session": "gemini:02", "pending_id": "prq_cd34", "decision": "deny"} and no message`) ||
 		strings.Contains(text, `"message": `) || !strings.Contains(text, "ends the agent's turn") {
 		t.Errorf("read of a blocked Gemini Session:\n%s", text)
 	}
 	// Nothing pending: a typed error, and nothing is sent.
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateIdle}})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:01", Harness: "claude", State: rpc.StateIdle}})
 	text, _, isErr = callTool(t, cs, "respond", map[string]any{"session": "claude:01", "decision": "allow"})
-	if !isErr || !strings.Contains(text, "SESSION_UNAVAILABLE") || len(d.params(rpc.MethodSessionRespond)) != 1 {
+	if !isErr || !strings.Contains(text, "SESSION_UNAVAILABLE") || len(d.Params(rpc.MethodSessionRespond)) != 1 {
 		t.Errorf("respond with nothing pending:\n%s", text)
 	}
 }
@@ -350,13 +351,13 @@ func TestMCPBlockedSaysHowToRespond(t *testing.T) {
 // session.diff with the tool's bound and renders the stat and the diff;
 // stop passes remove_worktree.
 func TestMCPWorktreeDelegateDiffStop(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	wt := &rpc.Worktree{Path: "/state/worktrees/p-1/dlgt-fix", Branch: "dlgt/fix", BaseCommit: "0123456789abcdef", Repo: "/src/p"}
 	sess := rpc.Session{ID: "codex:0199", Alias: "fix", Harness: "codex", State: "busy", Worktree: wt}
-	d.set(rpc.MethodSessionCreate, rpc.Receipt{Session: sess, ExecutionSeq: 1, Cursor: "3", Submission: "confirmed"})
-	d.set(rpc.MethodSessionDiff, rpc.SessionDiffResult{Session: sess, Worktree: *wt,
+	d.Set(rpc.MethodSessionCreate, rpc.Receipt{Session: sess, ExecutionSeq: 1, Cursor: "3", Submission: "confirmed"})
+	d.Set(rpc.MethodSessionDiff, rpc.SessionDiffResult{Session: sess, Worktree: *wt,
 		Summary: rpc.DiffSummary{Files: 1, Insertions: 1}, Diff: "diff --git a/x b/x\n+hello\n", Truncated: true})
-	d.set(rpc.MethodSessionStop, rpc.SessionResult{Session: sess})
+	d.Set(rpc.MethodSessionStop, rpc.SessionResult{Session: sess})
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 
 	for i, args := range []map[string]any{
@@ -369,7 +370,7 @@ func TestMCPWorktreeDelegateDiffStop(t *testing.T) {
 		}
 	}
 	want := []string{`"worktree":{}`, `"worktree":{"branch":"feature/x"}`, ""}
-	for i, p := range d.params(rpc.MethodSessionCreate) {
+	for i, p := range d.Params(rpc.MethodSessionCreate) {
 		if got := string(p); (want[i] == "" && strings.Contains(got, `"worktree":`)) || !strings.Contains(got, want[i]) {
 			t.Errorf("create %d params %s, want %s", i, got, want[i])
 		}
@@ -380,13 +381,13 @@ func TestMCPWorktreeDelegateDiffStop(t *testing.T) {
 		!strings.Contains(text, "cut at") || !strings.Contains(text, "Worktree: branch dlgt/fix") || st["truncated"] != true {
 		t.Fatalf("diff: err %v text %q", isErr, text)
 	}
-	if p := d.params(rpc.MethodSessionDiff); len(p) != 1 || !strings.Contains(string(p[0]), `"max_bytes":65536`) {
+	if p := d.Params(rpc.MethodSessionDiff); len(p) != 1 || !strings.Contains(string(p[0]), `"max_bytes":65536`) {
 		t.Fatalf("session.diff params %s", p)
 	}
 	if text, _, isErr := callTool(t, cs, "stop", map[string]any{"session": "fix", "remove_worktree": true}); isErr {
 		t.Fatalf("stop: %q", text)
 	}
-	if p := d.params(rpc.MethodSessionStop); len(p) != 1 || !strings.Contains(string(p[0]), `"remove_worktree":true`) {
+	if p := d.Params(rpc.MethodSessionStop); len(p) != 1 || !strings.Contains(string(p[0]), `"remove_worktree":true`) {
 		t.Fatalf("session.stop params %s", p)
 	}
 }

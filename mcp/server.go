@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 )
 
 // ServerName is the name the leader's configuration registers the server
-// under; the leader's model sees mcp__dlgt__<tool>.
-const ServerName = "dlgt"
+// under (harness.MCPServerName); the leader's model sees mcp__dlgt__<tool>.
+const ServerName = harness.MCPServerName
 
 // Waits are bounded below what the harnesses tolerate for one tool call:
 // Codex cuts a call at 300 s, and Claude Code's TUI moves a call still
@@ -52,24 +51,12 @@ func (o Options) harnesses() []harness.Descriptor {
 // Instructions is the server's instructions to the leader's model, naming
 // the harnesses hs.
 func Instructions(hs []harness.Descriptor) string {
-	names := make([]string, len(hs))
-	for i, d := range hs {
-		names[i] = d.DisplayName
-	}
-	return "dlgt delegates work to another coding agent (" + orList(names) + ") running in its own Session.\n" + instructionsRest
+	return "dlgt delegates work to another coding agent (" + harness.OrList(harness.DisplayNames(hs)) + ") running in its own Session.\n" + instructionsRest
 }
 
 const instructionsRest = `Call delegate with the task and a request_id you choose once and reuse on every retry of the same task; keep the session id and cursor it returns.
 Call wait with that session and cursor until it reports a result (completed, failed, canceled or interrupted); when it returns "still running", call wait again with the new cursor.
 Follow up in the same Session with send, and stop the Session when the work is done.`
-
-// orList joins words for a sentence: "a", "a or b", "a, b or c".
-func orList(words []string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
-}
 
 // NewServer builds the MCP server whose tools call c, and registers the
 // tools.
@@ -81,7 +68,7 @@ func NewServer(c *client.Client, opts Options) *sdk.Server {
 	hs := opts.harnesses()
 	s := sdk.NewServer(&sdk.Implementation{Name: ServerName, Title: "dlgt", Version: statedir.Version},
 		&sdk.ServerOptions{Instructions: Instructions(hs)})
-	t := &tools{c: c, opts: opts, harnessList: orList(harness.Names(hs)), hosts: map[string]string{}, byHost: map[string]*client.Client{}}
+	t := &tools{c: c, opts: opts, harnessList: client.HarnessList(hs), hosts: map[string]string{}, byHost: map[string]*client.Client{}}
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true}
 	sdk.AddTool(s, &sdk.Tool{Name: "delegate", Title: "Delegate a task",
 		Description: "Start a new Session of another coding agent (harness " + t.harnessList + ") and submit the task as its first prompt. " +

@@ -35,6 +35,6 @@ else
 	echo "dlgt built from the working tree: $(git rev-parse --short HEAD)$dirty"
 fi
 go build -o "$bin/stamp" ./bench/outside/stamp
-go build -o "$bin/benchclaude" ./internal/harnesstest/benchclaude
+go build -o "$bin/benchclaude" ./harnesstest/benchclaude
 go build -o "$bin/outside" ./bench/outside
 "$bin/outside" -bin "$bin" "$@"

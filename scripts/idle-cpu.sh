@@ -18,7 +18,7 @@
 # The dlgt and benchclaude binaries are built from this tree unless -bin
 # DIR holds them. -compare DIR runs a second daemon from the binaries in
 # DIR (an older build: go build -o DIR/dlgt ./cmd/dlgt and -o
-# DIR/benchclaude ./internal/harnesstest/benchclaude at that commit) with
+# DIR/benchclaude ./harnesstest/benchclaude at that commit) with
 # its own N Sessions, measured in the same windows. The settle starts
 # when the last Session's turn ended; a daemon polls a transcript for a
 # few seconds after its turn, so settle ≥ 4 s measures the idle state.
@@ -66,7 +66,7 @@ trap cleanup EXIT
 if [ -z "$bin" ]; then
 	bin="$work/bin"
 	go build -o "$bin/dlgt" ./cmd/dlgt
-	go build -o "$bin/benchclaude" ./internal/harnesstest/benchclaude
+	go build -o "$bin/benchclaude" ./harnesstest/benchclaude
 fi
 
 # start_daemon NAME DIR: a daemon from DIR's binaries on a home of its

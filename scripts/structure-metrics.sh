@@ -21,5 +21,5 @@ done
 echo "runtime methods: $(find daemon -maxdepth 1 -name '*.go' ! -name '*_test.go' -print0 |
 	xargs -0 grep -hE '^func \(rt \*runtime\)' | wc -l)"
 echo "files naming a harness outside harness/: $(grep -rlE '"(claude|codex|gemini)"' --include='*.go' . |
-	grep -v '_test.go$' | grep -vE '^\./(harness|internal/harnesstest|bench|examples|\.cache)/' | wc -l)"
+	grep -v '_test.go$' | grep -vE '^\./(harness|harnesstest|bench|examples|\.cache)/' | wc -l)"
 echo "go list -deps ./client: $(go list -deps ./client | wc -l) packages"

@@ -1,6 +1,6 @@
 // Command outside measures dlgt from outside, as a client process sees
 // it, against a real daemon (`dlgt daemon`) running the fake Claude Code
-// (internal/harnesstest/fakeclaude) as its harness. Run it through
+// (harnesstest/fakeclaude) as its harness. Run it through
 // scripts/bench-outside.sh, which builds what it needs. Contenders are
 // interleaved in every round, so drift on a shared machine hits them
 // alike. It prints medians and p99s:
@@ -29,7 +29,7 @@
 // -rows selects rows; a summary table closes the run. Daemon and tmux
 // server CPU are read from /proc (cpuTime).
 //
-// The harness is internal/harnesstest/benchclaude: the fake Claude Code,
+// The harness is harnesstest/benchclaude: the fake Claude Code,
 // stamping the timed hooks as it starts them and running the stamp
 // program as their forwarder (bench/outside/stamp), and a stream it
 // prints on SIGUSR1.

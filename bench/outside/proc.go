@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/procmem"
+	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -168,7 +168,7 @@ func (b *bench) fillPool(c *conn, n int) error {
 }
 
 // streamer is a Session whose harness prints the stream file on SIGUSR1
-// (internal/harnesstest/benchclaude).
+// (harnesstest/benchclaude).
 type streamer struct {
 	id  string
 	pid int

@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/hookfwd"
 )
 
 func main() {

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/dlgt-dev/dlgt/internal/attach"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -57,48 +54,6 @@ func newSessionAttachCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// fileIsTerminal reports whether f is an *os.File on a terminal.
-func fileIsTerminal(f any) bool {
-	fd, ok := fdOf(f)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	return err == nil
-}
-
-func fdOf(f any) (int, bool) {
-	if c, ok := f.(clearFirst); ok {
-		f = c.w
-	}
-	file, ok := f.(*os.File)
-	if !ok || file == nil {
-		return 0, false
-	}
-	return int(file.Fd()), true
-}
-
-// terminalSize is f's window size, if it is a terminal.
-func terminalSize(f any) (rows, cols int, ok bool) {
-	fd, isFile := fdOf(f)
-	if !isFile {
-		return 0, 0, false
-	}
-	ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
-	if err != nil || ws.Row == 0 || ws.Col == 0 {
-		return 0, 0, false
-	}
-	return int(ws.Row), int(ws.Col), true
-}
-
-// terminalWidth is w's column count, or 80.
-func terminalWidth(w any) int {
-	if _, cols, ok := terminalSize(w); ok {
-		return cols
-	}
-	return 80
-}
-
 func (e *env) attach(cmd *cobra.Command, ref string, readOnly, noEndLine bool) error {
 	in, out := e.stdin, e.stdout
 	if !e.terminal(in) || !e.terminal(out) {
@@ -108,9 +63,9 @@ func (e *env) attach(cmd *cobra.Command, ref string, readOnly, noEndLine bool) e
 	if err != nil {
 		return printFailure(cmd, err)
 	}
-	inFd, _ := fdOf(in)
+	inFd, _ := attach.Fd(in)
 	end, err := attach.Run(cmd.Context(), attach.Options{Client: c, Session: ref, In: in, InFd: inFd, Out: out, ReadOnly: readOnly,
-		Size: func() (int, int, bool) { return terminalSize(out) }})
+		Size: func() (int, int, bool) { return attach.Size(out) }})
 	if err != nil {
 		return printFailure(cmd, err)
 	}

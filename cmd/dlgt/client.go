@@ -1,15 +1,14 @@
 package main
 
 import (
-	"context"
 	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/attach"
 	"github.com/dlgt-dev/dlgt/internal/progress"
-	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // client is the command's daemon client (package client: the one dial
@@ -49,17 +48,6 @@ func (e *env) cleanupRemote() {
 	}
 }
 
-// connect dials the daemon of the command's client for the Session it
-// addresses (e.sessionRef: a provider-qualified id is routed to the
-// daemon that holds it).
-func (e *env) connect(ctx context.Context) (*rpc.Client, error) {
-	c, err := e.client()
-	if err != nil {
-		return nil, err
-	}
-	return c.Dial(ctx, e.sessionRef)
-}
-
 // startFetchProgress shows the --wait indicator (internal/progress) on a
 // terminal stderr; every output of the command stops it first.
 func (e *env) startFetchProgress(cmd *cobra.Command, wait time.Duration) {
@@ -70,7 +58,7 @@ func (e *env) startFetchProgress(cmd *cobra.Command, wait time.Duration) {
 	if err != nil {
 		return // the command reports it
 	}
-	pr := progress.Start(cmd.Context(), c, e.sessionRef, e.stderr, func() int { return terminalWidth(e.stderr) }, wait)
+	pr := progress.Start(cmd.Context(), c, e.sessionRef, e.stderr, func() int { return attach.Width(e.stderr) }, wait)
 	e.progress = pr
 	cmd.SetOut(clearFirst{pr, cmd.OutOrStdout()})
 	cmd.SetErr(clearFirst{pr, cmd.ErrOrStderr()})
@@ -81,6 +69,9 @@ type clearFirst struct {
 	pr *progress.Indicator
 	w  io.Writer
 }
+
+// Unwrap is the stream written to (attach.Fd looks through it).
+func (c clearFirst) Unwrap() any { return c.w }
 
 func (c clearFirst) Write(p []byte) (int, error) {
 	c.pr.Stop()

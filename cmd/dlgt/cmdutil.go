@@ -49,29 +49,40 @@ func jsonArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
-// call makes one request for the Session the command addresses,
-// returning the raw result so fields this client does not know pass
-// through unchanged.
-func (e *env) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+// clientMethod is a typed method of the client, taken as a method
+// expression: (*client.Client).SessionRead.
+type clientMethod[P, R any] = func(*client.Client, context.Context, P) (R, error)
+
+// call makes one typed call through the command's client, returning its
+// result also as the daemon sent it, so members this client does not know
+// pass through to the JSON line unchanged.
+func call[P, R any](e *env, ctx context.Context, m clientMethod[P, R], p P) (R, json.RawMessage, error) {
+	var res R
 	c, err := e.client()
 	if err != nil {
-		return nil, err
+		return res, nil, err
 	}
 	var raw json.RawMessage
-	if err := c.Call(ctx, method, e.sessionRef, params, &raw); err != nil {
-		return nil, err
-	}
-	return raw, nil
+	res, err = m(c.KeepRaw(&raw), ctx, p)
+	return res, raw, err
 }
 
-// callAndPrint is the body of a control command: one request, then the
-// ok:true line or the ok:false failure with its exit status.
-func (e *env) callAndPrint(cmd *cobra.Command, method string, params any) error {
-	raw, err := e.call(cmd.Context(), method, params)
+// callAndPrint is the body of a control command: one call, then the
+// ok:true line, or with -o text the result written by write. A failure is
+// the ok:false line (or its text) with its exit status.
+func callAndPrint[P, R any](e *env, cmd *cobra.Command, m clientMethod[P, R], p P, write func(io.Writer, R) error) error {
+	text, err := textOutput(cmd)
 	if err != nil {
 		return printFailure(cmd, err)
 	}
-	return printOK(cmd, raw)
+	res, raw, err := call(e, cmd.Context(), m, p)
+	if err != nil {
+		return printFailure(cmd, err)
+	}
+	if !text {
+		return printOK(cmd, raw)
+	}
+	return write(cmd.OutOrStdout(), res)
 }
 
 // clientEnvironment is the launch environment of this client

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -28,8 +29,8 @@ func complete(t *testing.T, e *env, args ...string) ([]string, string) {
 }
 
 func TestCompletionDynamic(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
 		{ID: "claude:1111", Alias: "review", Title: "Review", Harness: "claude", State: rpc.StateIdle},
 		{ID: "codex:2222", Title: "Tests", Harness: "codex", State: rpc.StateBusy},
 	}})
@@ -86,8 +87,8 @@ func TestCompletionNeverStartsADaemon(t *testing.T) {
 // offers the aliases of Sessions that are not terminal, and every Session's
 // id.
 func TestCompletionOffersOnlyActiveAliases(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
 		{ID: "claude:1111", Alias: "review", Title: "Review", Harness: "claude", State: rpc.StateStopped},
 		{ID: "codex:2222", Alias: "tests", Title: "Tests", Harness: "codex", State: rpc.StateFailed},
 		{ID: "claude:3333", Alias: "review", Title: "Review again", Harness: "claude", State: rpc.StateIdle},

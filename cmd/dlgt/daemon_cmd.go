@@ -119,7 +119,7 @@ branch on "running". A socket that cannot be reached for another reason
 				}{false, sock})
 			}
 			if text {
-				return writeDaemonStatusText(cmd.OutOrStdout(), *st)
+				return render.DaemonStatus(cmd.OutOrStdout(), *st)
 			}
 			return printOK(cmd, struct {
 				Running bool `json:"running"`
@@ -130,22 +130,6 @@ branch on "running". A socket that cannot be reached for another reason
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
-}
-
-// writeDaemonStatusText prints a running daemon's status for a person.
-func writeDaemonStatusText(w io.Writer, st rpc.DaemonStatus) error {
-	up := (time.Duration(st.UptimeMS) * time.Millisecond).Round(time.Second)
-	_, err := fmt.Fprintf(w, "running  dlgt %s (commit %s), pid %d, up %s\nholds    %d %s, %d %s open\nsocket   %s\nhome     %s\n",
-		st.Version, st.Commit, st.PID, up, st.Sessions, render.Plural(st.Sessions, "Session", "Sessions"),
-		st.Connections, render.Plural(st.Connections, "connection", "connections"), st.Socket, st.Home)
-	if err == nil && st.SparesReady+st.SparesStarting > 0 {
-		_, err = fmt.Fprintf(w, "warm     %d ready, %d starting (dlgt session warm)\n", st.SparesReady, st.SparesStarting)
-	}
-	if err == nil && st.SpareClaims+st.SpareMisses+st.SpareShapeMisses > 0 {
-		_, err = fmt.Fprintf(w, "creates  %d claimed a warm spare, %d found their spares still starting, %d found spares of another shape only (environment, directory, model or options differ)\n",
-			st.SpareClaims, st.SpareMisses, st.SpareShapeMisses)
-	}
-	return err
 }
 
 func newDaemonStopCommand(e *env) *cobra.Command {

@@ -27,5 +27,5 @@
 // package harness for doctor's binary checks), and
 // run in process only by `dlgt daemon`. It never reads the store, the raw
 // logs or a harness's files directly, and never imports the test doubles
-// under internal/harnesstest.
+// under harnesstest.
 package main

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -103,7 +104,7 @@ func wordList(s string) []string {
 // server lists in tools/list, and no other, with the same read-only ones:
 // a tool added to the server without its documentation fails here.
 func TestDocsNameEveryMCPTool(t *testing.T) {
-	e, _, _ := cliEnv(t, newFakeDaemon(t), nil, nil, "")
+	e, _, _ := cliEnv(t, testkit.NewFakeDaemon(t), nil, nil, "")
 	res, err := mcpClient(t, e, 5*time.Second).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -217,16 +218,16 @@ func TestDocsForwardedVariables(t *testing.T) {
 // completion paragraph, every --harness flag's usage and completion.
 func TestHelpAndDocsNameEveryHarness(t *testing.T) {
 	reg := harness.All()
-	names, display := harness.Names(reg), displayNames(reg)
+	names, display := harness.Names(reg), harness.DisplayNames(reg)
 	if len(reg) < 3 {
 		t.Fatalf("the registry has %v", names)
 	}
-	if h := helpOf(t); !strings.Contains(strings.Join(strings.Fields(h), " "), "hosts "+andList(display)+" sessions") {
-		t.Errorf("dlgt --help does not say it hosts %s sessions:\n%s", andList(display), h)
+	if h := helpOf(t); !strings.Contains(strings.Join(strings.Fields(h), " "), "hosts "+harness.AndList(display)+" sessions") {
+		t.Errorf("dlgt --help does not say it hosts %s sessions:\n%s", harness.AndList(display), h)
 	}
-	skills := displayNames(skillHarnesses(reg))
-	if h := strings.Join(strings.Fields(helpOf(t, "skill")), " "); !strings.Contains(h, "is what "+andList(skills)+" read") {
-		t.Errorf("dlgt skill --help does not name %s:\n%s", andList(skills), h)
+	skills := harness.DisplayNames(harness.Filter(reg, loadsSkills))
+	if h := strings.Join(strings.Fields(helpOf(t, "skill")), " "); !strings.Contains(h, "is what "+harness.AndList(skills)+" read") {
+		t.Errorf("dlgt skill --help does not name %s:\n%s", harness.AndList(skills), h)
 	}
 	front, body, _ := strings.Cut(strings.TrimPrefix(string(skillGuide), "---\n"), "\n---\n")
 	intro, _, _ := strings.Cut(strings.TrimSpace(body[strings.Index(body, "\n\n"):]), "\n\n")
@@ -263,8 +264,8 @@ func TestHelpAndDocsNameEveryHarness(t *testing.T) {
 				named++
 			}
 		}
-		if named != 0 && !strings.Contains(f.Usage, orList(names)) {
-			t.Errorf("%s --harness: %q names some harnesses, not %s", c.CommandPath(), f.Usage, orList(names))
+		if named != 0 && !strings.Contains(f.Usage, harness.OrList(names)) {
+			t.Errorf("%s --harness: %q names some harnesses, not %s", c.CommandPath(), f.Usage, harness.OrList(names))
 		}
 		args := append(strings.Fields(c.CommandPath())[1:], "--harness", "")
 		if got, _ := complete(t, e, args...); strings.Join(got, ",") != strings.Join(names, ",") {
@@ -331,7 +332,7 @@ func TestDocsEnvironmentTableNamesEveryVariable(t *testing.T) {
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
 			switch filepath.ToSlash(rel) {
-			case ".cache", ".git", "bench", "internal/harnesstest", "examples":
+			case ".cache", ".git", "bench", "harnesstest", "examples":
 				return filepath.SkipDir
 			}
 			return nil

@@ -7,7 +7,6 @@ import (
 
 	"github.com/dlgt-dev/dlgt/internal/doctor"
 	"github.com/dlgt-dev/dlgt/internal/render"
-	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // doctorCheck is one line of doctor's report.
@@ -59,20 +58,9 @@ func newDoctorCommand(e *env) *cobra.Command {
 				}
 				return nil
 			}
-			body, err := rpc.Marshal(struct {
-				OK     bool          `json:"ok"`
+			return printDoc(cmd, ok, struct {
 				Checks []doctorCheck `json:"checks"`
-			}{ok, checks})
-			if err != nil {
-				return err
-			}
-			if err := writeJSONLine(cmd, body); err != nil {
-				return err
-			}
-			if !ok {
-				return exitStatus{exitError}
-			}
-			return nil
+			}{checks})
 		},
 	}
 	addPretty(cmd)
@@ -85,5 +73,5 @@ func newDoctorCommand(e *env) *cobra.Command {
 func (e *env) doctor(ctx context.Context) []doctorCheck {
 	c, _ := e.client() // nil only for a host that does not parse: doctor reports it
 	return doctor.Run(ctx, doctor.Options{Getenv: e.getenv, Harnesses: e.registry(), Host: e.remoteHost(),
-		Client: c, Extra: e.skillDoctorChecks()})
+		Client: c, SkillGuide: skillGuide})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -116,15 +117,15 @@ func TestCLIInterruptDuringWait(t *testing.T) {
 		{os.Interrupt, 130, []string{"session", "cancel", "review"}},
 		{os.Interrupt, 130, []string{"events", "--follow"}},
 	} {
-		d := newFakeDaemon(t)
-		d.set(rpc.MethodSessionFetch, blockUntilClosed{})
-		d.set(rpc.MethodSessionCancel, blockUntilClosed{})
-		d.set(rpc.MethodEventSubscribe, blockUntilClosed{})
+		d := testkit.NewFakeDaemon(t)
+		d.Set(rpc.MethodSessionFetch, testkit.BlockUntilClosed{})
+		d.Set(rpc.MethodSessionCancel, testkit.BlockUntilClosed{})
+		d.Set(rpc.MethodEventSubscribe, testkit.BlockUntilClosed{})
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		e.signals = make(chan os.Signal, 1)
 		done := make(chan int, 1)
 		go func() { done <- run(tc.args, e) }()
-		for deadline := time.Now().Add(30 * time.Second); d.count() == 0; time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); d.Count() == 0; time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%v: the request never reached the daemon", tc.args)
 			}
@@ -260,13 +261,13 @@ func TestDaemonStop(t *testing.T) {
 		{[]string{"daemon", "stop"}, `{"ok":true,"stopped":true}` + "\n"},
 		{[]string{"daemon", "stop", "-o", "text"}, "stopped\n"},
 	} {
-		d := newFakeDaemon(t)
-		d.set(rpc.MethodDaemonShutdown, struct{}{})
+		d := testkit.NewFakeDaemon(t)
+		d.Set(rpc.MethodDaemonShutdown, struct{}{})
 		go func() { // the daemon's socket goes once it has been asked
-			for deadline := time.Now().Add(10 * time.Second); len(d.params(rpc.MethodDaemonShutdown)) == 0 && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(10 * time.Second); len(d.Params(rpc.MethodDaemonShutdown)) == 0 && time.Now().Before(deadline); {
 				time.Sleep(5 * time.Millisecond)
 			}
-			os.Remove(d.socket)
+			os.Remove(d.Socket)
 		}()
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		if code, stdout := runCLI(t, e, out, tc.args...); code != exitOK || stdout != tc.want {
@@ -387,9 +388,9 @@ func TestCLIEveryCommandDaemonDown(t *testing.T) {
 // a hint), stdout stays empty and the exit status is the code's; a
 // usage error still ends with the usage, and no other failure does.
 func TestCLIFailureAsText(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionCreate, &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: "claude:9", Message: "the Session waits for human input"})
-	d.set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeNotFound, Message: `no Session "nope" on this daemon`})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionCreate, &rpc.Error{Code: rpc.CodeSessionBlocked, SessionID: "claude:9", Message: "the Session waits for human input"})
+	d.Set(rpc.MethodSessionRead, &rpc.Error{Code: rpc.CodeNotFound, Message: `no Session "nope" on this daemon`})
 	for _, tc := range []struct {
 		name  string
 		args  []string

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -63,17 +61,14 @@ stopping the follow.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			var aliases *sessionAliases
-			if text {
-				aliases = &sessionAliases{e: e, ctx: cmd.Context()}
-			}
+			var aliases *follow.Aliases
 			emit := func(line []byte) error {
 				if text {
 					var received time.Time
 					if following {
 						received = time.Now()
 					}
-					return render.Event(out, line, received, aliases.of)
+					return render.Event(out, line, received, aliases.Of)
 				}
 				_, err := out.Write(append(line, '\n'))
 				return err
@@ -99,51 +94,30 @@ stopping the follow.`,
 			if execTimeout <= 0 {
 				return usageFailure(cmd, usageError("--exec-timeout must be positive"))
 			}
-			ctx := cmd.Context()
-			if !following {
-				raw, err := e.call(ctx, rpc.MethodEventRead, p)
-				if err != nil {
-					return printFailure(cmd, err)
-				}
-				var events []json.RawMessage
-				if err := json.Unmarshal(raw, &events); err != nil {
-					return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected event.read result: %v", err))
-				}
-				for _, ev := range events {
-					line, err := rpc.Marshal(ev)
-					if err != nil {
-						return err
-					}
-					if err := emit(line); err != nil {
-						return err
-					}
-					var f follow.Fields
-					if stateFile != "" && json.Unmarshal(line, &f) == nil {
-						if err := follow.WriteState(stateFile, f.Seq); err != nil {
-							return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "--state %s: %v", stateFile, err))
-						}
-					}
-				}
-				return nil
-			}
-			if session != "" && !strings.Contains(session, ":") {
-				// An alias stops addressing the Session when it stops (and
-				// after a daemon restart): follow it by its ID.
-				// (A failed read leaves the alias: the subscription reports
-				// the error itself.)
-				if raw, err := e.call(ctx, rpc.MethodSessionRead, rpc.SessionReadParams{Session: session}); err == nil {
-					var rd rpc.SessionReadResult
-					if json.Unmarshal(raw, &rd) == nil && rd.Session.ID != "" {
-						p.Session = rd.Session.ID
-					}
-				}
-			}
 			c, err := e.client()
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			err = follow.Run(ctx, c, e.sessionRef, follow.Options{Params: p, StateFile: stateFile, Exec: execCmd, ExecJobs: execJobs,
-				ExecTimeout: execTimeout, Stderr: cmd.ErrOrStderr(), Emit: emit})
+			ctx := cmd.Context()
+			if text {
+				aliases = follow.NewAliases(ctx, c)
+			}
+			opts := follow.Options{Params: p, StateFile: stateFile, Exec: execCmd, ExecJobs: execJobs,
+				ExecTimeout: execTimeout, Stderr: cmd.ErrOrStderr(), Emit: emit}
+			if !following {
+				err = follow.Once(ctx, c, opts)
+			} else {
+				if session != "" && !strings.Contains(session, ":") {
+					// An alias stops addressing the Session when it stops
+					// (and after a daemon restart): follow it by its ID. (A
+					// failed read leaves the alias: the subscription reports
+					// the error itself.)
+					if rd, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: session}); err == nil && rd.Session.ID != "" {
+						opts.Params.Session = rd.Session.ID
+					}
+				}
+				err = follow.Run(ctx, c, e.sessionRef, opts)
+			}
 			if err != nil && ctx.Err() == nil {
 				var he *follow.HandleError
 				if errors.As(err, &he) {
@@ -164,40 +138,4 @@ stopping the follow.`,
 	f.DurationVar(&execTimeout, "exec-timeout", time.Minute, "kill an --exec command after this long")
 	addOutputFlag(cmd)
 	return cmd
-}
-
-// sessionAliases gives -o text events their Sessions' aliases, from
-// session.list all:true: listed once, and again when an event names a
-// Session the last list lacked (a new one, during --follow). Bounded: an
-// id still unknown after a fresh list is remembered as having none, and
-// at most maxAliasIDs ids are kept.
-type sessionAliases struct {
-	e     *env
-	ctx   context.Context
-	names map[string]string
-}
-
-const maxAliasIDs = 4096
-
-func (a *sessionAliases) of(id string) string {
-	if name, ok := a.names[id]; ok {
-		return name
-	}
-	if a.names == nil || len(a.names) >= maxAliasIDs {
-		a.names = map[string]string{}
-	}
-	if raw, err := a.e.call(a.ctx, rpc.MethodSessionList, rpc.SessionListParams{All: true}); err == nil {
-		var list rpc.SessionListResult
-		if json.Unmarshal(raw, &list) == nil {
-			for _, s := range list.Sessions {
-				if len(a.names) < maxAliasIDs {
-					a.names[s.ID] = s.Alias
-				}
-			}
-		}
-	}
-	if _, ok := a.names[id]; !ok {
-		a.names[id] = "" // a failed list, or a Session without an alias
-	}
-	return a.names[id]
 }

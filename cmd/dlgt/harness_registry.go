@@ -1,11 +1,9 @@
 package main
 
 import (
-	"slices"
-	"strings"
-
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/harness"
 )
 
@@ -22,40 +20,10 @@ func (e *env) registry() []harness.Descriptor {
 }
 
 // harnessList joins the names of ds for a sentence: "claude or codex".
-func harnessList(ds []harness.Descriptor) string { return orList(harness.Names(ds)) }
+func harnessList(ds []harness.Descriptor) string { return client.HarnessList(ds) }
 
-// orList joins words for a sentence: "a", "a or b", "a, b or c".
-func orList(words []string) string { return joinList(words, " or ") }
-
-// andList joins words for a sentence: "a", "a and b", "a, b and c".
-func andList(words []string) string { return joinList(words, " and ") }
-
-func joinList(words []string, last string) string {
-	if len(words) < 2 {
-		return strings.Join(words, "")
-	}
-	return strings.Join(words[:len(words)-1], ", ") + last + words[len(words)-1]
-}
-
-// displayNames are the products' names of ds, for people: "Claude Code".
-func displayNames(ds []harness.Descriptor) []string {
-	out := make([]string, len(ds))
-	for i, d := range ds {
-		out[i] = d.DisplayName
-	}
-	return out
-}
-
-// skillHarnesses are the harnesses of ds that load user skills.
-func skillHarnesses(ds []harness.Descriptor) []harness.Descriptor {
-	var out []harness.Descriptor
-	for _, d := range ds {
-		if d.SkillsDir != "" {
-			out = append(out, d)
-		}
-	}
-	return out
-}
+// loadsSkills reports whether d loads user skills.
+func loadsSkills(d harness.Descriptor) bool { return d.SkillsDir != "" }
 
 // harnessFlags is a command's --harness NAME and the hidden --NAME
 // aliases (deprecated: what commands took before --harness) of the
@@ -91,36 +59,15 @@ func (e *env) addHarnessFlags(cmd *cobra.Command, many bool, usage string) *harn
 // selected resolves the flags to descriptors in registry order, each
 // once; an unknown name is a usage error naming the known ones.
 func (hf *harnessFlags) selected(e *env) ([]harness.Descriptor, error) {
-	reg := e.registry()
-	var want []string
-	for _, n := range hf.names {
-		if n = strings.TrimSpace(n); n != "" {
-			want = append(want, n)
-		}
-	}
+	want := hf.names
 	for n, set := range hf.legacy {
 		if *set {
 			want = append(want, n)
 		}
 	}
-	for _, n := range want {
-		if _, err := harness.Find(reg, n); err != nil {
-			return nil, usageError("--harness: %v", err)
-		}
+	ds, err := harness.Select(e.registry(), want)
+	if err != nil {
+		return nil, usageError("--harness: %v", err)
 	}
-	var out []harness.Descriptor
-	for _, d := range reg {
-		if slices.Contains(want, d.Name) {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
-
-// harnessBinEnv is PATH and the harnesses' binary variables from this
-// environment: where each harness's Binary looks.
-func (e *env) harnessBinEnv() map[string]string {
-	env := harness.BinEnv(e.registry(), e.getenv)
-	env["PATH"] = e.getenv("PATH")
-	return env
+	return ds, nil
 }

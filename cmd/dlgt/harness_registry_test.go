@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -59,7 +60,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 		os.WriteFile(profiles, []byte("[profiles.f]\nharness = \"fake\"\n"), 0o600)
 		vars := map[string]string{"HOME": home, "PATH": filepath.Join(dir, "empty"), "DLGT_PROFILES": profiles,
 			"DLGT_FAKE_BIN": fakeBinary(t, dir, "fake-agent", "echo 'fake 9.9.9'")}
-		d := newFakeDaemon(t)
+		d := testkit.NewFakeDaemon(t)
 		e, _, _ := cliEnv(t, d, vars, nil, "")
 		if extra {
 			withFakeHarness(e)

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -24,9 +25,10 @@ answer's "environment" says so ("caller").`,
 		Args: jsonArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Listed as a session create from this shell would find
-			// them: the daemon may have been started from another.
-			p := rpc.HarnessListParams{Harness: harness, Environment: e.clientEnvironment()}
-			return callAndPrintAs(e, cmd, rpc.MethodHarnessList, p, render.HarnessTable)
+			// them (the client sends this environment): the daemon may
+			// have been started from another.
+			p := rpc.HarnessListParams{Harness: harness}
+			return callAndPrint(e, cmd, (*client.Client).HarnessList, p, render.HarnessTable)
 		},
 	}
 	cmd.Flags().StringVar(&harness, "harness", "", "only this harness")

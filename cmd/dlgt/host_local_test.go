@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -11,8 +12,8 @@ import (
 // as in --hosts): the command reaches this machine's daemon and runs no
 // ssh (here a DLGT_SSH_COMMAND that would fail loudly).
 func TestHostLocalIsThisMachine(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.results[rpc.MethodSessionList] = rpc.SessionListResult{Sessions: []rpc.Session{}}
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
 	for _, args := range [][]string{{"--host", "local", "session", "list"}, {"session", "list"}} {
 		e, out, _ := cliEnv(t, d, map[string]string{"DLGT_HOST": "local", "DLGT_SSH_COMMAND": "echo ssh was run >&2; exit 255;"}, nil, "")
 		if code, stdout := runCLI(t, e, out, args...); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"sessions":[]`) {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -52,14 +50,7 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			var out []string
-			switch d.MCP {
-			case harness.MCPClaudeJSON:
-				out = setup.ClaudeArgs(spec)
-			case harness.MCPCodexTOML:
-				out = setup.CodexArgs(spec)
-			}
-			for _, a := range out {
+			for _, a := range setup.Args(d, spec) {
 				fmt.Fprintln(cmd.OutOrStdout(), a)
 			}
 			return nil
@@ -107,34 +98,16 @@ func (e *env) mcpHarness(hf *harnessFlags) (harness.Descriptor, error) {
 // mcpServerSpec checks the flags shared by mcp config and mcp install and
 // builds the entry they describe for d.
 func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bool, waitMax time.Duration, forward []string) (setup.ServerSpec, error) {
-	exe := e.exe
-	if exe == "" {
-		exe = "dlgt"
-	} else if abs, err := filepath.Abs(exe); err == nil {
-		exe = abs
-	}
-	serverArgs := []string{"mcp"}
-	if e.hostFlag != "" {
-		// The server delegates to that machine's daemon.
-		serverArgs = []string{"--host", e.hostFlag, "mcp"}
-	}
+	var extra []string
 	if cmd.Flags().Changed("wait-max") {
 		if waitMax < time.Second || waitMax > mcp.WaitCeiling {
 			return setup.ServerSpec{}, usageError("--wait-max must be between 1s and %s", mcp.WaitCeiling)
 		}
-		serverArgs = append(serverArgs, "--wait-max", waitMax.String())
+		extra = []string{"--wait-max", waitMax.String()}
 	}
-	spec := setup.ServerSpec{Exe: exe, ServerArgs: serverArgs, Approve: approve}
-	if d.MCP == harness.MCPCodexTOML {
-		for _, name := range forward {
-			if name == "" || strings.ContainsAny(name, "=\"\\\n") {
-				return setup.ServerSpec{}, usageError("--forward-env %q is not a variable name", name)
-			}
-		}
-		spec.Forward = append(setup.ForwardEnv(e.registry()), forward...)
-	} else if len(forward) > 0 {
-		return setup.ServerSpec{}, usageError("--forward-env is for --harness %s: %s passes its own environment to the server",
-			harnessList(mcpHarnesses(e.registry(), harness.MCPCodexTOML)), d.DisplayName)
+	spec, err := setup.NewServerSpec(e.registry(), d, e.exe, e.hostFlag, extra, approve, forward)
+	if err != nil {
+		return spec, cliUsageError{err}
 	}
 	return spec, nil
 }

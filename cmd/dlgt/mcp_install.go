@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
-	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // `dlgt mcp install` writes the entry `dlgt mcp config` prints into the
@@ -28,7 +28,7 @@ the harness named with --harness, so every launch has it:
 
 `)
 	for _, d := range mcpHarnesses(reg, harness.MCPNone) {
-		fmt.Fprintf(&b, "  %-7s %s\n", d.Name, mcpInstallTarget(d))
+		fmt.Fprintf(&b, "  %-7s %s\n", d.Name, setup.InstallTarget(d))
 	}
 	b.WriteString(`
 The entry replaces any earlier "dlgt" entry as a whole; everything else in
@@ -43,22 +43,6 @@ running: Claude Code rewrites ~/.claude.json itself.
 Prints {"ok":true,"harness":...,"files":[{"path","status","backup","diff"}]};
 -o text prints each file's status and diff.`)
 	return b.String()
-}
-
-// mcpInstallTarget says where d's entry is written.
-func mcpInstallTarget(d harness.Descriptor) string {
-	switch d.MCP {
-	case harness.MCPClaudeJSON:
-		return fmt.Sprintf(`${%s:-~}/.claude.json, "mcpServers"."dlgt"
-          (with --approve also "mcp__dlgt" in permissions.allow of
-          %s/settings.json)`, d.Config.Env, d.Config.Describe())
-	case harness.MCPCodexTOML:
-		return d.Config.Describe() + "/config.toml, [mcp_servers.dlgt]"
-	case harness.MCPGeminiJSON:
-		return d.Config.Describe() + `/settings.json, "mcpServers"."dlgt"
-          (with --approve "trust": true: no confirmation for its tools)`
-	}
-	return ""
 }
 
 func newMCPInstallCommand(e *env) *cobra.Command {
@@ -88,42 +72,18 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			var files []setup.File
-			switch d.MCP {
-			case harness.MCPClaudeJSON:
-				files, err = setup.InstallClaude(d, spec, e.configDir)
-			case harness.MCPCodexTOML:
-				files, err = setup.InstallCodex(d, spec, e.configDir)
-			case harness.MCPGeminiJSON:
-				files, err = setup.InstallGemini(d, spec, e.configDir)
-			}
+			files, err := setup.Install(d, spec, e.configDir)
 			if err != nil {
 				return printFailure(cmd, err)
 			}
 			if text {
-				w := cmd.OutOrStdout()
-				for _, f := range files {
-					if f.Status == setup.Unchanged {
-						fmt.Fprintf(w, "unchanged %s (it already has this entry)\n", f.Path)
-						continue
-					}
-					fmt.Fprintf(w, "written   %s", f.Path)
-					if f.Backup != "" {
-						fmt.Fprintf(w, " (backup %s)", f.Backup)
-					}
-					fmt.Fprintf(w, "\n%s", f.Diff)
-				}
+				render.SetupFiles(cmd.OutOrStdout(), files)
 				return nil
 			}
-			body, err := rpc.Marshal(struct {
-				OK      bool         `json:"ok"`
+			return printOK(cmd, struct {
 				Harness string       `json:"harness"`
 				Files   []setup.File `json:"files"`
-			}{true, d.Name, files})
-			if err != nil {
-				return err
-			}
-			return writeJSONLine(cmd, body)
+			}{d.Name, files})
 		},
 	}
 	hf = e.addHarnessFlags(cmd, false, "the harness whose user config gets the entry: "+mcpHarnessList(e.registry()))

@@ -9,6 +9,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -78,9 +79,9 @@ func callTool(t *testing.T, cs *sdk.ClientSession, name string, args any) (strin
 // The command wires the CLI's texts into the server: the registry's
 // harnesses in the descriptions and the CLI's words for token usage.
 func TestMCPCommandTexts(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	sess := rpc.Session{ID: "claude:01", Harness: "claude", Title: "t", State: "idle"}
-	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess,
+	d.Set(rpc.MethodSessionFetch, rpc.FetchDocument{Reason: rpc.ReasonResult, Cursor: "12", Sessions: []rpc.FetchSession{{Session: sess,
 		Results: []rpc.Result{{ExecutionSeq: 2, Status: "completed", FinalText: strp("ok"),
 			Usage: json.RawMessage(`{"input_tokens":10,"cache_read_input_tokens":1200,"output_tokens":3,"total_tokens":1213,"requests":1}`)}}}}})
 	e, _, _ := cliEnv(t, d, nil, nil, "")

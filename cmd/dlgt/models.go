@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -22,7 +23,7 @@ func newModelsCommand(e *env) *cobra.Command {
 			if harness == "" {
 				return printFailure(cmd, usageError("--harness is required (%s)", harnessList(e.registry())))
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodModelList, rpc.ModelListParams{Harness: harness, IncludeHidden: includeHidden}, render.ModelTable)
+			return callAndPrint(e, cmd, (*client.Client).ModelList, rpc.ModelListParams{Harness: harness, IncludeHidden: includeHidden}, render.ModelTable)
 		},
 	}
 	cmd.Flags().StringVar(&harness, "harness", "", harnessList(e.registry()))

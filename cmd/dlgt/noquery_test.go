@@ -11,6 +11,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -111,13 +112,13 @@ func runOnSilentPTY(t *testing.T, bin string, env []string, args []string, bound
 // asked for the background color in every command and waited 5 s.
 func TestCommandsDoNotQueryTheTerminal(t *testing.T) {
 	bin := dlgtBinary(t)
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
-	d.set(rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
+	d.Set(rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}})
 	empty := t.TempDir()
 	home := t.TempDir()
 	env := []string{"PATH=" + empty, "HOME=" + home, "DLGT_HOME=" + filepath.Join(home, "dlgt"), "DLGT_NO_AUTOSTART=1",
-		"DLGT_SOCKET=" + d.socket, "TERM=xterm-256color", "GORACE=atexit_sleep_ms=0"}
+		"DLGT_SOCKET=" + d.Socket, "TERM=xterm-256color", "GORACE=atexit_sleep_ms=0"}
 	// 2 s: a query waited 5 s; the commands take tens of milliseconds.
 	const bound = 2 * time.Second
 	for _, args := range [][]string{

@@ -13,18 +13,29 @@ import (
 
 // printOK prints {"ok":true,...fields of result} as one compact line (or
 // indented with --pretty). result must encode as a JSON object.
-func printOK(cmd *cobra.Command, result any) error {
+func printOK(cmd *cobra.Command, result any) error { return printDoc(cmd, true, result) }
+
+// printDoc prints {"ok":ok,...fields of result} as printOK does; with ok
+// false the command then exits with status 1 (a report whose checks
+// failed: nothing was in error).
+func printDoc(cmd *cobra.Command, ok bool, result any) error {
 	body, err := rpc.Marshal(result)
 	if err != nil {
 		return err
 	}
-	line := []byte(`{"ok":true`)
+	line := []byte(`{"ok":false`)
+	if ok {
+		line = []byte(`{"ok":true`)
+	}
 	if inner := bytes.TrimSpace(body); len(inner) > 2 && inner[0] == '{' {
 		line = append(line, ',')
 		line = append(line, inner[1:len(inner)-1]...)
 	}
 	line = append(line, '}')
-	return writeJSONLine(cmd, line)
+	if err := writeJSONLine(cmd, line); err != nil || ok {
+		return err
+	}
+	return exitStatus{exitError}
 }
 
 // printFailure prints {"ok":false,"error":{...}} and returns the exit

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/spf13/cobra"
@@ -22,16 +23,16 @@ func (e *env) loadProfiles() (client.Profiles, error) {
 }
 
 // profileList answers profile.list (the proxy and `dlgt profiles`).
-func (e *env) profileList(params json.RawMessage) (any, error) {
+func (e *env) profileList(params json.RawMessage) (rpc.ProfileListResult, error) {
 	var p rpc.ProfileListParams
 	if err := rpc.Decode(params, &p); err != nil {
-		return nil, err
+		return rpc.ProfileListResult{}, err
 	}
-	profiles, err := e.loadProfiles()
+	c, err := e.client()
 	if err != nil {
-		return nil, err
+		return rpc.ProfileListResult{}, err
 	}
-	return profiles.List(), nil
+	return c.ProfileList(context.Background(), p)
 }
 
 func newProfilesCommand(e *env) *cobra.Command {
@@ -61,10 +62,10 @@ Environment values are never printed, only their names.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			if list, ok := res.(rpc.ProfileListResult); ok && text {
+			if text {
 				c, _ := e.client() // it was built to list them
 				file, _ := c.ProfilesPath()
-				return render.ProfileTable(cmd.OutOrStdout(), list, file)
+				return render.ProfileTable(cmd.OutOrStdout(), res, file)
 			}
 			return printOK(cmd, res)
 		},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/attach"
 	"github.com/dlgt-dev/dlgt/internal/progress"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -237,7 +238,7 @@ func newRootCommand(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dlgt",
 		Short:         "Delegate work from one coding agent to another",
-		Long:          fmt.Sprintf(rootLong, andList(displayNames(e.registry()))),
+		Long:          fmt.Sprintf(rootLong, harness.AndList(harness.DisplayNames(e.registry()))),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -357,7 +358,7 @@ func (e *env) terminal(f any) bool {
 	if e.isTerminal != nil {
 		return e.isTerminal(f)
 	}
-	return fileIsTerminal(f)
+	return attach.IsTerminal(f)
 }
 
 // paths resolves this version's daemon paths from the command's env.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -30,7 +31,7 @@ into less); the --before of the older page is named on stderr.`,
 				return printFailure(cmd, usageError("--lines must not be negative"))
 			}
 			params := rpc.ScrollbackReadParams{Session: args[0], Lines: lines, Before: before}
-			return callAndPrintAs(e, cmd, rpc.MethodScrollbackRead, params, func(w io.Writer, page rpc.ScrollbackPage) error {
+			return callAndPrint(e, cmd, (*client.Client).ScrollbackRead, params, func(w io.Writer, page rpc.ScrollbackPage) error {
 				return render.Scrollback(w, cmd.ErrOrStderr(), args[0], page)
 			})
 		},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -31,7 +32,7 @@ execution has nothing to cancel: the command succeeds without a "result"
 				}
 				p.TimeoutMS = &ms
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionCancel, p, render.Cancel)
+			return callAndPrint(e, cmd, (*client.Client).SessionCancel, p, render.Cancel)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long to wait for the execution to stop (daemon default if unset)")

@@ -118,7 +118,7 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 			params.Prompt, params.RequestID = prompt, requestID
 			if !cmd.Flags().Changed("wait") {
 				if generated == "" {
-					return callAndPrintAs(e, cmd, rpc.MethodSessionCreate, params, render.Receipt)
+					return callAndPrint(e, cmd, (*client.Client).SessionCreate, params, render.Receipt)
 				}
 				return e.createShowingID(cmd, params)
 			}
@@ -145,10 +145,10 @@ func (e *env) create(cmd *cobra.Command, params rpc.SessionCreateParams) (text b
 	if text, err = textOutput(cmd); err != nil {
 		return text, nil, r, printFailure(cmd, err)
 	}
-	if raw, err = e.call(cmd.Context(), rpc.MethodSessionCreate, params); err != nil {
+	if r, raw, err = call(e, cmd.Context(), (*client.Client).SessionCreate, params); err != nil {
 		return text, nil, r, printFailure(cmd, err)
 	}
-	if err := json.Unmarshal(raw, &r); err != nil || r.Session.ID == "" || r.Cursor == "" {
+	if r.Session.ID == "" || r.Cursor == "" {
 		return text, nil, r, printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result (no session id or cursor): %.200s", rpc.MethodSessionCreate, raw))
 	}
 	return text, raw, r, nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -24,7 +25,7 @@ func TestCreateNamesEveryMissingInput(t *testing.T) {
 		{[]string{"session", "create", "--harness", "claude", "--title", "t", "--wait", "1m", "--request-id", "r"},
 			[]string{"the prompt"}, []string{"--harness", "--title", "--request-id"}},
 	} {
-		d := newFakeDaemon(t)
+		d := testkit.NewFakeDaemon(t)
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, c.args...)
 		if code != exitError {
@@ -50,8 +51,8 @@ func TestCreateNamesEveryMissingInput(t *testing.T) {
 		if !strings.Contains(errb.String(), "Usage:") {
 			t.Fatalf("%v: no usage on stderr: %q", c.args, errb)
 		}
-		if d.count() != 0 {
-			t.Fatalf("%v: %d requests reached the daemon", c.args, d.count())
+		if d.Count() != 0 {
+			t.Fatalf("%v: %d requests reached the daemon", c.args, d.Count())
 		}
 	}
 }
@@ -69,18 +70,18 @@ func TestCreateWait(t *testing.T) {
 			Results: []rpc.Result{{ExecutionSeq: 1, Status: rpc.StatusCompleted, FinalText: &final}}}}}
 	args := []string{"session", "create", "--harness", "claude", "--title", "review", "--alias", "review", "--request-id", "r1", "--wait", "10m", "--", "Review it"}
 
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionCreate, receipt)
-	d.set(rpc.MethodSessionFetch, doc)
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionCreate, receipt)
+	d.Set(rpc.MethodSessionFetch, doc)
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, args...)
 	m := oneJSONLine(t, stdout)
 	if code != exitOK || m["ok"] != true || m["reason"] != "result" || m["cursor"] != "23" || m["session"] != nil {
 		t.Fatalf("exit %d, stdout %q: want the fetch's document", code, stdout)
 	}
-	fetches := d.params(rpc.MethodSessionFetch)
-	if len(d.params(rpc.MethodSessionCreate)) != 1 || len(fetches) != 1 {
-		t.Fatalf("%d creates, %d fetches", len(d.params(rpc.MethodSessionCreate)), len(fetches))
+	fetches := d.Params(rpc.MethodSessionFetch)
+	if len(d.Params(rpc.MethodSessionCreate)) != 1 || len(fetches) != 1 {
+		t.Fatalf("%d creates, %d fetches", len(d.Params(rpc.MethodSessionCreate)), len(fetches))
 	}
 	var p rpc.SessionFetchParams
 	if err := json.Unmarshal(fetches[0], &p); err != nil {
@@ -98,9 +99,9 @@ func TestCreateWait(t *testing.T) {
 	}
 
 	// The create fails: its own error, exit 1, no fetch.
-	d = newFakeDaemon(t)
-	d.set(rpc.MethodSessionCreate, rpc.Errorf(rpc.CodeLaunchFailed, "claude not found: set DLGT_CLAUDE_BIN or put claude on PATH"))
-	d.set(rpc.MethodSessionFetch, doc)
+	d = testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionCreate, rpc.Errorf(rpc.CodeLaunchFailed, "claude not found: set DLGT_CLAUDE_BIN or put claude on PATH"))
+	d.Set(rpc.MethodSessionFetch, doc)
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	code, stdout = runCLI(t, e, out, args...)
 	m = oneJSONLine(t, stdout)
@@ -108,15 +109,15 @@ func TestCreateWait(t *testing.T) {
 		!strings.Contains(stdout, "claude not found") {
 		t.Fatalf("failed create: exit %d, stdout %q", code, stdout)
 	}
-	if n := len(d.params(rpc.MethodSessionFetch)); n != 0 {
+	if n := len(d.Params(rpc.MethodSessionFetch)); n != 0 {
 		t.Fatalf("a failed create was followed by %d fetches", n)
 	}
 
 	// A negative --wait is a usage error before anything is sent.
-	d = newFakeDaemon(t)
+	d = testkit.NewFakeDaemon(t)
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout = runCLI(t, e, out, append(args[:len(args)-4:len(args)-4], "--wait", "-1s", "--", "x")...); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") || d.count() != 0 {
-		t.Fatalf("--wait -1s: exit %d, %q, %d requests", code, stdout, d.count())
+	if code, stdout = runCLI(t, e, out, append(args[:len(args)-4:len(args)-4], "--wait", "-1s", "--", "x")...); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") || d.Count() != 0 {
+		t.Fatalf("--wait -1s: exit %d, %q, %d requests", code, stdout, d.Count())
 	}
 }
 
@@ -155,8 +156,8 @@ func TestLaunchFlagErrorsNameTheFlag(t *testing.T) {
 // fill: --model "" sends no model although the profile names one, and
 // --harness "" is the missing harness.
 func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.results[rpc.MethodSessionCreate] = rpc.Receipt{Session: rpc.Session{ID: "codex:1"}, ExecutionSeq: 1, Cursor: "1"}
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionCreate, rpc.Receipt{Session: rpc.Session{ID: "codex:1"}, ExecutionSeq: 1, Cursor: "1"})
 	profiles := filepath.Join(t.TempDir(), "p.toml")
 	os.WriteFile(profiles, []byte("[profiles.p]\nharness = \"codex\"\nmodel = \"m1\"\neffort = \"high\"\n"), 0o600)
 	vars := map[string]string{"DLGT_PROFILES": profiles}
@@ -164,7 +165,7 @@ func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
 	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--model=", "--title", "t", "--request-id", "r", "--", "hi"); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
-	ps := d.params(rpc.MethodSessionCreate)
+	ps := d.Params(rpc.MethodSessionCreate)
 	var p rpc.SessionCreateParams
 	if len(ps) != 1 || json.Unmarshal(ps[0], &p) != nil || p.Model != "" || p.Harness != "codex" || p.Effort != "high" {
 		t.Fatalf("create params %s", ps)
@@ -180,12 +181,12 @@ func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
 // request_id); a create given both sends and prints what it sends and
 // prints today.
 func TestCreateMakesTitleAndRequestID(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionCreate, rpc.Receipt{Session: rpc.Session{ID: "claude:1", Alias: "fix-it", Harness: "claude", State: "busy"},
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionCreate, rpc.Receipt{Session: rpc.Session{ID: "claude:1", Alias: "fix-it", Harness: "claude", State: "busy"},
 		ExecutionSeq: 1, Cursor: "2", Submission: rpc.SubmissionConfirmed})
 	sent := func(i int) rpc.SessionCreateParams {
 		var p rpc.SessionCreateParams
-		if err := json.Unmarshal(d.params(rpc.MethodSessionCreate)[i], &p); err != nil {
+		if err := json.Unmarshal(d.Params(rpc.MethodSessionCreate)[i], &p); err != nil {
 			t.Fatal(err)
 		}
 		return p

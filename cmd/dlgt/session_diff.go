@@ -1,11 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -31,18 +31,14 @@ most 4 MiB); a cut diff is said on stderr (raw) or in "truncated".`,
 			params := rpc.SessionDiffParams{Session: args[0], MaxBytes: maxBytes}
 			switch out, _ := cmd.Flags().GetString("output"); out {
 			case "json", "text":
-				return callAndPrintAs(e, cmd, rpc.MethodSessionDiff, params, render.SessionDiff)
+				return callAndPrint(e, cmd, (*client.Client).SessionDiff, params, render.SessionDiff)
 			case "", "raw":
 			default:
 				return usageFailure(cmd, usageError("--output must be raw, text or json, not %q", out))
 			}
-			raw, err := e.call(cmd.Context(), rpc.MethodSessionDiff, params)
+			res, _, err := call(e, cmd.Context(), (*client.Client).SessionDiff, params)
 			if err != nil {
 				return printFailure(cmd, err)
-			}
-			var res rpc.SessionDiffResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result: %v", rpc.MethodSessionDiff, err))
 			}
 			io.WriteString(cmd.OutOrStdout(), res.Diff)
 			if res.Truncated {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -92,12 +93,12 @@ continue with, for a person.`,
 // printFetch makes one session.fetch and prints its answer: the JSON line,
 // or with text the -o text form. session create --wait ends with it too.
 func (e *env) printFetch(cmd *cobra.Command, p rpc.SessionFetchParams, text bool) error {
-	if !text {
-		return e.callAndPrint(cmd, rpc.MethodSessionFetch, p)
-	}
-	raw, err := e.call(cmd.Context(), rpc.MethodSessionFetch, p)
-	if err != nil {
+	_, raw, err := call(e, cmd.Context(), (*client.Client).SessionFetch, p)
+	switch {
+	case err != nil:
 		return printFailure(cmd, err)
+	case !text:
+		return printOK(cmd, raw)
 	}
 	e.progress.Stop()
 	return render.Fetch(cmd.OutOrStdout(), raw, time.Now())

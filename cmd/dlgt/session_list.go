@@ -2,11 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/follow"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -48,18 +52,9 @@ in "errors" without hiding the others (exit status 1).`,
 			if watch {
 				return e.watchSessions(cmd, all)
 			}
-			if !text {
-				return e.callAndPrint(cmd, rpc.MethodSessionList, rpc.SessionListParams{All: all})
-			}
-			raw, err := e.call(cmd.Context(), rpc.MethodSessionList, rpc.SessionListParams{All: all})
-			if err != nil {
-				return printFailure(cmd, err)
-			}
-			var res rpc.SessionListResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err))
-			}
-			return render.SessionTable(cmd.OutOrStdout(), res.Sessions, time.Now(), nil, e.tableWidth(cmd.OutOrStdout()))
+			return callAndPrint(e, cmd, (*client.Client).SessionList, rpc.SessionListParams{All: all}, func(w io.Writer, res rpc.SessionListResult) error {
+				return render.SessionTable(w, res.Sessions, time.Now(), nil, e.tableWidth(w))
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "include stopped and failed Sessions")
@@ -91,46 +86,47 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 	var errs []hostErr
 	var rows []rpc.Session
 	var rowHosts []string
-	for i, h := range hosts {
-		if answers[i].Err != nil {
-			errs = append(errs, hostErr{h, answers[i].Err})
-			continue
+	for _, a := range answers {
+		if a.Err != nil {
+			errs = append(errs, hostErr{a.Host, a.Err})
 		}
-		for _, s := range answers[i].Sessions {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(s, &m) != nil {
-				continue
-			}
-			m["host"], _ = json.Marshal(h)
-			b, _ := json.Marshal(m)
-			sessions = append(sessions, b)
+		for _, s := range a.Tagged() {
 			var rs rpc.Session
 			json.Unmarshal(s, &rs)
-			rows = append(rows, rs)
-			rowHosts = append(rowHosts, h)
+			sessions, rows, rowHosts = append(sessions, s), append(rows, rs), append(rowHosts, a.Host)
 		}
 	}
-	if text {
-		w := cmd.OutOrStdout()
-		render.HostSessionTable(w, rows, rowHosts, hosts, time.Now(), e.tableWidth(w))
-		for _, he := range errs {
-			fmt.Fprintf(cmd.ErrOrStderr(), "dlgt: %s: %s: %s\n", he.Host, he.Error.Code, he.Error.Message)
-		}
-	} else {
-		body, err := rpc.Marshal(struct {
-			OK       bool              `json:"ok"`
+	if !text {
+		return printDoc(cmd, len(errs) == 0, struct {
 			Sessions []json.RawMessage `json:"sessions"`
 			Errors   []hostErr         `json:"errors,omitempty"`
-		}{len(errs) == 0, sessions, errs})
-		if err != nil {
-			return err
-		}
-		if err := writeJSONLine(cmd, body); err != nil {
-			return err
-		}
+		}{sessions, errs})
+	}
+	w := cmd.OutOrStdout()
+	render.HostSessionTable(w, rows, rowHosts, hosts, time.Now(), e.tableWidth(w))
+	for _, he := range errs {
+		fmt.Fprintf(cmd.ErrOrStderr(), "dlgt: %s: %s: %s\n", he.Host, he.Error.Code, he.Error.Message)
 	}
 	if len(errs) > 0 {
 		return exitStatus{exitError}
+	}
+	return nil
+}
+
+// watchSessions is session list --watch (follow.Watch).
+func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
+	c, err := e.client()
+	if err != nil {
+		return printFailure(cmd, err)
+	}
+	out := cmd.OutOrStdout()
+	err = follow.Watch(cmd.Context(), c, out, follow.WatchOptions{All: all, TTY: e.terminal(out), Width: func() int { return e.tableWidth(out) }})
+	var he *follow.HandleError
+	if errors.As(err, &he) {
+		return he.Err
+	}
+	if err != nil {
+		return printFailure(cmd, err)
 	}
 	return nil
 }

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -24,24 +25,10 @@ and its final text as it is.`,
   dlgt session read review -o text`,
 		Args: jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
-			if err != nil {
-				return printFailure(cmd, err)
-			}
-			params := rpc.SessionReadParams{Session: args[0]}
-			if !text {
-				return e.callAndPrint(cmd, rpc.MethodSessionRead, params)
-			}
-			raw, err := e.call(cmd.Context(), rpc.MethodSessionRead, params)
-			if err != nil {
-				return printFailure(cmd, err)
-			}
-			var res rpc.SessionReadResult
-			if err := json.Unmarshal(raw, &res); err != nil {
-				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected session.read result: %v", err))
-			}
-			render.Read(cmd.OutOrStdout(), res, time.Now())
-			return nil
+			return callAndPrint(e, cmd, (*client.Client).SessionRead, rpc.SessionReadParams{Session: args[0]}, func(w io.Writer, res rpc.SessionReadResult) error {
+				render.Read(w, res, time.Now())
+				return nil
+			})
 		},
 	}
 	addPretty(cmd)

@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestSessionReadText(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	text := "All done.\nTwo findings."
 	now := time.Now().UnixMilli()
 	u := &rpc.Usage{InputTokens: 1200, CacheReadInputTokens: 30000, CacheCreationInputTokens: 500, OutputTokens: 340, ReasoningOutputTokens: 120, TotalTokens: 32040, Requests: 3}
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{
 		Session: rpc.Session{ID: "codex:1111", Alias: "review", Title: "Review", Harness: "codex", State: rpc.StateIdle, UpdatedAtMS: now},
 		Result: &rpc.Result{ExecutionSeq: 2, Status: "completed", FinalText: &text, FinalTextSource: "hook",
 			StartedAtMS: now - 4200, CompletedAtMS: now, Usage: u.JSON()},
@@ -52,7 +53,7 @@ func TestSessionReadText(t *testing.T) {
 	}
 
 	// A failed turn the provider recorded nothing for; no result at all.
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{
 		Session: rpc.Session{ID: "claude:2222", Title: "T", Harness: "claude", State: rpc.StateIdle},
 		Result:  &rpc.Result{ExecutionSeq: 1, Status: "failed", Error: &rpc.ResultError{Code: "provider_error", Message: "overloaded"}},
 	})
@@ -63,7 +64,7 @@ func TestSessionReadText(t *testing.T) {
 			t.Fatalf("failed result text lacks %q:\n%s", want, stdout)
 		}
 	}
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:3333", Title: "T", Harness: "claude", State: rpc.StateStarting}})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:3333", Title: "T", Harness: "claude", State: rpc.StateStarting}})
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if _, stdout = runCLI(t, e, out, "session", "read", "claude:3333", "-o", "text"); !strings.Contains(stdout, "result   none retained yet\n") {
 		t.Fatalf("no result:\n%s", stdout)
@@ -79,12 +80,12 @@ func TestSessionReadText(t *testing.T) {
 // fetch a next: line with them; a block dlgt cannot answer names attach
 // alone.
 func TestBlockedTextSaysHowToAnswer(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	now := time.Now().UnixMilli()
 	blocked := rpc.Session{ID: "claude:3333", Alias: "fix", Title: "Fix", Harness: "claude", State: rpc.StateBlocked, UpdatedAtMS: now,
 		Pending: &rpc.Pending{ID: "prq_1", Kind: rpc.PendingPermission, Tool: "Bash", Input: "rm -rf build", AskedAtMS: now}}
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
-	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{SchemaVersion: 1, Reason: rpc.ReasonBlocked, Cursor: "5",
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.Set(rpc.MethodSessionFetch, rpc.FetchDocument{SchemaVersion: 1, Reason: rpc.ReasonBlocked, Cursor: "5",
 		Sessions: []rpc.FetchSession{{Session: blocked}}})
 	answer := "dlgt session respond fix --allow (or --deny --message WHY), or in its terminal: dlgt session attach fix\n"
 	for _, tc := range []struct {
@@ -103,7 +104,7 @@ func TestBlockedTextSaysHowToAnswer(t *testing.T) {
 		}
 	}
 	blocked.Pending = nil
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != exitOK || !strings.Contains(stdout, "answer   only in its terminal: dlgt session attach fix\n") {
 		t.Fatalf("exit %d:\n%s", code, stdout)

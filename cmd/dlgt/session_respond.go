@@ -1,10 +1,9 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -56,13 +55,9 @@ harness reports to dlgt as answerable yet.`,
 				p.Decision = rpc.DecisionDeny
 			}
 			if p.PendingID == "" {
-				raw, err := e.call(cmd.Context(), rpc.MethodSessionRead, rpc.SessionReadParams{Session: args[0]})
+				read, _, err := call(e, cmd.Context(), (*client.Client).SessionRead, rpc.SessionReadParams{Session: args[0]})
 				if err != nil {
 					return printFailure(cmd, err)
-				}
-				var read rpc.SessionReadResult
-				if err := json.Unmarshal(raw, &read); err != nil {
-					return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result: %v", rpc.MethodSessionRead, err))
 				}
 				if read.Session.Pending == nil {
 					return printFailure(cmd, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: read.Session.ID,
@@ -74,7 +69,7 @@ harness reports to dlgt as answerable yet.`,
 			if p.RequestID == "" {
 				p.RequestID = "cli-" + p.PendingID + "-" + p.Decision + option
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionRespond, p, render.Respond)
+			return callAndPrint(e, cmd, (*client.Client).SessionRespond, p, render.Respond)
 		},
 	}
 	cmd.Flags().BoolVar(&allow, "allow", false, "allow the tool call this once")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -23,7 +24,7 @@ client's current environment.`,
 			if err != nil {
 				return printFailure(cmd, err)
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionRestart, rpc.SessionRestartParams{
+			return callAndPrint(e, cmd, (*client.Client).SessionRestart, rpc.SessionRestartParams{
 				Session: args[0], StartupTimeoutMS: ms, Environment: e.clientEnvironment(),
 			}, render.SessionResult)
 		},

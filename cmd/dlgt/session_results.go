@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 )
 
@@ -41,7 +38,7 @@ position after the last result returned, to fetch from for later ones.
 				return printFailure(cmd, err)
 			}
 			if text {
-				writeResultsText(cmd.OutOrStdout(), out, time.Now())
+				render.Results(cmd.OutOrStdout(), out.Session, out.Results, time.Now())
 				return nil
 			}
 			return printOK(cmd, out)
@@ -51,16 +48,4 @@ position after the last result returned, to fetch from for later ones.
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
-}
-
-// writeResultsText prints each result for a person.
-func writeResultsText(w io.Writer, out *client.SessionResults, now time.Time) {
-	fmt.Fprintf(w, "session  %s: %d retained %s\n", out.Session, len(out.Results), render.Plural(len(out.Results), "result", "results"))
-	for _, r := range out.Results {
-		fmt.Fprintf(w, "\nresult   #%d %s, finished %s\n", r.ExecutionSeq, r.Status, render.RelTime(r.CompletedAtMS, now))
-		if r.Error != nil {
-			fmt.Fprintf(w, "error    %s: %s\n", r.Error.Code, render.OneLine(r.Error.Message, 400))
-		}
-		render.FinalText(w, &r)
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -21,11 +22,11 @@ func chunk(seq uint64, text string, off int, complete bool) rpc.Result {
 // session results starts from after_execution, follows the cursor while
 // has_more, and joins a chunked final_text.
 func TestSessionResultsPages(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.pages[rpc.MethodSessionFetch] = []any{
+	d := testkit.NewFakeDaemon(t)
+	d.SetPages(rpc.MethodSessionFetch, []any{
 		resultDoc("7", true, chunk(2, "two", 0, true), chunk(3, "thr", 0, false)),
 		resultDoc("8", false, chunk(3, "ee", 3, true), chunk(4, "four", 0, true)),
-	}
+	}...)
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "results", "rev", "--after", "1")
 	if code != exitOK {
@@ -50,7 +51,7 @@ func TestSessionResultsPages(t *testing.T) {
 	if !got.OK || got.Session != "claude:1111" || got.Cursor != "8" || strings.Join(texts, "|") != "two|three|four" {
 		t.Fatalf("output %s", stdout)
 	}
-	ps := d.params(rpc.MethodSessionFetch)
+	ps := d.Params(rpc.MethodSessionFetch)
 	if len(ps) != 2 {
 		t.Fatalf("%d fetches", len(ps))
 	}
@@ -64,7 +65,7 @@ func TestSessionResultsPages(t *testing.T) {
 		t.Fatalf("second fetch %s", ps[1])
 	}
 
-	d.pages[rpc.MethodSessionFetch] = []any{resultDoc("9", false, chunk(2, "two", 0, true))}
+	d.SetPages(rpc.MethodSessionFetch, []any{resultDoc("9", false, chunk(2, "two", 0, true))}...)
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if code, stdout = runCLI(t, e, out, "session", "results", "rev", "-o", "text"); code != exitOK ||
 		!strings.Contains(stdout, "1 retained result\n") || !strings.Contains(stdout, "result   #2 completed") || !strings.Contains(stdout, "two\n") {

@@ -57,7 +57,7 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 				launch.Prompt, launch.RequestID = prompt, requestID
 				params = client.Launch{Params: launch}.ResumeParams(args[0])
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionSend, params, render.Receipt)
+			return callAndPrint(e, cmd, (*client.Client).SessionSend, params, render.Receipt)
 		},
 	}
 	opts.register(cmd)

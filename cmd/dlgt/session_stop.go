@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -32,7 +33,7 @@ the branch has commits the repository's HEAD lacks, unless --force.`,
   dlgt session stop fix-flaky --remove-worktree`,
 		Args: jsonArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callAndPrintAs(e, cmd, rpc.MethodSessionStop, rpc.SessionStopParams{Session: args[0], Force: force, RemoveWorktree: removeWorktree}, render.SessionResult)
+			return callAndPrint(e, cmd, (*client.Client).SessionStop, rpc.SessionStopParams{Session: args[0], Force: force, RemoveWorktree: removeWorktree}, render.SessionResult)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "stop even while an execution is active (interrupting it) and kill at once; with --remove-worktree, remove a dirty worktree or unmerged branch too")

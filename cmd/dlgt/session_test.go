@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -125,8 +126,8 @@ func TestControlCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newFakeDaemon(t)
-			d.set(tt.method, tt.result)
+			d := testkit.NewFakeDaemon(t)
+			d.Set(tt.method, tt.result)
 			e, out, errb := cliEnv(t, d, nil, environ, tt.stdin)
 			code, stdout := runCLI(t, e, out, tt.args...)
 			if code != exitOK {
@@ -138,9 +139,9 @@ func TestControlCommands(t *testing.T) {
 			if errb.Len() != 0 {
 				t.Fatalf("stderr %q", errb)
 			}
-			ps := d.params(tt.method)
-			if len(ps) != 1 || d.count() != 1 {
-				t.Fatalf("daemon got %d requests (%d of %s), want exactly one", d.count(), len(ps), tt.method)
+			ps := d.Params(tt.method)
+			if len(ps) != 1 || d.Count() != 1 {
+				t.Fatalf("daemon got %d requests (%d of %s), want exactly one", d.Count(), len(ps), tt.method)
 			}
 			sameJSON(t, ps[0], tt.wantParams)
 		})
@@ -148,8 +149,8 @@ func TestControlCommands(t *testing.T) {
 }
 
 func TestPretty(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	if code, stdout := runCLI(t, e, out, "session", "list", "--pretty"); code != exitOK || stdout != "{\n  \"ok\": true,\n  \"sessions\": []\n}\n" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
@@ -189,8 +190,8 @@ func TestErrorExitStatus(t *testing.T) {
 	for _, c := range commands {
 		for _, tt := range tests {
 			t.Run(c.method+"/"+string(tt.code), func(t *testing.T) {
-				d := newFakeDaemon(t)
-				d.set(c.method, &rpc.Error{Code: tt.code, Message: "nope", SessionID: "s1"})
+				d := testkit.NewFakeDaemon(t)
+				d.Set(c.method, &rpc.Error{Code: tt.code, Message: "nope", SessionID: "s1"})
 				e, out, _ := cliEnv(t, d, nil, nil, "")
 				code, stdout := runCLI(t, e, out, c.args...)
 				if code != tt.exit {
@@ -247,7 +248,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newFakeDaemon(t)
+			d := testkit.NewFakeDaemon(t)
 			e, out, _ := cliEnv(t, d, nil, nil, tt.in)
 			code, stdout := runCLI(t, e, out, tt.args...)
 			if code != exitError {
@@ -265,8 +266,8 @@ func TestUsageErrors(t *testing.T) {
 			} else if code2 != string(rpc.CodeInvalidArgument) {
 				t.Fatalf("code %v, want INVALID_ARGUMENT (%q)", code2, stdout)
 			}
-			if d.count() != 0 {
-				t.Fatalf("a usage error reached the daemon (%d requests)", d.count())
+			if d.Count() != 0 {
+				t.Fatalf("a usage error reached the daemon (%d requests)", d.Count())
 			}
 		})
 	}
@@ -299,26 +300,26 @@ P = "p"
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newFakeDaemon(t)
-			d.set(rpc.MethodSessionCreate, testReceipt)
+			d := testkit.NewFakeDaemon(t)
+			d.Set(rpc.MethodSessionCreate, testReceipt)
 			e, out, _ := cliEnv(t, d, map[string]string{"DLGT_PROFILES": path}, environ, "")
 			args := append([]string{"session", "create", "--profile", "review", "--cwd", "/w", "--title", "t", "--request-id", "r"}, tt.flags...)
 			args = append(args, "--", "p")
 			if code, stdout := runCLI(t, e, out, args...); code != exitOK {
 				t.Fatalf("exit %d: %q", code, stdout)
 			}
-			sameJSON(t, d.params(rpc.MethodSessionCreate)[0], tt.want)
+			sameJSON(t, d.Params(rpc.MethodSessionCreate)[0], tt.want)
 		})
 	}
 
 	// send --resume takes the profile too (its harness does not apply).
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionSend, testReceipt)
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionSend, testReceipt)
 	e, out, _ := cliEnv(t, d, map[string]string{"DLGT_PROFILES": path}, environ, "")
 	if code, stdout := runCLI(t, e, out, "session", "send", "s1", "--resume", "--profile", "review", "--effort", "low", "--request-id", "r", "--", "p"); code != exitOK {
 		t.Fatalf("exit %d: %q", code, stdout)
 	}
-	sameJSON(t, d.params(rpc.MethodSessionSend)[0],
+	sameJSON(t, d.Params(rpc.MethodSessionSend)[0],
 		`{"session":"s1","prompt":"p","request_id":"r","resume":true,"model":"opus","effort":"low","harness_options":["max-turns=3"],"environment":{"A":"profile","C":"c","P":"p"}}`)
 }
 
@@ -331,32 +332,32 @@ func TestEvents(t *testing.T) {
 		`{"schema_version":1,"seq":6,"type":"session.idle","session_id":"s1","execution_seq":1,"result_status":"completed"}` + "\n"
 
 	t.Run("read", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.set(rpc.MethodEventRead, events)
+		d := testkit.NewFakeDaemon(t)
+		d.Set(rpc.MethodEventRead, events)
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "events", "--session", "s1", "--after", "4")
 		if code != exitOK || stdout != want {
 			t.Fatalf("exit %d, stdout\n got %q\nwant %q", code, stdout, want)
 		}
-		sameJSON(t, d.params(rpc.MethodEventRead)[0], `{"session":"s1","after":4}`)
+		sameJSON(t, d.Params(rpc.MethodEventRead)[0], `{"session":"s1","after":4}`)
 	})
 	t.Run("read after zero and empty", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.set(rpc.MethodEventRead, []rpc.Event{})
+		d := testkit.NewFakeDaemon(t)
+		d.Set(rpc.MethodEventRead, []rpc.Event{})
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		if code, stdout := runCLI(t, e, out, "events", "--after", "0"); code != exitOK || stdout != "" {
 			t.Fatalf("exit %d, stdout %q", code, stdout)
 		}
-		sameJSON(t, d.params(rpc.MethodEventRead)[0], `{"after":0}`)
+		sameJSON(t, d.Params(rpc.MethodEventRead)[0], `{"after":0}`)
 	})
 	t.Run("follow", func(t *testing.T) {
-		d := newFakeDaemon(t)
+		d := testkit.NewFakeDaemon(t)
 		var lines []string
 		for _, ev := range events {
 			b, _ := rpc.Marshal(ev)
 			lines = append(lines, string(b))
 		}
-		d.set(rpc.MethodEventSubscribe, eventStream{lines: lines})
+		d.Set(rpc.MethodEventSubscribe, testkit.EventStream{Lines: lines})
 		e, _, errb := cliEnv(t, d, nil, nil, "")
 		w := &lineWriter{n: 2, done: make(chan struct{})}
 		done := w.done
@@ -375,11 +376,11 @@ func TestEvents(t *testing.T) {
 		if got := w.String(); got != want {
 			t.Fatalf("stdout\n got %q\nwant %q", got, want)
 		}
-		sameJSON(t, d.params(rpc.MethodEventSubscribe)[0], `{"session":"s1"}`)
+		sameJSON(t, d.Params(rpc.MethodEventSubscribe)[0], `{"session":"s1"}`)
 	})
 	t.Run("follow error", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.set(rpc.MethodEventSubscribe, &rpc.Error{Code: rpc.CodeNotFound, Message: "no such session"})
+		d := testkit.NewFakeDaemon(t)
+		d.Set(rpc.MethodEventSubscribe, &rpc.Error{Code: rpc.CodeNotFound, Message: "no such session"})
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "events", "--follow", "--session", "zz")
 		if code != exitError || stdout != `{"ok":false,"error":{"code":"NOT_FOUND","message":"no such session"}}`+"\n" {
@@ -393,14 +394,14 @@ func TestTranscript(t *testing.T) {
 		return rpc.RawPage{SessionID: "s1", DataBase64: base64.StdEncoding.EncodeToString([]byte(data)), ByteLen: len(data), Start: start, NextAfter: next, HasMore: more}
 	}
 	t.Run("follows pages", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.pages[rpc.MethodTranscriptReadRaw] = []any{page("\x1b[2Jhello ", 0, 10, true), page("world\r\n\x00", 10, 18, false)}
+		d := testkit.NewFakeDaemon(t)
+		d.SetPages(rpc.MethodTranscriptReadRaw, []any{page("\x1b[2Jhello ", 0, 10, true), page("world\r\n\x00", 10, 18, false)}...)
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1", "--raw", "--after", "2")
 		if code != exitOK || stdout != "\x1b[2Jhello world\r\n\x00" || errb.Len() != 0 {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 		}
-		ps := d.params(rpc.MethodTranscriptReadRaw)
+		ps := d.Params(rpc.MethodTranscriptReadRaw)
 		if len(ps) != 2 {
 			t.Fatalf("%d requests, want 2", len(ps))
 		}
@@ -408,22 +409,22 @@ func TestTranscript(t *testing.T) {
 		sameJSON(t, ps[1], `{"session":"s1","after":10}`)
 	})
 	t.Run("limit fetches one page", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.pages[rpc.MethodTranscriptReadRaw] = []any{page("abc", 0, 3, true), page("def", 3, 6, false)}
+		d := testkit.NewFakeDaemon(t)
+		d.SetPages(rpc.MethodTranscriptReadRaw, []any{page("abc", 0, 3, true), page("def", 3, 6, false)}...)
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1", "--raw", "--limit", "3")
 		if code != exitOK || stdout != "abc" {
 			t.Fatalf("exit %d, stdout %q", code, stdout)
 		}
-		ps := d.params(rpc.MethodTranscriptReadRaw)
+		ps := d.Params(rpc.MethodTranscriptReadRaw)
 		if len(ps) != 1 {
 			t.Fatalf("%d requests, want 1", len(ps))
 		}
 		sameJSON(t, ps[0], `{"session":"s1","limit_bytes":3}`)
 	})
 	t.Run("raw is the only form: --raw is optional", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.pages[rpc.MethodTranscriptReadRaw] = []any{page("abc", 0, 3, false)}
+		d := testkit.NewFakeDaemon(t)
+		d.SetPages(rpc.MethodTranscriptReadRaw, []any{page("abc", 0, 3, false)}...)
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1")
 		if code != exitOK || stdout != "abc" || errb.Len() != 0 {
@@ -431,8 +432,8 @@ func TestTranscript(t *testing.T) {
 		}
 	})
 	t.Run("error goes to stderr", func(t *testing.T) {
-		d := newFakeDaemon(t)
-		d.set(rpc.MethodTranscriptReadRaw, &rpc.Error{Code: rpc.CodeNotFound, Message: "gone"})
+		d := testkit.NewFakeDaemon(t)
+		d.Set(rpc.MethodTranscriptReadRaw, &rpc.Error{Code: rpc.CodeNotFound, Message: "gone"})
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1", "--raw")
 		if code != exitError || stdout != "" || errb.String() != `{"ok":false,"error":{"code":"NOT_FOUND","message":"gone"}}`+"\n" {
@@ -452,26 +453,26 @@ func TestCompletion(t *testing.T) {
 // Without --pending, respond reads the Session and answers the request
 // pending now, by its id; -o text says what was answered.
 func TestRespondPinsThePendingRequest(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	blocked := testSession
 	blocked.State = rpc.StateBlocked
 	blocked.Pending = &rpc.Pending{ID: "prq_7", Kind: rpc.PendingPermission, Tool: "Bash", Input: "touch x", AskedAtMS: 1}
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
-	d.set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: testSession, PendingID: "prq_7", Decision: "allow"})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
+	d.Set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: testSession, PendingID: "prq_7", Decision: "allow"})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--allow", "-o", "text")
 	if code != exitOK || !strings.HasPrefix(stdout, "allowed  prq_7\n") {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
-	ps := d.params(rpc.MethodSessionRespond)
+	ps := d.Params(rpc.MethodSessionRespond)
 	if len(ps) != 1 {
 		t.Fatalf("%d respond requests", len(ps))
 	}
 	sameJSON(t, ps[0], `{"session":"rev","pending_id":"prq_7","decision":"allow","request_id":"cli-prq_7-allow"}`)
 	// Nothing pending: SESSION_UNAVAILABLE, and no answer is sent.
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: testSession})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: testSession})
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--deny"); code == exitOK || !strings.Contains(stdout, "SESSION_UNAVAILABLE") || len(d.params(rpc.MethodSessionRespond)) != 1 {
+	if code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--deny"); code == exitOK || !strings.Contains(stdout, "SESSION_UNAVAILABLE") || len(d.Params(rpc.MethodSessionRespond)) != 1 {
 		t.Fatalf("nothing pending: exit %d, stdout %q", code, stdout)
 	}
 	// Usage: exactly one answer; --message only with --deny.

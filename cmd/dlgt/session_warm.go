@@ -1,15 +1,12 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
-	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func newSessionWarmCommand(e *env) *cobra.Command {
@@ -61,7 +58,7 @@ all. They stop with the daemon and never survive it. Profiles with
 			if params.IdleMS, err = durationMS("idle", idle); err != nil {
 				return usageFailure(cmd, err)
 			}
-			return callAndPrintAs(e, cmd, rpc.MethodSessionWarm, params, printWarm)
+			return callAndPrint(e, cmd, (*client.Client).SessionWarm, params, render.Warm)
 		},
 	}
 	f := cmd.Flags()
@@ -77,14 +74,4 @@ all. They stop with the daemon and never survive it. Profiles with
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
-}
-
-// printWarm is session warm's text output.
-func printWarm(w io.Writer, r rpc.SessionWarmResult) error {
-	_, err := fmt.Fprintf(w, "shape %s: %d %s kept (%d ready, %d starting), %.1f MiB resident, idle after %ds\n",
-		r.Shape, r.Spares, render.Plural(r.Spares, "spare", "spares"), r.Ready, r.Starting, float64(r.RSSBytes)/(1<<20), r.IdleMS/1000)
-	if err == nil && r.LastError != "" {
-		_, err = fmt.Fprintf(w, "last spare launch failed: %s\n", r.LastError)
-	}
-	return err
 }

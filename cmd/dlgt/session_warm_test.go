@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -19,8 +20,8 @@ func TestSessionWarm(t *testing.T) {
 	os.WriteFile(profiles, []byte("[profiles.quick]\nharness = \"codex\"\nmodel = \"gpt-5\"\nwarm = 2\n[profiles.far]\nharness = \"codex\"\nhost = \"me@devbox\"\nwarm = 1\n"), 0o600)
 	vars := map[string]string{"DLGT_PROFILES": profiles}
 	environ := []string{"PATH=/bin", "SECRET=mine"}
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionWarm, rpc.SessionWarmResult{Shape: "abc", Spares: 2, Ready: 1, Starting: 1, RSSBytes: 64 << 20, IdleMS: 1_800_000})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionWarm, rpc.SessionWarmResult{Shape: "abc", Spares: 2, Ready: 1, Starting: 1, RSSBytes: 64 << 20, IdleMS: 1_800_000})
 	cwd := t.TempDir()
 
 	e, out, _ := cliEnv(t, d, vars, environ, "")
@@ -29,7 +30,7 @@ func TestSessionWarm(t *testing.T) {
 		t.Fatalf("exit %d %q", code, stdout)
 	}
 	var p rpc.SessionWarmParams
-	if raw := d.params(rpc.MethodSessionWarm); len(raw) != 1 || json.Unmarshal(raw[0], &p) != nil {
+	if raw := d.Params(rpc.MethodSessionWarm); len(raw) != 1 || json.Unmarshal(raw[0], &p) != nil {
 		t.Fatalf("params %s", raw)
 	}
 	if p.Harness != "codex" || p.Model != "gpt-5" || p.Cwd != cwd || p.Spares != 2 || p.IdleMS != 1_800_000 || p.Environment["SECRET"] != "mine" || len(p.Environment) != 2 {
@@ -40,12 +41,12 @@ func TestSessionWarm(t *testing.T) {
 	if code, _ := runCLI(t, e, out, "session", "warm", "--profile", "quick", "--spares", "0"); code != 0 {
 		t.Fatalf("--spares 0: exit %d", code)
 	}
-	if raw := d.params(rpc.MethodSessionWarm); len(raw) != 2 || !strings.Contains(string(raw[1]), `"spares":0`) {
+	if raw := d.Params(rpc.MethodSessionWarm); len(raw) != 2 || !strings.Contains(string(raw[1]), `"spares":0`) {
 		t.Fatalf("--spares 0 sent %s", raw)
 	}
 
 	e, out, _ = cliEnv(t, d, vars, environ, "")
-	if code, _ := runCLI(t, e, out, "session", "warm", "--profile", "far"); code != exitError || len(d.params(rpc.MethodSessionWarm)) != 2 {
-		t.Fatalf("a remote profile: exit %d, %d requests", code, len(d.params(rpc.MethodSessionWarm)))
+	if code, _ := runCLI(t, e, out, "session", "warm", "--profile", "far"); code != exitError || len(d.Params(rpc.MethodSessionWarm)) != 2 {
+		t.Fatalf("a remote profile: exit %d, %d requests", code, len(d.Params(rpc.MethodSessionWarm)))
 	}
 }

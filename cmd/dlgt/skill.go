@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // skillGuide is the agent-facing guide: a SKILL.md with the front matter
@@ -28,7 +30,7 @@ func newSkillCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "skill",
 		Short: "Print the agent-facing guide (SKILL.md) built into this binary",
-		Long:  fmt.Sprintf(skillLong, andList(displayNames(skillHarnesses(e.registry())))),
+		Long:  fmt.Sprintf(skillLong, harness.AndList(harness.DisplayNames(harness.Filter(e.registry(), loadsSkills)))),
 		Example: `  dlgt skill > SKILL.md
   dlgt skill install`,
 		Args: jsonArgs(cobra.NoArgs),

@@ -2,15 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
-	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // skillInstallLong is skill install's help: the registry's harnesses
@@ -86,25 +84,15 @@ func newSkillInstallCommand(e *env) *cobra.Command {
 					continue
 				}
 				if err := setup.InstallSkill(t, skillGuide); err != nil {
-					return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "installing the %s skill: %v%s",
-						t.Harness, err, writtenSoFar(targets[:i])))
+					return printFailure(cmd, setup.InstallSkillError(targets[:i+1], err))
 				}
 			}
-			if text {
-				writeSkillText(cmd.OutOrStdout(), targets)
-			} else {
-				body, err := rpc.Marshal(struct {
-					OK      bool                `json:"ok"`
+			if !text {
+				return printDoc(cmd, ok, struct {
 					Targets []setup.SkillTarget `json:"targets"`
-				}{ok, targets})
-				if err != nil {
-					return err
-				}
-				if err := writeJSONLine(cmd, body); err != nil {
-					return err
-				}
+				}{targets})
 			}
-			if !ok {
+			if render.SkillTargets(cmd.OutOrStdout(), targets); !ok {
 				return exitStatus{exitError}
 			}
 			return nil
@@ -116,83 +104,4 @@ func newSkillInstallCommand(e *env) *cobra.Command {
 	addPretty(cmd)
 	addOutputFlag(cmd)
 	return cmd
-}
-
-// writtenSoFar names the targets written before a failure, for its message.
-func writtenSoFar(done []setup.SkillTarget) string {
-	s := ""
-	for _, t := range done {
-		if t.Status == setup.SkillWritten {
-			s += "; already written: " + t.Path
-		}
-	}
-	return s
-}
-
-// writeSkillText prints one line per target for a person, and how to fix
-// a copy that is not current.
-func writeSkillText(w io.Writer, targets []setup.SkillTarget) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, t := range targets {
-		line := fmt.Sprintf("%s\t%s\t%s", t.Harness, t.Status, t.Path)
-		if t.Detail != "" {
-			line += "\t(" + t.Detail + ")"
-		}
-		fmt.Fprintln(tw, line)
-	}
-	tw.Flush()
-	for _, t := range targets {
-		if t.Status == setup.SkillStale || t.Status == setup.SkillMissing {
-			fmt.Fprintf(w, "fix: dlgt skill install --harness %s\n", t.Harness)
-		}
-	}
-}
-
-// skillDoctorChecks are doctor's warnings about the installed guides: a
-// stale or missing copy is reported, never a failure.
-func (e *env) skillDoctorChecks() []doctorCheck {
-	// A missing copy for a harness that is not installed either is no
-	// reason for a warning.
-	installed := map[string]bool{}
-	env := e.harnessBinEnv()
-	var checks []doctorCheck
-	for _, d := range e.registry() {
-		if d.SkillsDir == "" {
-			continue
-		}
-		h := d.Name
-		if _, err := d.Harness.Binary(env); err == nil {
-			installed[h] = true
-		}
-		c := doctorCheck{Name: "skill." + h, OK: true}
-		targets, err := setup.SkillTargets([]harness.Descriptor{d}, e.getenv)
-		if err != nil {
-			c.Warning = true
-			c.Detail = rpc.AsError(err).Message
-			c.Fix = "set HOME (or " + d.Config.Env + ") to an absolute path, then run `dlgt skill install --harness " + h + "`"
-			checks = append(checks, c)
-			continue
-		}
-		t := targets[0]
-		setup.CheckSkill(&t, skillGuide)
-		switch {
-		case t.Status == setup.SkillCurrent:
-			c.Detail = fmt.Sprintf("the dlgt skill at %s matches this binary's guide", t.Path)
-		case t.Status == setup.SkillMissing && !installed[h]:
-			c.Detail = fmt.Sprintf("no dlgt skill at %s (%s is not installed either; after installing it, run `dlgt skill install --harness %s`)", t.Path, h, h)
-		case t.Status == setup.SkillMissing:
-			c.Warning = true
-			c.Detail = fmt.Sprintf("no dlgt skill at %s: agents in %s do not know how to delegate through dlgt", t.Path, h)
-			c.Fix = "run `dlgt skill install --harness " + h + "`"
-		default:
-			c.Warning = true
-			c.Detail = fmt.Sprintf("the dlgt skill at %s differs from this binary's guide (another version installed it?)", t.Path)
-			if t.Detail != "" {
-				c.Detail += ": " + t.Detail
-			}
-			c.Fix = "run `dlgt skill install --harness " + h + "`"
-		}
-		checks = append(checks, c)
-	}
-	return checks
 }

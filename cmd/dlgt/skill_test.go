@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -166,7 +167,7 @@ func TestSkillGuideNamesRealCommandsAndTools(t *testing.T) {
 	}
 
 	// The MCP tools and the arguments the guide names.
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	e, _, _ := cliEnv(t, d, nil, nil, "")
 	cs := mcpClient(t, e, 5*time.Second)
 	res, err := cs.ListTools(context.Background(), nil)

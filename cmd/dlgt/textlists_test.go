@@ -6,21 +6,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // -o text on harnesses, models, profiles and scrollback: the answer laid
 // out for a person, the JSON line still the default, failures still JSON.
 func TestListingsText(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{
 		{Name: "claude", Binary: "/opt/claude", Available: true, Version: "2.1.332", TestedVersion: "2.1.332", LifecycleSource: "hooks", ScreenMode: rpc.ScreenInline},
 		{Name: "codex", Binary: "codex", TestedVersion: "0.171.0", LifecycleSource: "hooks", ScreenMode: rpc.ScreenInline},
 	}})
-	d.set(rpc.MethodModelList, rpc.ModelListResult{Harness: "codex", Source: "built-in", Models: []rpc.Model{
+	d.Set(rpc.MethodModelList, rpc.ModelListResult{Harness: "codex", Source: "built-in", Models: []rpc.Model{
 		{ID: "gpt-x", DisplayName: "GPT X", Default: true, Aliases: []string{"x", "ex"}},
 	}})
-	d.set(rpc.MethodScrollbackRead, rpc.ScrollbackPage{SessionID: "claude:1", Lines: []string{"first ●", "", "third ❯"}, Before: "scr_1.7"})
+	d.Set(rpc.MethodScrollbackRead, rpc.ScrollbackPage{SessionID: "claude:1", Lines: []string{"first ●", "", "third ❯"}, Before: "scr_1.7"})
 
 	cases := []struct {
 		args []string
@@ -66,7 +67,7 @@ func TestListingsText(t *testing.T) {
 
 	// A daemon failure under -o text is text on stderr, with its exit
 	// status.
-	d.set(rpc.MethodScrollbackRead, rpc.Errorf(rpc.CodeNotFound, "no Session rev"))
+	d.Set(rpc.MethodScrollbackRead, rpc.Errorf(rpc.CodeNotFound, "no Session rev"))
 	e, out, errb := cliEnv(t, d, nil, nil, "")
 	if code, stdout := runCLI(t, e, out, "scrollback", "rev", "-o", "text"); code != exitError || stdout != "" || !strings.HasPrefix(errb.String(), "dlgt: NOT_FOUND: no Session rev\n") {
 		t.Fatalf("failure under -o text: exit %d %q %q", code, stdout, errb)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/attach"
 	"github.com/dlgt-dev/dlgt/internal/render"
 )
 
@@ -36,7 +37,7 @@ func textOutput(cmd *cobra.Command) (bool, error) {
 // number, else render.DefaultTableWidth.
 func (e *env) tableWidth(w any) int {
 	if e.terminal(w) {
-		if _, cols, ok := terminalSize(w); ok {
+		if _, cols, ok := attach.Size(w); ok {
 			return cols
 		}
 	}

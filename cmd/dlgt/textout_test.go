@@ -8,14 +8,15 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 func TestSessionListText(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	now := time.Now().UnixMilli()
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{
 		{ID: "claude:1111", Alias: "review", Title: "Review the diff", Harness: "claude", State: rpc.StateBusy, CreatedAtMS: now - 3*60_000, UpdatedAtMS: now - 1000},
 		{ID: "codex:2222", Title: "a title\nwith a newline", Harness: "codex", State: rpc.StateIdle, CreatedAtMS: now - 2*3_600_000, UpdatedAtMS: now - 2*3_600_000},
 	}})
@@ -105,8 +106,8 @@ func TestSessionTableFitsWidth(t *testing.T) {
 // session list -o text and --watch fit $COLUMNS when stdout is no
 // terminal, else 120 columns.
 func TestSessionListFitsColumns(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: longSessions()})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: longSessions()})
 	for _, c := range []struct {
 		columns string
 		width   int
@@ -126,10 +127,10 @@ func TestSessionListFitsColumns(t *testing.T) {
 }
 
 func TestSessionFetchText(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	text := "All done.\nTwo findings:\n- one\n- two"
 	off, complete := 0, true
-	d.set(rpc.MethodSessionFetch, rpc.FetchDocument{SchemaVersion: 1, Reason: rpc.ReasonResult, Cursor: "42", Gaps: []rpc.Gap{},
+	d.Set(rpc.MethodSessionFetch, rpc.FetchDocument{SchemaVersion: 1, Reason: rpc.ReasonResult, Cursor: "42", Gaps: []rpc.Gap{},
 		Sessions: []rpc.FetchSession{{
 			Session: rpc.Session{ID: "claude:1111", Alias: "review", Title: "Review", Harness: "claude", State: rpc.StateIdle},
 			Events:  []rpc.Event{{Seq: 7, Type: "session.idle", ExecutionSeq: 2, ResultStatus: "completed"}},
@@ -174,10 +175,10 @@ func watchOnce(t *testing.T, tty bool) string {
 // watchFrames runs session list --watch over sessions (each with a last
 // result whose final text is text) until its second frame, then Ctrl-C.
 func watchFrames(t *testing.T, tty bool, vars map[string]string, sessions []rpc.Session, text string) string {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: sessions})
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:1111"}, Result: &rpc.Result{ExecutionSeq: 3, Status: "completed", FinalText: &text}})
-	d.set(rpc.MethodEventSubscribe, eventStream{lines: []string{`{"schema_version":1,"seq":9,"type":"session.idle","session_id":"claude:1111"}`}})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: sessions})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:1111"}, Result: &rpc.Result{ExecutionSeq: 3, Status: "completed", FinalText: &text}})
+	d.Set(rpc.MethodEventSubscribe, testkit.EventStream{Lines: []string{`{"schema_version":1,"seq":9,"type":"session.idle","session_id":"claude:1111"}`}})
 	e, _, errb := cliEnv(t, d, vars, nil, "")
 	frames := &lineWriter{n: 9, done: make(chan struct{})}
 	if tty {
@@ -218,12 +219,12 @@ func TestDoctorText(t *testing.T) {
 }
 
 func TestEventsText(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodEventRead, []json.RawMessage{
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodEventRead, []json.RawMessage{
 		json.RawMessage(`{"schema_version":1,"seq":5,"type":"session.busy","session_id":"claude:1","execution_seq":2}`),
 		json.RawMessage(`{"schema_version":1,"seq":6,"type":"session.blocked","session_id":"claude:1","execution_seq":2,"reason":"permission","tool":"Bash","command":"rm -rf build"}`),
 	})
-	d.set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{{ID: "claude:1", Alias: "fix", State: "idle"}}})
+	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{{ID: "claude:1", Alias: "fix", State: "idle"}}})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "events", "-o", "text")
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
@@ -231,7 +232,7 @@ func TestEventsText(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	// The Sessions are listed once for all their events.
-	if n := len(d.params(rpc.MethodSessionList)); n != 1 {
+	if n := len(d.Params(rpc.MethodSessionList)); n != 1 {
 		t.Fatalf("%d session.list calls for 2 events of one Session", n)
 	}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
@@ -250,7 +251,7 @@ func TestEventsText(t *testing.T) {
 // stop, cancel and restart say the state and the execution's end. A bad
 // -o value is refused before anything is sent.
 func TestControlCommandsText(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	session := rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateBusy}
 	for _, c := range []struct {
 		receipt rpc.Receipt
@@ -263,8 +264,8 @@ func TestControlCommandsText(t *testing.T) {
 		{rpc.Receipt{Session: rpc.Session{ID: "codex:2222", Harness: "codex", State: rpc.StateBusy}, ExecutionSeq: 1, Cursor: "4", Submission: rpc.SubmissionConfirmed},
 			[]string{"codex:2222  busy  codex  execution #1\n", "dlgt session fetch codex:2222 --cursor 4 "}},
 	} {
-		d.set(rpc.MethodSessionSend, c.receipt)
-		d.set(rpc.MethodSessionCreate, c.receipt)
+		d.Set(rpc.MethodSessionSend, c.receipt)
+		d.Set(rpc.MethodSessionCreate, c.receipt)
 		for _, args := range [][]string{
 			{"session", "send", "review", "--request-id", "r1", "-o", "text", "--", "hello"},
 			{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r2", "-o", "text", "--", "hello"},
@@ -280,9 +281,9 @@ func TestControlCommandsText(t *testing.T) {
 	}
 
 	msg := "canceled by request"
-	d.set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
+	d.Set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
 		Cursor: "9", Result: &rpc.Result{ExecutionSeq: 3, Status: rpc.StatusCanceled, Error: &rpc.ResultError{Code: "canceled", Message: msg}}})
-	d.set(rpc.MethodSessionStop, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateStopped}})
+	d.Set(rpc.MethodSessionStop, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateStopped}})
 	for _, c := range []struct {
 		args []string
 		want string
@@ -301,13 +302,13 @@ func TestControlCommandsText(t *testing.T) {
 	if code, stdout := runCLI(t, e, out, "session", "stop", "review"); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"session":{`) {
 		t.Fatalf("default output: exit %d %q", code, stdout)
 	}
-	before := d.count()
+	before := d.Count()
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if code, stdout := runCLI(t, e, out, "session", "send", "review", "--request-id", "r9", "-o", "yaml", "--", "hello"); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
 		t.Fatalf("-o yaml: exit %d %q", code, stdout)
 	}
-	if d.count() != before {
-		t.Fatalf("-o yaml sent %d requests", d.count()-before)
+	if d.Count() != before {
+		t.Fatalf("-o yaml sent %d requests", d.Count()-before)
 	}
 }
 
@@ -315,8 +316,8 @@ func TestControlCommandsText(t *testing.T) {
 // -o text and the MCP tool say so rather than "canceled", and a real
 // cancellation still reads as one.
 func TestCancelNothingToCancel(t *testing.T) {
-	d := newFakeDaemon(t)
-	d.set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle}})
+	d := testkit.NewFakeDaemon(t)
+	d.Set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle}})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	want := "review  idle  claude\nresult  none: nothing to cancel, no execution was active (the Session is idle)\n"
 	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != exitOK || stdout != want {
@@ -334,7 +335,7 @@ func TestCancelNothingToCancel(t *testing.T) {
 		t.Fatalf("MCP idle cancel: %v %q", isErr, text)
 	}
 
-	d.set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
+	d.Set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
 		Result: &rpc.Result{ExecutionSeq: 3, Status: rpc.StatusCanceled, Error: &rpc.ResultError{Code: "canceled", Message: "canceled by request"}}})
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != exitOK || strings.Contains(stdout, "nothing to cancel") || !strings.Contains(stdout, "result  #3 canceled") {
@@ -349,10 +350,10 @@ func TestCancelNothingToCancel(t *testing.T) {
 // A create that claimed a warm spare says so in -o text: the receipt's
 // first line and session read's harness line.
 func TestWarmText(t *testing.T) {
-	d := newFakeDaemon(t)
+	d := testkit.NewFakeDaemon(t)
 	s := rpc.Session{ID: "claude:1", Alias: "fix", Harness: "claude", State: rpc.StateBusy, Warm: true}
-	d.set(rpc.MethodSessionCreate, rpc.Receipt{Session: s, ExecutionSeq: 1, Cursor: "2", Submission: rpc.SubmissionConfirmed})
-	d.set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: s})
+	d.Set(rpc.MethodSessionCreate, rpc.Receipt{Session: s, ExecutionSeq: 1, Cursor: "2", Submission: rpc.SubmissionConfirmed})
+	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: s})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	if code, stdout := runCLI(t, e, out, "session", "create", "--harness", "claude", "--request-id", "r", "-o", "text", "--", "go"); code != exitOK ||
 		!strings.HasPrefix(stdout, "fix  busy  claude  execution #1  (on a warm spare)\n") {
@@ -367,7 +368,7 @@ func TestWarmText(t *testing.T) {
 func TestDaemonStatusText(t *testing.T) {
 	var b strings.Builder
 	st := rpc.DaemonStatus{Version: "0.1.0-dev", Commit: "0123456789ab", PID: 42, Socket: "/run/d.sock", Home: "/h", UptimeMS: 3_723_400, Connections: 1, Sessions: 2}
-	if err := writeDaemonStatusText(&b, st); err != nil {
+	if err := render.DaemonStatus(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	want := "running  dlgt 0.1.0-dev (commit 0123456789ab), pid 42, up 1h2m3s\nholds    2 Sessions, 1 connection open\nsocket   /run/d.sock\nhome     /h\n"
@@ -377,7 +378,7 @@ func TestDaemonStatusText(t *testing.T) {
 	// With warm spares: what they are, and what creates found of them.
 	b.Reset()
 	st.SparesReady, st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = 1, 3, 1, 2
-	if err := writeDaemonStatusText(&b, st); err != nil {
+	if err := render.DaemonStatus(&b, st); err != nil {
 		t.Fatal(err)
 	}
 	want += "warm     1 ready, 0 starting (dlgt session warm)\n" +

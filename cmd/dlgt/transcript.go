@@ -37,15 +37,14 @@ carries only transcript bytes: a failure is printed as the
 				return fail(usageError("--after and --limit must not be negative"))
 			}
 			limited := cmd.Flags().Changed("limit")
-			c, err := e.connect(cmd.Context())
+			c, err := e.client()
 			if err != nil {
 				return fail(err)
 			}
-			defer c.Close()
 			for {
-				var page rpc.RawPage
 				p := rpc.TranscriptReadRawParams{Session: args[0], After: after, LimitBytes: limit}
-				if err := c.Call(cmd.Context(), rpc.MethodTranscriptReadRaw, p, &page); err != nil {
+				page, err := c.TranscriptReadRaw(cmd.Context(), p)
+				if err != nil {
 					return fail(err)
 				}
 				data, err := base64.StdEncoding.DecodeString(page.DataBase64)

@@ -67,8 +67,11 @@ type Options struct {
 	Host string
 	// Client is that client (nil only when Host does not parse).
 	Client *client.Client
-	// Extra are the front-end's own checks (the agent guides), reported
-	// after the harnesses'.
+	// SkillGuide, when set, is the agent guide whose installed copies are
+	// checked for each harness that loads user skills (a stale or missing
+	// one is a warning), after the harnesses' checks.
+	SkillGuide []byte
+	// Extra are the front-end's own checks, reported after those.
 	Extra []Check
 }
 
@@ -83,6 +86,9 @@ func Run(ctx context.Context, o Options) []Check {
 		if c, ok := checkSignIn(d, env, o.Getenv, wd); ok {
 			checks = append(checks, c)
 		}
+	}
+	if o.SkillGuide != nil {
+		checks = append(checks, skillChecks(o.Harnesses, o.Getenv, env, o.SkillGuide)...)
 	}
 	checks = append(checks, o.Extra...)
 	checks = append(checks, hookCheck(o.Getenv))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,42 +12,14 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
-	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/internal/follow"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/rpc"
-	"github.com/dlgt-dev/dlgt/statedir"
 )
 
-// The test binary doubles as the fake Claude Code and the hook forwarder,
-// selected by DLGT_TEST_ROLE.
-func TestMain(m *testing.M) {
-	switch os.Getenv("DLGT_TEST_ROLE") {
-	case "claude":
-		os.Exit(fakeclaude.Main(os.Args[1:]))
-	case "hook":
-		var socket, launch, event string
-		args := os.Args[1:]
-		for i := 0; i < len(args); i++ {
-			switch args[i] {
-			case "--socket":
-				i++
-				socket = args[i]
-			case "--launch":
-				i++
-				launch = args[i]
-			default:
-				event = args[i]
-			}
-		}
-		if err := harness.ForwardHook(context.Background(), socket, launch, event, os.Stdin); err != nil {
-			fmt.Fprintln(os.Stderr, "hook:", err)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
-}
+// The test binary doubles as the fake Claude Code and the hook forwarder
+// (testkit.Main).
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // syncBuf is a goroutine-safe buffer.
 type syncBuf struct {
@@ -75,55 +45,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-	}
-}
-
-// startDaemon runs an in-process daemon on home, this test binary as the
-// hook forwarder, until the test ends.
-func startDaemon(t *testing.T, home string) {
-	t.Helper()
-	p, err := statedir.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, statedir.Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	ctx, cancel := context.WithCancel(context.Background())
-	done, ready := make(chan error, 1), make(chan struct{})
-	go func() {
-		done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) },
-			Options: daemon.Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("daemon: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("the daemon did not start")
-	}
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the daemon did not stop")
-		}
-	})
-}
-
-// fakeClaudeEnv is a launch environment whose claude is this binary in
-// its fake Claude Code role.
-func fakeClaudeEnv(t *testing.T, dir string) map[string]string {
-	exe, _ := os.Executable()
-	bin := filepath.Join(dir, "claude")
-	if err := os.WriteFile(bin, []byte(fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	userHome := filepath.Join(dir, "user")
-	os.MkdirAll(userHome, 0o700)
-	return map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-		"GORACE": "atexit_sleep_ms=0",
 	}
 }
 
@@ -177,13 +98,13 @@ func TestNotifyBlockedAcrossRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	home := filepath.Join(dir, "h")
-	startDaemon(t, home)
+	testkit.StartDaemon(t, home)
 	c, err := client.New(client.Options{Home: home, Getenv: func(string) string { return "" }, NoAutostart: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	launchEnv := fakeClaudeEnv(t, dir)
+	launchEnv := testkit.FakeClaudeEnv(dir)
 	ctx := context.Background()
 	no := false
 	create := func(alias, cmd string) rpc.Receipt {
@@ -292,12 +213,12 @@ func TestNotifyWaitsForDaemon(t *testing.T) {
 	if _, ok, _ := follow.ReadState(state); ok {
 		t.Fatal("a state stored with no daemon")
 	}
-	startDaemon(t, home)
+	testkit.StartDaemon(t, home)
 	waitFor(t, "the subscription", func() bool { _, ok, _ := follow.ReadState(state); return ok })
 	no := false
 	r, err := c.SessionCreate(context.Background(), rpc.SessionCreateParams{
 		Title: "late", Alias: "late", Harness: "claude", Cwd: t.TempDir(), Prompt: "[[tool echo late]] run it",
-		RequestID: "notify-late", Environment: fakeClaudeEnv(t, dir), AutoApprove: &no, HarnessOptions: []string{"permission-mode=default"},
+		RequestID: "notify-late", Environment: testkit.FakeClaudeEnv(dir), AutoApprove: &no, HarnessOptions: []string{"permission-mode=default"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,14 +10,14 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/dlgt-dev/dlgt/mcp"
+	"github.com/dlgt-dev/dlgt/harness"
 )
 
 // codexMCPTable is the server's table in config.toml: the keys mcp config
 // passes with -c.
 func codexMCPTable(s ServerSpec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[mcp_servers.%s]\n", mcp.ServerName)
+	fmt.Fprintf(&b, "[mcp_servers.%s]\n", harness.MCPServerName)
 	for _, kv := range codexMCPFields(s) {
 		fmt.Fprintf(&b, "%s = %s\n", kv[0], kv[1])
 	}
@@ -37,9 +37,9 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 	if _, err := toml.Decode(table, &want); err != nil {
 		return nil, fmt.Errorf("internal error: the entry does not parse: %v", err)
 	}
-	entry := want["mcp_servers"].(map[string]any)[mcp.ServerName]
+	entry := want["mcp_servers"].(map[string]any)[harness.MCPServerName]
 	servers, _ := before["mcp_servers"].(map[string]any)
-	if cur, ok := servers[mcp.ServerName]; ok && reflect.DeepEqual(cur, entry) {
+	if cur, ok := servers[harness.MCPServerName]; ok && reflect.DeepEqual(cur, entry) {
 		return old, nil
 	}
 	sections, err := tomlSections(old)
@@ -49,11 +49,11 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 	var out bytes.Buffer
 	pos, placed := 0, false
 	for _, sec := range sections {
-		if len(sec.key) < 2 || sec.key[0] != "mcp_servers" || sec.key[1] != mcp.ServerName {
+		if len(sec.key) < 2 || sec.key[0] != "mcp_servers" || sec.key[1] != harness.MCPServerName {
 			continue
 		}
 		if sec.array {
-			return nil, fmt.Errorf("mcp_servers.%s is an array of tables ([[...]]); remove it, then run install again", mcp.ServerName)
+			return nil, fmt.Errorf("mcp_servers.%s is an array of tables ([[...]]); remove it, then run install again", harness.MCPServerName)
 		}
 		if gap := old[pos:sec.start]; !placed || len(bytes.TrimSpace(gap)) > 0 {
 			out.Write(gap) // blank lines between two of its tables go with them
@@ -69,8 +69,8 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 	if _, ok := before["mcp_servers"]; ok && !slices.ContainsFunc(sections, func(s tomlSection) bool { return s.key[0] == "mcp_servers" }) {
 		return nil, fmt.Errorf("mcp_servers is not written as [mcp_servers...] tables (an inline table or dotted keys); add the entry by hand, or rewrite it as tables and run install again")
 	}
-	if _, ok := servers[mcp.ServerName]; ok && !placed {
-		return nil, fmt.Errorf("mcp_servers.%s is not written as a [mcp_servers.%s] table (an inline table or dotted keys); remove it, then run install again", mcp.ServerName, mcp.ServerName)
+	if _, ok := servers[harness.MCPServerName]; ok && !placed {
+		return nil, fmt.Errorf("mcp_servers.%s is not written as a [mcp_servers.%s] table (an inline table or dotted keys); remove it, then run install again", harness.MCPServerName, harness.MCPServerName)
 	}
 	out.Write(old[pos:])
 	if !placed {
@@ -94,9 +94,9 @@ func codexConfigWithServer(old []byte, table string) ([]byte, error) {
 		servers = map[string]any{}
 		before["mcp_servers"] = servers
 	}
-	servers[mcp.ServerName] = entry
+	servers[harness.MCPServerName] = entry
 	if !reflect.DeepEqual(after, before) {
-		return nil, fmt.Errorf("internal error: the edit would change more than mcp_servers.%s", mcp.ServerName)
+		return nil, fmt.Errorf("internal error: the edit would change more than mcp_servers.%s", harness.MCPServerName)
 	}
 	return out.Bytes(), nil
 }

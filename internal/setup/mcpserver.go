@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/mcp"
 )
 
 // ForwardEnv names the variables a Codex leader forwards to the MCP
@@ -57,11 +56,11 @@ func claudeMCPServer(s ServerSpec) claudeServer {
 // ClaudeArgs is --mcp-config with the server, --strict-mcp-config is left
 // to the user (it would drop their other servers).
 func ClaudeArgs(s ServerSpec) []string {
-	cfg := map[string]any{"mcpServers": map[string]any{mcp.ServerName: claudeMCPServer(s)}}
+	cfg := map[string]any{"mcpServers": map[string]any{harness.MCPServerName: claudeMCPServer(s)}}
 	b, _ := json.Marshal(cfg)
 	out := []string{"--mcp-config", string(b)}
 	if s.Approve {
-		out = append(out, "--allowedTools", "mcp__"+mcp.ServerName)
+		out = append(out, "--allowedTools", "mcp__"+harness.MCPServerName)
 	}
 	return out
 }
@@ -96,9 +95,9 @@ func CodexArgs(s ServerSpec) []string {
 	for i, kv := range fields[:3] {
 		inline[i] = kv[0] + "=" + kv[1]
 	}
-	out := []string{"-c", "mcp_servers." + mcp.ServerName + "={" + strings.Join(inline, ", ") + "}"}
+	out := []string{"-c", "mcp_servers." + harness.MCPServerName + "={" + strings.Join(inline, ", ") + "}"}
 	for _, kv := range fields[3:] {
-		out = append(out, "-c", "mcp_servers."+mcp.ServerName+"."+kv[0]+"="+kv[1])
+		out = append(out, "-c", "mcp_servers."+harness.MCPServerName+"."+kv[0]+"="+kv[1])
 	}
 	return out
 }
@@ -144,7 +143,7 @@ func InstallGemini(d harness.Descriptor, s ServerSpec, configDir func(harness.Co
 	}
 	entry := geminiServer{Command: s.Exe, Args: s.ServerArgs, Trust: s.Approve}
 	f, err := EditFile(filepath.Join(dir, "settings.json"), func(old []byte) ([]byte, error) {
-		return jsonWithMember(old, []string{"mcpServers", mcp.ServerName}, entry)
+		return jsonWithMember(old, []string{"mcpServers", harness.MCPServerName}, entry)
 	})
 	if err != nil {
 		return nil, err
@@ -167,14 +166,14 @@ func InstallClaude(d harness.Descriptor, s ServerSpec, configDir func(harness.Co
 	}
 	entry := claudeMCPServer(s)
 	f, err := EditFile(filepath.Join(stateDir, ".claude.json"), func(old []byte) ([]byte, error) {
-		return jsonWithMember(old, []string{"mcpServers", mcp.ServerName}, entry)
+		return jsonWithMember(old, []string{"mcpServers", harness.MCPServerName}, entry)
 	})
 	if err != nil {
 		return nil, err
 	}
 	files := []File{f}
 	if s.Approve {
-		rule := "mcp__" + mcp.ServerName
+		rule := "mcp__" + harness.MCPServerName
 		f, err := EditFile(filepath.Join(settingsDir, "settings.json"), func(old []byte) ([]byte, error) {
 			return jsonWithAllowRule(old, rule)
 		})

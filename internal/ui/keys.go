@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -70,9 +71,14 @@ type newForm struct {
 
 var formLabels = [3]string{"harness", "cwd", "prompt"}
 
-func makeForm(cwd string) newForm {
+// makeForm is the form of a new delegation: the harness field holds the
+// first harness the client knows (the registry's order), the directory
+// field cwd.
+func makeForm(harnesses []harness.Descriptor, cwd string) newForm {
 	var f newForm
-	f.fields[0].r = []rune("claude")
+	if len(harnesses) > 0 {
+		f.fields[0].r = []rune(harnesses[0].Name)
+	}
 	f.fields[1].r = []rune(cwd)
 	return f
 }

@@ -159,7 +159,11 @@ func newModel(ctx context.Context, o Options) *model {
 	}
 	m := &model{ctx: ctx, c: o.Client, exe: o.Exe, exeArgs: o.ExeArgs, noColor: o.NoColor,
 		events: make(chan tea.Msg, eventQueue), rows: map[string]*row{}, width: 80, height: 24}
-	m.form = makeForm(cwd)
+	if o.Client != nil {
+		m.form = makeForm(o.Client.Harnesses(), cwd)
+	} else {
+		m.form = makeForm(nil, cwd)
+	}
 	return m
 }
 

@@ -12,6 +12,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -305,5 +307,20 @@ func TestAttachStderr(t *testing.T) {
 	}
 	if got := failureMessage("exit status 1\n"); got != "" {
 		t.Fatalf("failure message of no JSON line: %q", got)
+	}
+}
+
+// The new-delegation form offers the first harness the client knows, in
+// the registry's order: the UI names none itself.
+func TestFormHarnessFromClient(t *testing.T) {
+	ds := []harness.Descriptor{{Name: "second-first", DisplayName: "S"}, {Name: "other", DisplayName: "O"}}
+	c, err := client.New(client.Options{Harnesses: ds, Getenv: func(string) string { return "" }, NoAutostart: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := newModel(context.Background(), Options{Client: c, Cwd: "/tmp"})
+	if got := string(m.form.fields[0].r); got != "second-first" {
+		t.Errorf("the form's harness is %q, want the client's first, second-first", got)
 	}
 }

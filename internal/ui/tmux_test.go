@@ -3,8 +3,6 @@ package ui_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,41 +15,18 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/client"
-	"github.com/dlgt-dev/dlgt/daemon"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
 	"github.com/dlgt-dev/dlgt/rpc"
-	"github.com/dlgt-dev/dlgt/statedir"
 )
 
-// The test binary doubles as the fake Claude Code and the hook forwarder,
-// selected by DLGT_TEST_ROLE.
+// The test binary doubles as the fake Claude Code and the hook forwarder
+// (testkit.Main); the dlgt binary built for the tests goes afterwards.
 func TestMain(m *testing.M) {
-	switch os.Getenv("DLGT_TEST_ROLE") {
-	case "claude":
-		os.Exit(fakeclaude.Main(os.Args[1:]))
-	case "hook":
-		var socket, launch, event string
-		args := os.Args[1:]
-		for i := 0; i < len(args); i++ {
-			switch args[i] {
-			case "--socket":
-				i++
-				socket = args[i]
-			case "--launch":
-				i++
-				launch = args[i]
-			default:
-				event = args[i]
-			}
+	testkit.Main(m, func() {
+		if buildDir != "" {
+			os.RemoveAll(buildDir)
 		}
-		os.Exit(hookfwd.Main([]string{"--socket", socket, "--launch", launch, event}, os.Stdin, os.Stdout, os.Stderr))
-	}
-	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-	os.Exit(code)
+	})
 }
 
 var (
@@ -85,75 +60,13 @@ func dlgtBinary(t *testing.T) string {
 }
 
 // shortDir is a temporary directory with a short path (socket paths).
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "dlui")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
+func shortDir(t *testing.T) string { return testkit.ShortDir(t) }
 
-// testDaemon is an in-process daemon on a state directory.
-type testDaemon struct {
-	cancel context.CancelFunc
-	done   chan error
-}
-
-func startDaemon(t *testing.T, home string) *testDaemon {
-	t.Helper()
-	p, err := statedir.ResolvePaths(func(k string) string { return map[string]string{"DLGT_HOME": home}[k] }, statedir.Version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	exe, _ := os.Executable()
-	ctx, cancel := context.WithCancel(context.Background())
-	d := &testDaemon{cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan struct{})
-	go func() {
-		d.done <- daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func() { close(ready) },
-			Options: daemon.Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
-	}()
-	select {
-	case <-ready:
-	case err := <-d.done:
-		t.Fatalf("daemon: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("the daemon did not start")
-	}
-	t.Cleanup(d.stop)
-	return d
-}
-
-func (d *testDaemon) stop() {
-	if d.cancel == nil {
-		return
-	}
-	d.cancel()
-	d.cancel = nil
-	select {
-	case <-d.done:
-	case <-time.After(60 * time.Second):
-	}
-}
+func startDaemon(t *testing.T, home string) *testkit.Daemon { return testkit.StartDaemon(t, home) }
 
 // fakeClaudeEnv is a launch environment whose claude is this binary in
 // its fake Claude Code role.
-func fakeClaudeEnv(t *testing.T, dir string) map[string]string {
-	exe, _ := os.Executable()
-	bin := filepath.Join(dir, "claude")
-	if err := os.WriteFile(bin, []byte(fmt.Sprintf("#!/bin/sh\nDLGT_TEST_ROLE=claude exec %q \"$@\"\n", exe)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	userHome := filepath.Join(dir, "user")
-	os.MkdirAll(userHome, 0o700)
-	return map[string]string{
-		"PATH": os.Getenv("PATH"), "HOME": userHome, "DLGT_CLAUDE_BIN": bin,
-		"FAKECLAUDE_STARTUP_MS": "20", "FAKECLAUDE_IDLE_MS": "300", "FAKECLAUDE_PERMISSION_NOTIFY_MS": "100",
-		"GORACE": "atexit_sleep_ms=0",
-	}
-}
+func fakeClaudeEnv(t *testing.T, dir string) map[string]string { return testkit.FakeClaudeEnv(dir) }
 
 // waitBound bounds every wait for the UI or the daemon: generous, as the
 // machine may be loaded; nothing is asserted about how fast it is.
@@ -582,7 +495,7 @@ func TestUIThroughTmux(t *testing.T) {
 	}
 
 	// The daemon going away and coming back: the UI says so and goes on.
-	d.stop()
+	d.Stop()
 	tm.waitText("reconnecting…")
 	startDaemon(t, home)
 	tm.waitScreen("connected again", func(s string) bool {

@@ -1,6 +1,6 @@
 // Command stamp is the bench's hook forwarder: the harness (benchclaude)
 // runs it in place of dlgt-hook for the hooks the benchmark times. It is
-// dlgt-hook's code (internal/hookfwd) with one addition: it appends
+// dlgt-hook's code (hookfwd) with one addition: it appends
 // "EVENT-sent UNIX_NANO" (EVENT being the last argument) to the file
 // named by DLGT_BENCH_STAMPS once it has read the hook's input, right
 // before the forwarder connects and writes its one line. The harness
@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/hookfwd"
+	"github.com/dlgt-dev/dlgt/hookfwd"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 // geminiBody builds a request shaped like Gemini CLI 0.61.0's: the first

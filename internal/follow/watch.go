@@ -1,42 +1,50 @@
-package main
+package follow
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/spf13/cobra"
-
+	"github.com/dlgt-dev/dlgt/client"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// watchMaxReads bounds the session.read calls one refresh of --watch makes
+// watchMaxReads bounds the session.read calls one refresh of Watch makes
 // for the LAST RESULT column; Sessions past it show "…".
 const watchMaxReads = 64
 
 // watchTick refreshes the relative times even when no event arrives.
 const watchTick = 5 * time.Second
 
-// watchSessions is `session list --watch`: a live table of the Sessions,
-// redrawn on every event of event.subscribe (and every few seconds for the
-// "ago" columns) until interrupted. On a terminal it draws on the
-// alternate screen with the cursor hidden and restores both on exit;
-// otherwise each refresh prints the table again after a blank line.
-func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
-	ctx := cmd.Context()
-	out := cmd.OutOrStdout()
-	c, err := e.connect(ctx)
+// WatchOptions configure Watch.
+type WatchOptions struct {
+	// All lists terminal Sessions too.
+	All bool
+	// TTY draws on the alternate screen with the cursor hidden (restored
+	// on return); otherwise each refresh prints the table again after a
+	// blank line.
+	TTY bool
+	// Width is how many columns the table may take, asked before every
+	// frame (a resized terminal fits at the next).
+	Width func() int
+}
+
+// Watch is `dlgt session list --watch`: a live table of the Sessions on
+// out, redrawn on every event of event.subscribe (and every few seconds
+// for the "ago" columns) until ctx ends, which returns nil. A failure to
+// subscribe, to list, or a lost subscription is returned.
+func Watch(ctx context.Context, c *client.Client, out io.Writer, opts WatchOptions) error {
+	rc, err := c.Dial(ctx, "")
 	if err != nil {
-		return printFailure(cmd, err)
+		return err
 	}
-	defer c.Close()
-	_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, rpc.EventReadParams{})
+	defer rc.Close()
+	_, next, err := rc.Subscribe(ctx, rpc.EventSubscribe.Name, rpc.EventReadParams{})
 	if err != nil {
-		return printFailure(cmd, err)
+		return err
 	}
 	// One pending wake-up at most: events that arrive during a redraw
 	// coalesce into the next one.
@@ -54,29 +62,28 @@ func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
 			}
 		}
 	}()
-	tty := e.terminal(out)
-	if tty {
+	if opts.TTY {
 		io.WriteString(out, "\x1b[?1049h\x1b[?25l")
 		defer io.WriteString(out, "\x1b[?25h\x1b[?1049l")
 	}
 	tick := time.NewTicker(watchTick)
 	defer tick.Stop()
 	for n := 0; ; n++ {
-		frame, err := e.watchFrame(ctx, all, e.tableWidth(out))
+		frame, err := watchFrame(ctx, c, opts.All, opts.Width())
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return printFailure(cmd, err)
+			return err
 		}
 		switch {
-		case tty:
+		case opts.TTY:
 			io.WriteString(out, "\x1b[H\x1b[2J")
 		case n > 0:
 			io.WriteString(out, "\n")
 		}
 		if _, err := out.Write(frame); err != nil {
-			return err
+			return &HandleError{Err: err}
 		}
 		select {
 		case <-changed:
@@ -85,23 +92,18 @@ func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return printFailure(cmd, err)
+			return err
 		case <-ctx.Done():
 			return nil
 		}
 	}
 }
 
-// watchFrame renders one refresh of the table, width columns wide at most
-// (taken again for every frame, so a resized terminal fits at the next).
-func (e *env) watchFrame(ctx context.Context, all bool, width int) ([]byte, error) {
-	raw, err := e.call(ctx, rpc.MethodSessionList, rpc.SessionListParams{All: all})
+// watchFrame renders one refresh of the table, width columns wide at most.
+func watchFrame(ctx context.Context, c *client.Client, all bool, width int) ([]byte, error) {
+	list, err := c.SessionList(ctx, rpc.SessionListParams{All: all})
 	if err != nil {
 		return nil, err
-	}
-	var list rpc.SessionListResult
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, rpc.Errorf(rpc.CodeInternal, "unexpected session.list result: %v", err)
 	}
 	last := map[string]string{}
 	for i, s := range list.Sessions {
@@ -109,15 +111,12 @@ func (e *env) watchFrame(ctx context.Context, all bool, width int) ([]byte, erro
 			last[s.ID] = "…"
 			continue
 		}
-		raw, err := e.call(ctx, rpc.MethodSessionRead, rpc.SessionReadParams{Session: s.ID})
+		rd, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: s.ID})
 		if err != nil {
 			last[s.ID] = "?"
 			continue
 		}
-		var rd rpc.SessionReadResult
-		if json.Unmarshal(raw, &rd) == nil {
-			last[s.ID] = render.ResultSummary(rd.Result)
-		}
+		last[s.ID] = render.ResultSummary(rd.Result)
 	}
 	now := time.Now()
 	var buf bytes.Buffer

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 // roleEnv selects what the test binary does when a CLI starts it: with

@@ -2,7 +2,7 @@
 // layer: the fake Claude Code TUI (fakeclaude), the loopback mock model
 // servers (mockapi, with its mockserver command and the capture tool).
 //
-// It owns nothing the product runs. No package outside internal/harnesstest
+// It owns nothing the product runs. No package outside harnesstest
 // may import it or its subpackages except from _test.go files, and the dlgt
 // binary (./cmd/dlgt) must not depend on it; TestProductDoesNotImport
 // enforces both.

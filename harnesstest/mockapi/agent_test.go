@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 var echoID = regexp.MustCompile(`ID:([0-9a-f]+)`)

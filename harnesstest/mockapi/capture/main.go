@@ -11,8 +11,8 @@
 // Regenerate the checked-in captures from the module root with:
 //
 //	.ci/install-harnesses
-//	go run ./internal/harnesstest/mockapi/capture -harness claude
-//	go run ./internal/harnesstest/mockapi/capture -harness codex
+//	go run ./harnesstest/mockapi/capture -harness claude
+//	go run ./harnesstest/mockapi/capture -harness codex
 package main
 
 import (
@@ -34,7 +34,7 @@ import (
 	"github.com/creack/pty"
 	"github.com/hinshun/vt10x"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 // The conversation typed into each TUI. The first reply mixes wide (CJK)

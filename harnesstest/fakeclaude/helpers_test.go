@@ -18,7 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
 )
 
 // execEnv makes the test binary run as the fake instead of the tests.
@@ -61,7 +61,13 @@ func newWorld(t *testing.T) *world {
 		}
 	}
 	script := filepath.Join(dir, "hook.sh")
-	body := "#!/bin/sh\n# $1: log file, $2: event name; the payload is on stdin.\n{ printf '%s\\t' \"$2\"; cat; printf '\\n'; } >> \"$1\"\n"
+	// The line is made in a file of its own and appended with one
+	// write under an exclusive lock of the log: hooks that run at once
+	// (PermissionRequest and the Notification of its dialog) never cut
+	// into each other's lines, which events() would skip.
+	body := "#!/bin/sh\n# $1: log file, $2: event name; the payload is on stdin.\n" +
+		"t=$(mktemp) || exit 1\n{ printf '%s\\t' \"$2\"; cat; printf '\\n'; } > \"$t\"\n" +
+		"flock \"$1.lock\" cat \"$t\" >> \"$1\"\nrm -f \"$t\"\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}

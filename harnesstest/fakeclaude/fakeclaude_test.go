@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harness"
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 const sessionID = "11111111-2222-4333-8444-555555555555"
@@ -166,6 +166,12 @@ func TestPermission(t *testing.T) {
 	p.waitOutput(dialog)
 	p.write("1")
 	evs := w.waitCount("Stop", 1)
+	// The PermissionRequest hook and the dialog's Notification run at
+	// once, as in the real CLI: their lines land in the log in either
+	// order.
+	if len(evs) > 4 && evs[3].name == "Notification" && evs[4].name == "PermissionRequest" {
+		evs[3], evs[4] = evs[4], evs[3]
+	}
 	expectNames(t, evs, "SessionStart", "UserPromptSubmit", "PreToolUse", "PermissionRequest", "Notification", "PostToolUse", "Stop")
 	pre, req, post := evs[2], evs[3], evs[5]
 	for _, e := range []event{pre, req, post} {

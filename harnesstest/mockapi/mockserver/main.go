@@ -4,7 +4,7 @@
 // Gemini CLI (-kind gemini). It prints the environment a client needs and
 // serves until interrupted.
 //
-//	go run ./internal/harnesstest/mockapi/mockserver -home /tmp/demo-home
+//	go run ./harnesstest/mockapi/mockserver -home /tmp/demo-home
 //
 // With -home it also seeds that directory as the client's HOME: for Claude
 // Code its .claude.json (onboarding done, the mock key approved), so the TUI
@@ -27,7 +27,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 const mockKey = "sk-ant-mock-key-0123456789abcdef"

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const prefix = "github.com/dlgt-dev/dlgt/internal/harnesstest"
+const prefix = "github.com/dlgt-dev/dlgt/harnesstest"
 
 func isDouble(pkg string) bool {
 	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")

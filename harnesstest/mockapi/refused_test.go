@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 )
 
 // After a tool call each CLI refused (the results as the pinned CLIs send

@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/internal/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
 )
 
 func main() {
