@@ -58,6 +58,8 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 				out = setup.ClaudeArgs(spec)
 			case harness.MCPCodexTOML:
 				out = setup.CodexArgs(spec)
+			case harness.MCPCopilotJSON:
+				out = setup.CopilotArgs(spec)
 			}
 			for _, a := range out {
 				fmt.Fprintln(cmd.OutOrStdout(), a)

@@ -57,6 +57,9 @@ func mcpInstallTarget(d harness.Descriptor) string {
 	case harness.MCPGeminiJSON:
 		return d.Config.Describe() + `/settings.json, "mcpServers"."dlgt"
           (with --approve "trust": true: no confirmation for its tools)`
+	case harness.MCPCopilotJSON:
+		return d.Config.Describe() + `/mcp-config.json, "mcpServers"."dlgt"
+          (--approve adds nothing: allow its tools in Copilot itself)`
 	}
 	return ""
 }
@@ -96,6 +99,8 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 				files, err = setup.InstallCodex(d, spec, e.configDir)
 			case harness.MCPGeminiJSON:
 				files, err = setup.InstallGemini(d, spec, e.configDir)
+			case harness.MCPCopilotJSON:
+				files, err = setup.InstallCopilot(d, spec, e.configDir)
 			}
 			if err != nil {
 				return printFailure(cmd, err)
