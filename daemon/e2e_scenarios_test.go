@@ -33,10 +33,10 @@ import (
 //	go test -race -count=1 -run 'TestE2EScenarios/codex/DaemonKill9' ./daemon/
 
 // e2eHarnesses is the table's rows: Claude Code (e2e_claude_test.go),
-// Codex (e2e_codex_test.go), Gemini CLI (e2e_gemini_test.go) and the fake
-// Claude (e2e_claude_test.go).
+// Codex (e2e_codex_test.go), Gemini CLI (e2e_gemini_test.go), GitHub
+// Copilot CLI (e2e_copilot_test.go) and the fake Claude (e2e_claude_test.go).
 var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eGeminiCLI, &e2eCopilotCLI, &e2eFakeClaude,
-	warmRow(e2eClaudeCLI), warmRow(e2eCodexCLI)}
+	warmRow(e2eClaudeCLI), warmRow(e2eCodexCLI), warmRow(e2eCopilotCLI)}
 
 // warmRow is a's row run warm: its conversation's Session is made by a
 // create that claims a warm spare (session.warm), and every step after
