@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -287,5 +288,19 @@ func TestCopilotAnswerKeys(t *testing.T) {
 	}
 	if _, err := (Copilot{}).AnswerKeys(rpc.DecisionDeny, "why"); err == nil {
 		t.Fatal("a deny message was taken")
+	}
+}
+
+// Copilot's --version ends its sentence with a period ("GitHub Copilot CLI
+// 1.0.102."): the release number is read without it, so doctor and
+// harness.list compare it with the tested version as it is.
+func TestProbeVersionCopilot(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "copilot")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'GitHub Copilot CLI 1.0.102.'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, err := ProbeVersion(context.Background(), bin, nil)
+	if err != nil || v != CopilotTestedVersion {
+		t.Fatalf("version %q %v, want %q", v, err, CopilotTestedVersion)
 	}
 }
