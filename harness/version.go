@@ -26,7 +26,9 @@ func ProbeVersion(ctx context.Context, bin string, env []string) (string, error)
 	if err != nil {
 		return "", fmt.Errorf("%s --version failed: %v: %s", bin, err, text)
 	}
-	v := versionRE.FindString(string(out))
+	// A sentence's period is not part of the number ("GitHub Copilot CLI
+	// 1.0.102.").
+	v := strings.TrimRight(versionRE.FindString(string(out)), ".")
 	if v == "" {
 		return "", fmt.Errorf("%s --version printed no version: %q", bin, text)
 	}
