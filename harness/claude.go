@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -39,7 +40,7 @@ var claudeManaged = map[string]bool{
 	"dangerously-skip-permissions": true,
 }
 
-var optionKey = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+var optionKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`) })
 
 // Claude Code's name, and the variable and executable Binary looks for.
 const (
@@ -166,7 +167,7 @@ func (Claude) ValidateOptions(opts []string) error {
 		if !ok {
 			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
 		}
-		if !optionKey.MatchString(key) {
+		if !optionKey().MatchString(key) {
 			return rpc.InvalidField(field, "%q is not an option name", key)
 		}
 		if claudeManaged[key] {
