@@ -3,11 +3,13 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -34,7 +36,10 @@ import (
 //	DLGT_HEADLESS_ROUNDS=5 DLGT_HEADLESS_HARNESSES=claude,codex,gemini \
 //	    go test -count=1 -run TestHeadlessVsDelegation -v ./daemon/
 //
-// DLGT_HEADLESS_LOG=DIR keeps each harness's daemon debug log there.
+// DLGT_HEADLESS_LOG=DIR keeps each daemon's debug log there.
+// DLGT_HEADLESS_BASE=COMMIT adds dlgt built from COMMIT as two more
+// contenders of every round (cold@base, warm@base), against a daemon of
+// its own: a change's before and after in one interleaved run.
 
 const (
 	hlAnswer = "HEADLESS-ANSWER-5b2e"
@@ -45,10 +50,48 @@ const (
 )
 
 // hlRun is one timed command: to the answer on its stdout and to the
-// counterpart's first model request.
+// counterpart's first model request, and its steps (hlSteps).
 type hlRun struct {
 	answer, firstRequest time.Duration
+	steps                []time.Duration
 }
+
+// hlSteps names where a run's time goes, by its clocks: the command's
+// start and its stdout, the daemon's events as a subscriber sees them
+// (session.ready: the counterpart's SessionStart, or a spare's claim;
+// session.idle: its Stop hook) and the mock's. A peer has no events: its
+// first step runs to the model request, its third from the model's
+// answer.
+var hlSteps = []string{
+	"command start → session.ready (cold: to SessionStart; warm: the claim, Codex's SessionStart)",
+	"session.ready → counterpart's model request",
+	"model request → answered (mock)",
+	"model answered → session.idle (Stop hook)",
+	"session.idle → answer on the command's stdout",
+}
+
+// dlgtBinaryAt builds dlgt and dlgt-hook from commit (git archive; the
+// working tree untouched) into a directory of their own.
+func dlgtBinaryAt(t *testing.T, commit string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	os.Mkdir(src, 0o700)
+	cmd := exec.Command("sh", "-c", `cd "$(git rev-parse --show-toplevel)" && git archive "$1" | tar -x -C "$2"`, "sh", commit, src)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git archive %s: %v\n%s", commit, err, out)
+	}
+	for _, pkg := range []string{"dlgt", "dlgt-hook"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg), "./cmd/"+pkg)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s at %s: %v\n%s", pkg, commit, err, out)
+		}
+	}
+	return filepath.Join(dir, "dlgt")
+}
+
+var hlSessionID = regexp.MustCompile(`"id":"((?:claude|codex|gemini):[0-9a-f-]+)"`)
 
 // hlKinds are the contenders, in the order each round runs them.
 var hlKinds = []string{"peer", "cold", "warm"}
@@ -69,17 +112,29 @@ func TestHeadlessVsDelegation(t *testing.T) {
 	fmt.Fprintf(&table, "medians of %d rounds, the caller's clock from starting the command to holding the answer:\n", rounds)
 	table.WriteString("| | headless peer | dlgt cold | dlgt warm | cold / peer | warm / peer |\n|---|---:|---:|---:|---:|---:|\n")
 	var firsts strings.Builder
+	base := os.Getenv("DLGT_HEADLESS_BASE")
+	var baseBin string
+	if base != "" {
+		baseBin = dlgtBinaryAt(t, base)
+	}
 	for _, h := range harnesses {
 		t.Run(h, func(t *testing.T) {
-			b := newHeadlessBench(t, h)
+			benches := map[string]*headlessBench{"": newHeadlessBench(t, h, dlgtBinary(t))}
+			kinds := append([]string(nil), hlKinds...)
+			if base != "" {
+				benches["base"] = newHeadlessBench(t, h, baseBin)
+				kinds = append(kinds, "cold@base", "warm@base")
+			}
+			b := benches[""]
 			// One untimed peer run first: the CLI's files come into the
 			// page cache before any contender is timed.
 			b.run(t, "peer", -1)
 			runs := map[string][]hlRun{}
 			for i := 0; i < rounds; i++ {
-				for _, kind := range hlKinds {
-					r := b.run(t, kind, i)
-					t.Logf("round %d %s: answer %v, first model request %v", i, kind, r.answer.Round(time.Millisecond), r.firstRequest.Round(time.Millisecond))
+				for _, kind := range kinds {
+					k, side, _ := strings.Cut(kind, "@")
+					r := benches[side].run(t, k, i)
+					t.Logf("round %d %s: answer %v, first model request %v, steps %v", i+1, kind, r.answer.Round(time.Millisecond), r.firstRequest.Round(time.Millisecond), r.steps)
 					runs[kind] = append(runs[kind], r)
 				}
 			}
@@ -94,10 +149,29 @@ func TestHeadlessVsDelegation(t *testing.T) {
 			ans := func(r hlRun) time.Duration { return r.answer }
 			first := func(r hlRun) time.Duration { return r.firstRequest }
 			ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" }
-			peer, cold, warm := med("peer", ans), med("cold", ans), med("warm", ans)
-			fmt.Fprintf(&table, "| %s | %s | %s | %s | %.2f | %.2f |\n", b.version, ms(peer), ms(cold), ms(warm),
-				float64(cold)/float64(peer), float64(warm)/float64(peer))
+			peer := med("peer", ans)
+			for _, side := range []string{"", "@base"} {
+				if _, ok := runs["cold"+side]; !ok {
+					continue
+				}
+				cold, warm := med("cold"+side, ans), med("warm"+side, ans)
+				label := b.version
+				if side != "" {
+					label += " (dlgt at " + base + ")"
+				}
+				fmt.Fprintf(&table, "| %s | %s | %s | %s | %.2f | %.2f |\n", label, ms(peer), ms(cold), ms(warm),
+					float64(cold)/float64(peer), float64(warm)/float64(peer))
+			}
 			fmt.Fprintf(&firsts, "to the first model request, %s: %s / %s / %s\n", b.version, ms(med("peer", first)), ms(med("cold", first)), ms(med("warm", first)))
+			fmt.Fprintf(&firsts, "  steps, medians (%s):\n", strings.Join(kinds, " / "))
+			for j, name := range hlSteps {
+				step := func(r hlRun) time.Duration { return r.steps[j] }
+				var cols []string
+				for _, kind := range kinds {
+					cols = append(cols, fmt.Sprintf("%7s", ms(med(kind, step))))
+				}
+				fmt.Fprintf(&firsts, "    %s  %s\n", strings.Join(cols, " / "), name)
+			}
 		})
 	}
 	t.Logf("\n%s%s", table.String(), firsts.String())
@@ -111,11 +185,64 @@ type headlessBench struct {
 	cp               *mockapi.Server
 	env              []string
 	cwd              string
+
+	mu     sync.Mutex
+	events []hlEvent // the daemon's session events, as they arrived
 }
 
-func newHeadlessBench(t *testing.T, h string) *headlessBench {
+type hlEvent struct {
+	typ, session string
+	at           time.Time
+}
+
+// follow records the daemon's events until the test ends.
+func (b *headlessBench) follow(t *testing.T) {
 	t.Helper()
-	b := &headlessBench{harness: h, dlgt: dlgtBinary(t), cwd: gitRepo(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := rpc.Dial(ctx, b.envValue("DLGT_SOCKET"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zero := uint64(0)
+	_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, rpc.EventReadParams{After: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); c.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			line, err := next()
+			now := time.Now()
+			if err != nil {
+				return
+			}
+			var ev rpc.Event
+			if json.Unmarshal(line, &ev) == nil {
+				b.mu.Lock()
+				b.events = append(b.events, hlEvent{ev.Type, ev.SessionID, now})
+				b.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// eventAt is when session's first event typ arrived (zero: never).
+func (b *headlessBench) eventAt(session, typ string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, ev := range b.events {
+		if ev.session == session && ev.typ == typ {
+			return ev.at
+		}
+	}
+	return time.Time{}
+}
+
+func newHeadlessBench(t *testing.T, h, dlgt string) *headlessBench {
+	t.Helper()
+	b := &headlessBench{harness: h, dlgt: dlgt, cwd: gitRepo(t)}
 	cp, env := counterpartEnv(t, h, mockapi.Script{mockapi.Contains(hlTag, mockapi.Reply{Text: hlAnswer})})
 	if cp == nil {
 		t.Fatalf("unknown harness %q", h)
@@ -151,7 +278,7 @@ func newHeadlessBench(t *testing.T, h string) *headlessBench {
 	// through dlgt-hook beside it.
 	logOut := io.Discard
 	if dir := os.Getenv("DLGT_HEADLESS_LOG"); dir != "" {
-		f, err := os.Create(filepath.Join(dir, h+"-daemon.log"))
+		f, err := os.Create(filepath.Join(dir, h+"-daemon-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,6 +310,7 @@ func newHeadlessBench(t *testing.T, h string) *headlessBench {
 			t.Fatal("the daemon did not answer within 20 s")
 		}
 	}
+	b.follow(t)
 	return b
 }
 
@@ -257,18 +385,35 @@ func (b *headlessBench) run(t *testing.T, kind string, i int) hlRun {
 	}
 	start, answered := b.timeToAnswer(t, argv)
 	r := hlRun{answer: answered.Sub(start)}
-	for _, req := range b.cp.Requests() {
-		if strings.Contains(req.Prompt, prompt) && req.Kind == mockapi.KindPrompt {
-			r.firstRequest = req.Received.Sub(start)
+	var req *mockapi.Request
+	for _, q := range b.cp.Requests() {
+		if strings.Contains(q.Prompt, prompt) && q.Kind == mockapi.KindPrompt {
+			req = &q
 			break
 		}
 	}
-	if r.firstRequest <= 0 {
+	if req == nil {
 		t.Fatalf("%s: the mock model never saw the prompt", kind)
 	}
-	if kind != "peer" {
+	r.firstRequest = req.Received.Sub(start)
+	if kind == "peer" {
+		r.steps = []time.Duration{req.Received.Sub(start), 0, req.Answered.Sub(req.Received), answered.Sub(req.Answered), 0}
+	} else {
+		read := b.dlgtCmd(t, "session", "read", alias)
+		id := hlSessionID.FindStringSubmatch(read)
+		if id == nil {
+			t.Fatalf("no Session id in %s", read)
+		}
+		ready, idle := b.eventAt(id[1], rpc.EventSessionReady), b.eventAt(id[1], rpc.EventSessionIdle)
+		marks := []time.Time{start, ready, req.Received, req.Answered, idle, answered}
+		for j := 1; j < len(marks); j++ {
+			if marks[j].IsZero() || marks[j].Before(marks[j-1]) {
+				t.Fatalf("%s: timeline out of order at step %q: %v", kind, hlSteps[j-1], marks)
+			}
+			r.steps = append(r.steps, marks[j].Sub(marks[j-1]))
+		}
 		if kind == "warm" {
-			if read := b.dlgtCmd(t, "session", "read", alias); !strings.Contains(read, `"warm":true`) {
+			if !strings.Contains(read, `"warm":true`) {
 				t.Fatalf("the warm create took no spare:\n%s", read)
 			}
 			// The spare's replacement would start beside the next
