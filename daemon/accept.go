@@ -322,6 +322,9 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 	if lp, ok := s.h.(harness.LaunchPrompter); ok {
 		return rt.createWithLaunchPrompt(ctx, s, lp, lo, prompt)
 	}
+	if ap, ok := s.h.(harness.ArgPrompter); ok && ap.ArgPrompt(prompt) {
+		return rt.launchWithPrompt(ctx, s, lo, prompt)
+	}
 	g, err := rt.startGeneration(ctx, s, lo)
 	if err != nil {
 		rt.discard(s)

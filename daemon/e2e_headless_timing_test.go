@@ -407,8 +407,14 @@ func (b *headlessBench) run(t *testing.T, kind string, i int) hlRun {
 		ready, idle := b.eventAt(id[1], rpc.EventSessionReady), b.eventAt(id[1], rpc.EventSessionIdle)
 		marks := []time.Time{start, ready, req.Received, req.Answered, idle, answered}
 		for j := 1; j < len(marks); j++ {
-			if marks[j].IsZero() || marks[j].Before(marks[j-1]) {
-				t.Fatalf("%s: timeline out of order at step %q: %v", kind, hlSteps[j-1], marks)
+			if marks[j].IsZero() {
+				t.Fatalf("%s: no mark for step %q: %v", kind, hlSteps[j-1], marks)
+			}
+			// An event can reach this subscriber after the fetch it woke
+			// answered the command (a loaded machine): that step counts
+			// as none.
+			if marks[j].Before(marks[j-1]) {
+				marks[j] = marks[j-1]
 			}
 			r.steps = append(r.steps, marks[j].Sub(marks[j-1]))
 		}

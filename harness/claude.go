@@ -227,6 +227,12 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	for _, o := range spec.Options {
 		argv = append(argv, "--"+o)
 	}
+	if spec.Prompt != "" && !spec.Resume {
+		// The positional [prompt] after "--": no option (a variadic
+		// one from the harness options included) takes it, and a prompt
+		// starting with "-" is not read as one.
+		argv = append(argv, "--", spec.Prompt)
+	}
 	extra := map[string]string{"DISABLE_AUTOUPDATER": "1"}
 	// Inline by default; a client environment that sets the variable
 	// itself (to anything, "0" included) is the user's explicit choice
@@ -440,6 +446,12 @@ const claudePastePlaceholder = "[Pasted text "
 func (Claude) Submit(prompt string) []Keystroke {
 	return pasteSubmit(prompt, claudePastePlaceholder)
 }
+
+// ArgPrompt: Claude Code's interactive TUI takes an initial prompt as
+// its positional argument (`claude [options] [prompt]`), submits it once
+// it has started (after its SessionStart hook), and runs the turn's
+// UserPromptSubmit hook as for a typed prompt.
+func (Claude) ArgPrompt(prompt string) bool { return len(prompt) <= MaxArgPrompt }
 
 // Interrupt is Esc, Claude Code's interrupt key.
 func (Claude) Interrupt() []Keystroke { return []Keystroke{{Data: []byte{0x1b}}} }
