@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harness"
@@ -25,7 +26,7 @@ const (
 	maxEnvEntries  = 4096
 )
 
-var aliasPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+var aliasPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`) })
 
 func validatePrompt(p string) error {
 	switch {
@@ -187,8 +188,8 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		return rpc.Receipt{}, err
 	}
 	alias := normalizeAlias(p.Alias)
-	if p.Alias != "" && !aliasPattern.MatchString(alias) {
-		return rpc.Receipt{}, rpc.InvalidField("alias", "must match %s (an optional leading @ is allowed)", aliasPattern)
+	if p.Alias != "" && !aliasPattern().MatchString(alias) {
+		return rpc.Receipt{}, rpc.InvalidField("alias", "must match %s (an optional leading @ is allowed)", aliasPattern())
 	}
 	rows, cols, err := validateSize(p.Rows, p.Cols)
 	if err != nil {
@@ -320,6 +321,9 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 	}
 	if lp, ok := s.h.(harness.LaunchPrompter); ok {
 		return rt.createWithLaunchPrompt(ctx, s, lp, lo, prompt)
+	}
+	if ap, ok := s.h.(harness.ArgPrompter); ok && ap.ArgPrompt(prompt) {
+		return rt.launchWithPrompt(ctx, s, lo, prompt)
 	}
 	g, err := rt.startGeneration(ctx, s, lo)
 	if err != nil {

@@ -182,36 +182,7 @@ func newAgentRigScript(t *testing.T, counterpart string, script mockapi.Script) 
 	r := &agentRig{dlgt: dlgtBinary(t), cwd: gitRepo(t)}
 	r.mark = "DLGT_E2E_AGENTS_MARK=" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	t.Cleanup(func() { noCodexLeft(t, r.mark, 10*time.Second) })
-	switch counterpart {
-	case "claude":
-		r.cp, r.env = e2eClaudeEnv(t, script)
-	case "gemini":
-		bin := e2eGeminiBin(t)
-		r.cp = mockapi.NewGemini(t, script)
-		// The user's Gemini home, named by GEMINI_CLI_HOME: a leader
-		// passes the variable on even where it sets HOME itself.
-		gemHome := t.TempDir()
-		if err := mockapi.WriteGeminiHome(gemHome); err != nil {
-			t.Fatal(err)
-		}
-		r.env = map[string]string{
-			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "GEMINI_CLI_HOME": gemHome,
-			"DLGT_GEMINI_BIN": bin, "TERM": "xterm-256color",
-		}
-		for _, kv := range mockapi.GeminiEnv(r.cp.URL()) {
-			k, v, _ := strings.Cut(kv, "=")
-			r.env[k] = v
-		}
-	case "codex":
-		bin := e2eCodexBin(t)
-		r.cp = mockapi.NewResponses(t, script)
-		codexHome := t.TempDir()
-		writeCodexConfig(t, codexHome, r.cp.URL())
-		r.env = map[string]string{
-			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "CODEX_HOME": codexHome,
-			"MOCK_API_KEY": "mock-key", "DLGT_CODEX_BIN": bin, "TERM": "xterm-256color",
-		}
-	}
+	r.cp, r.env = counterpartEnv(t, counterpart, script)
 	name, val, _ := strings.Cut(r.mark, "=")
 	r.env[name] = val
 	r.home = r.env["HOME"]
@@ -226,6 +197,44 @@ func newAgentRigScript(t *testing.T, counterpart string, script mockapi.Script) 
 	r.env["DLGT_SOCKET"] = r.td.paths.Socket
 	r.env["PATH"] = filepath.Dir(r.dlgt) + ":" + os.Getenv("PATH")
 	return r
+}
+
+// counterpartEnv starts the mock model of harness (claude, codex or
+// gemini), scripted by script, and returns it with the client environment
+// that runs the real CLI offline against it.
+func counterpartEnv(t *testing.T, harness string, script mockapi.Script) (cp *mockapi.Server, env map[string]string) {
+	t.Helper()
+	switch harness {
+	case "claude":
+		return e2eClaudeEnv(t, script)
+	case "gemini":
+		bin := e2eGeminiBin(t)
+		cp = mockapi.NewGemini(t, script)
+		// The user's Gemini home, named by GEMINI_CLI_HOME: a leader
+		// passes the variable on even where it sets HOME itself.
+		gemHome := t.TempDir()
+		if err := mockapi.WriteGeminiHome(gemHome); err != nil {
+			t.Fatal(err)
+		}
+		env = map[string]string{
+			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "GEMINI_CLI_HOME": gemHome,
+			"DLGT_GEMINI_BIN": bin, "TERM": "xterm-256color",
+		}
+		for _, kv := range mockapi.GeminiEnv(cp.URL()) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	case "codex":
+		bin := e2eCodexBin(t)
+		cp = mockapi.NewResponses(t, script)
+		codexHome := t.TempDir()
+		writeCodexConfig(t, codexHome, cp.URL())
+		env = map[string]string{
+			"PATH": os.Getenv("PATH"), "HOME": t.TempDir(), "CODEX_HOME": codexHome,
+			"MOCK_API_KEY": "mock-key", "DLGT_CODEX_BIN": bin, "TERM": "xterm-256color",
+		}
+	}
+	return cp, env
 }
 
 // mcpArgs is `dlgt mcp config` for harness, run as a user would.

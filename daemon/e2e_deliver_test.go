@@ -37,11 +37,13 @@ func TestE2EDeliveryEvidence(t *testing.T) {
 			if strings.Contains(log, "prompt delivery fell back") {
 				t.Fatalf("a delivery ended on its fallback:\n%s", grepLines(log, "prompt delivery"))
 			}
-			// Two waits per typed prompt; Codex's first prompt goes on its
-			// command line, unless a warm spare's claim types it. A
-			// spare's own readiness waits are not deliveries.
+			// Two waits per typed prompt; a new Session's first prompt
+			// goes on the harness's command line (Codex's always, Claude
+			// Code's and Gemini CLI's up to harness.MaxArgPrompt), unless
+			// a warm spare's claim types it. A spare's own readiness
+			// waits are not deliveries.
 			typed := 3
-			if a.harness == "codex" && !a.warm {
+			if !a.warm {
 				typed = 2
 			}
 			if n := strings.Count(log, "prompt delivery: evidence seen"); n != 2*typed {

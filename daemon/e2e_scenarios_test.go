@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -255,6 +256,7 @@ var e2eSteps = []e2eStep{
 	{"CreateFetch", false, stepCreateFetch},
 	{"FollowUp", false, stepFollowUp},
 	{"LargeMultiLinePrompt", false, stepLargePrompt},
+	{"FirstPromptSizes", true, stepFirstPromptSizes},
 	{"FailedTurn", false, stepFailedTurn},
 	{"CancelStreaming", false, stepCancelStreaming},
 	{"CancelEarly", false, stepCancelEarly},
@@ -370,6 +372,41 @@ func stepLargePrompt(t *testing.T, s *e2eScenario) {
 	if !ok || inner != prompt {
 		t.Fatalf("the model got %d bytes (unwrapped %v), want the %d-byte prompt byte-exact; head %q tail %q",
 			len(got[0]), ok, len(prompt), got[0][:min(len(got[0]), 80)], got[0][max(0, len(got[0])-80):])
+	}
+}
+
+// stepFirstPromptSizes: a new Session's large multi-line first prompt
+// reaches the model byte-exact on both sides of harness.MaxArgPrompt: on
+// the harness's command line at or below it (Claude Code, Gemini CLI;
+// Codex's first prompt always goes there, up to its own limit), typed
+// (pasted) once the harness is ready above it.
+func stepFirstPromptSizes(t *testing.T, s *e2eScenario) {
+	for _, n := range []int{harness.MaxArgPrompt - 2<<10, harness.MaxArgPrompt + 8<<10} {
+		marker := fmt.Sprintf("BIG-PROMPT: a first prompt of %d bytes.", n)
+		prompt := s.a.prompt(strings.Replace(bigPrompt(n), "BIG-PROMPT:", marker, 1))
+		var r rpc.Receipt
+		s.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			Title: "e2e first prompt", Harness: s.a.harness, Cwd: t.TempDir(), Prompt: prompt,
+			RequestID: fmt.Sprintf("%s-first-%d", s.a.name, n), Environment: s.env,
+		}, &r)
+		if r.Submission != rpc.SubmissionConfirmed {
+			t.Fatalf("%d bytes: receipt %+v", n, r)
+		}
+		s.expectText(t, r.Session.ID, r.Cursor, "BIG-REPLY", 1)
+		got := s.waitPrompts(t, func(p string) bool { return strings.Contains(p, marker) })
+		if len(got) != 1 {
+			t.Fatalf("%d bytes: the model saw %d requests with the prompt, want 1", n, len(got))
+		}
+		inner, ok := got[0], got[0] == prompt
+		if !ok && s.a.caps.pasteTagged {
+			inner, ok = unwrapPasteTag(got[0])
+		}
+		if !ok || inner != prompt {
+			t.Fatalf("%d bytes: the model got %d bytes (unwrapped %v), want the prompt byte-exact; head %q tail %q",
+				n, len(got[0]), ok, got[0][:min(len(got[0]), 80)], got[0][max(0, len(got[0])-80):])
+		}
+		var stopped rpc.SessionResult
+		s.call(t, rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID}, &stopped)
 	}
 }
 

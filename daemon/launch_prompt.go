@@ -12,7 +12,11 @@ import (
 // harness, which submits it itself. The execution is recorded before the
 // launch; the provider's ready evidence then moves the Session straight to
 // busy, and its UserPromptSubmit confirms the prompt as a typed prompt's
-// would.
+// would. A harness.ArgPrompter (Claude Code, Gemini CLI) takes a new
+// Session's first prompt the same way when it fits its command line: the
+// readiness wait, the paste, the echo wait and Enter of a typed first
+// prompt are saved, and the acceptance evidence is the same turn's own
+// UserPromptSubmit/BeforeAgent hook.
 
 // beginLaunchExec records the execution of a launch prompt on a Session
 // that is starting or restarting, and mints its receipt cursor (a
@@ -39,6 +43,12 @@ func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp ha
 		rt.discard(s)
 		return nil, rpc.InvalidField("prompt", "%v", err)
 	}
+	return rt.launchWithPrompt(ctx, s, lo, prompt)
+}
+
+// launchWithPrompt launches a new Session with prompt on the harness's
+// command line (which it accepted) and waits for its receipt.
+func (rt *runtime) launchWithPrompt(ctx context.Context, s *session, lo launchOpts, prompt string) (*storedReceipt, error) {
 	e, cursor := rt.beginLaunchExec(s, prompt, true)
 	lo.prompt = prompt
 	if _, err := rt.startGeneration(ctx, s, lo); err != nil {

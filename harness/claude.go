@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -40,7 +41,7 @@ var claudeManaged = map[string]bool{
 	"dangerously-skip-permissions": true,
 }
 
-var optionKey = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+var optionKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`) })
 
 // Claude Code's name, and the variable and executable Binary looks for.
 const (
@@ -167,7 +168,7 @@ func (Claude) ValidateOptions(opts []string) error {
 		if !ok {
 			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
 		}
-		if !optionKey.MatchString(key) {
+		if !optionKey().MatchString(key) {
 			return rpc.InvalidField(field, "%q is not an option name", key)
 		}
 		if claudeManaged[key] {
@@ -226,6 +227,12 @@ func (c Claude) Prepare(spec Spec) (*Launch, error) {
 	}
 	for _, o := range spec.Options {
 		argv = append(argv, "--"+o)
+	}
+	if spec.Prompt != "" && !spec.Resume {
+		// The positional [prompt] after "--": no option (a variadic
+		// one from the harness options included) takes it, and a prompt
+		// starting with "-" is not read as one.
+		argv = append(argv, "--", spec.Prompt)
 	}
 	extra := map[string]string{"DISABLE_AUTOUPDATER": "1"}
 	// Inline by default; a client environment that sets the variable
@@ -440,6 +447,12 @@ const claudePastePlaceholder = "[Pasted text "
 func (Claude) Submit(prompt string) []Keystroke {
 	return pasteSubmit(prompt, claudePastePlaceholder)
 }
+
+// ArgPrompt: Claude Code's interactive TUI takes an initial prompt as
+// its positional argument (`claude [options] [prompt]`), submits it once
+// it has started (after its SessionStart hook), and runs the turn's
+// UserPromptSubmit hook as for a typed prompt.
+func (Claude) ArgPrompt(prompt string) bool { return len(prompt) <= MaxArgPrompt }
 
 // Interrupt is Esc, Claude Code's interrupt key.
 func (Claude) Interrupt() []Keystroke { return []Keystroke{{Data: []byte{0x1b}}} }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -39,7 +40,9 @@ var codexManaged = []string{
 	"model_reasoning_effort", "approval_policy",
 }
 
-var codexOptionKey = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}(\.[a-z0-9_-]{1,64}){0,7}$`)
+var codexOptionKey = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}(\.[a-z0-9_-]{1,64}){0,7}$`)
+})
 
 // Codex's name, and the variable and executable Binary looks for.
 const (
@@ -140,7 +143,7 @@ func (Codex) ValidateOptions(opts []string) error {
 		if !ok {
 			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
 		}
-		if !codexOptionKey.MatchString(key) {
+		if !codexOptionKey().MatchString(key) {
 			return rpc.InvalidField(field, "%q is not a Codex config key", key)
 		}
 		for _, m := range codexManaged {

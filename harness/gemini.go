@@ -206,6 +206,11 @@ func (g Gemini) Prepare(spec Spec) (*Launch, error) {
 	for _, o := range spec.Options {
 		argv = append(argv, "--"+o)
 	}
+	if spec.Prompt != "" && !spec.Resume {
+		// One argv string with the value after "=": a prompt starting
+		// with "-" is not read as an option.
+		argv = append(argv, "--prompt-interactive="+spec.Prompt)
+	}
 	extra := map[string]string{
 		"GEMINI_CLI_HOME": home,
 		// One node process under the PTY (the launcher otherwise
@@ -424,6 +429,11 @@ const (
 	geminiEnterRetry   = 700 * time.Millisecond
 	geminiEnterRetries = 4
 )
+
+// ArgPrompt: Gemini CLI's --prompt-interactive runs its prompt as the
+// interactive session's first turn (its BeforeAgent hook as for a typed
+// prompt) and stays in the TUI.
+func (Gemini) ArgPrompt(prompt string) bool { return len(prompt) <= MaxArgPrompt }
 
 // Submit clears the draft (Ctrl-U) and pastes the prompt as one bracketed
 // paste once the TUI reads bracketed paste, then sends Enter separately

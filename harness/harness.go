@@ -34,8 +34,9 @@ type Spec struct {
 	HookHTTP *HTTPHook
 	// StateDir is a private directory for this Session's launch files.
 	StateDir string
-	// Prompt is the first prompt, for a LaunchPrompter launch that submits
-	// it itself (on its command line); empty otherwise.
+	// Prompt is the first prompt, for a LaunchPrompter launch, or a new
+	// Session's launch by an ArgPrompter that took it, which submit it
+	// themselves (on the command line); empty otherwise.
 	Prompt string
 }
 
@@ -76,6 +77,24 @@ type Launch struct {
 type LaunchPrompter interface {
 	LaunchPrompt(prompt string) error
 }
+
+// ArgPrompter is implemented by harnesses whose TUI takes a new
+// session's first prompt on its command line and submits it as if typed,
+// reporting the session at start as a launch without one does (Claude
+// Code's positional prompt, Gemini CLI's --prompt-interactive). A new
+// Session's first prompt that ArgPrompt accepts is passed to Prepare in
+// Spec.Prompt instead of being typed once the harness is ready; one it
+// refuses (too long for one command-line string) is typed as before.
+type ArgPrompter interface {
+	ArgPrompt(prompt string) bool
+}
+
+// MaxArgPrompt is the largest first prompt an ArgPrompter takes on its
+// command line: a quarter of Linux's limit on one argv string
+// (MAX_ARG_STRLEN, 128 KiB), so that the launch never fails with E2BIG
+// whatever else its command line and environment hold. A larger prompt is
+// pasted once the harness is ready.
+const MaxArgPrompt = 32 << 10
 
 // SpareReadier is implemented by a LaunchPrompter whose TUI takes a paste
 // well before it can run a turn: a warm spare of it (started without a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -57,7 +58,7 @@ func toolError(tool string, err error) *sdk.CallToolResult {
 	if advice := errorAdvice(tool, re); advice != "" {
 		b.WriteString(advice + "\n")
 	}
-	if cliMention.MatchString(msg) {
+	if cliMention().MatchString(msg) {
 		b.WriteString(forAPerson + "\n")
 	}
 	r := withJSON(textResult(b.String()), map[string]any{"error": re})
@@ -70,16 +71,22 @@ func toolError(tool string, err error) *sdk.CallToolResult {
 // commands with a tool equivalent are rewritten to name the tool and its
 // arguments; any other is labelled as a person's.
 var (
-	cliStopForce  = regexp.MustCompile("`?dlgt session stop (?:<session> |\\S+ )?--force`?")
-	cliSendResume = regexp.MustCompile("`?dlgt session send (\\S+) --resume`?")
-	cliMention    = regexp.MustCompile("`dlgt [^`]*`|\\(dlgt [^)]*\\)|\\bdlgt (?:session|daemon|doctor|rpc|profiles|mcp|skill|events|scrollback|transcript)\\b")
+	cliStopForce  = lazyRegexp("`?dlgt session stop (?:<session> |\\S+ )?--force`?")
+	cliSendResume = lazyRegexp("`?dlgt session send (\\S+) --resume`?")
+	cliMention    = lazyRegexp("`dlgt [^`]*`|\\(dlgt [^)]*\\)|\\bdlgt (?:session|daemon|doctor|rpc|profiles|mcp|skill|events|scrollback|transcript)\\b")
 )
+
+// lazyRegexp compiles expr on first use: every dlgt command links this
+// package, and only `dlgt mcp` uses these.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 const forAPerson = "(A `dlgt …` command above is for a person at a terminal; the MCP tools cannot run it.)"
 
 func toolMessage(msg string) string {
-	msg = cliStopForce.ReplaceAllString(msg, "call stop with force: true")
-	return cliSendResume.ReplaceAllString(msg, `call send with session "$1" and resume: true`)
+	msg = cliStopForce().ReplaceAllString(msg, "call stop with force: true")
+	return cliSendResume().ReplaceAllString(msg, `call send with session "$1" and resume: true`)
 }
 
 func errorAdvice(tool string, re *rpc.Error) string {
