@@ -319,7 +319,18 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 	}
 
 	start := time.Now()
+	steering.Store(true)
 	stdout, stderr := runShell(ctx, command, f.cwd)
+	steering.Store(false)
+	var steers []string
+	for drained := false; !drained; {
+		select {
+		case s := <-steerIn:
+			steers = append(steers, s)
+		default:
+			drained = true
+		}
+	}
 	if ctx.Err() != nil {
 		return false, false, ""
 	}
@@ -328,7 +339,7 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 		out = "(No content)"
 	}
 	f.scr.println("  ⎿  " + firstLine(out))
-	f.record(f.tr.toolResult(id, out, false, promptID))
+	f.record(f.tr.toolResult(id, out, false, promptID, steers...))
 	resp := obj{
 		{"stdout", stdout}, {"stderr", stderr}, {"interrupted", false},
 		{"isImage", false}, {"noOutputExpected", false},
