@@ -209,6 +209,9 @@ func (s *session) snapshotLocked(now time.Time) rpc.Session {
 	}
 	out.Pending = s.pendingSnapshotLocked()
 	out.Queued = s.queuedSnapshotLocked()
+	if s.exec != nil {
+		out.ActiveExecution = s.exec.seq
+	}
 	return out
 }
 

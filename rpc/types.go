@@ -374,6 +374,10 @@ type Session struct {
 	// Warm (an extension) is set when the Session's create claimed a
 	// warm spare (session.warm) instead of starting its harness.
 	Warm bool `json:"warm,omitempty"`
+	// ActiveExecution (an extension) is the execution_seq of the
+	// execution running now (absent when none is): what session.send
+	// steer names.
+	ActiveExecution uint64 `json:"active_execution,omitempty"`
 	// Queued (an extension) are the sends waiting behind the active
 	// execution (session.send queue:true), oldest first.
 	Queued []QueuedSend `json:"queued,omitempty"`
