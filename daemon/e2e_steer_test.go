@@ -123,6 +123,8 @@ func runE2ESteer(t *testing.T, row steerRow) {
 			t.Fatalf("the request carrying the steer is not the turn's next one (prompt at %d, tool output at %d, steer at %d): %.2000s", turn, out, st, body)
 		}
 		t.Logf("latency: steer sent -> in the model's request %v (the tool's sleep included)", carried.Received.Sub(sent).Round(time.Millisecond))
+		// The CLI's own record (transcript, rollout) shows it too.
+		waitSteerSeen(t, e.td, id, r.ExecutionSeq)
 	}
 	rd := e.read(t, id)
 	if rd.Result == nil || rd.Result.ExecutionSeq != r.ExecutionSeq {

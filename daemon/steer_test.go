@@ -44,6 +44,30 @@ func waitFile(t testing.TB, path string) {
 	}
 }
 
+// waitSteerSeen waits for the execution.steered event that says the
+// harness's record holds the steer, and returns the steered events.
+func waitSteerSeen(t testing.TB, td *testDaemon, id string, seq uint64) []rpc.Event {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var steered []rpc.Event
+		seen := false
+		for _, e := range td.events(t, id) {
+			if e.Type == rpc.EventExecutionSteered {
+				steered = append(steered, e)
+				seen = seen || (e.Reason == rpc.SteerSeen && e.ExecutionSeq == seq)
+			}
+		}
+		if seen {
+			return steered
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no execution.steered %s event: %+v", rpc.SteerSeen, steered)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // wantRPCError checks err is an *rpc.Error with code (and field, if any).
 func wantRPCError(t testing.TB, err error, code rpc.Code, field string) *rpc.Error {
 	t.Helper()
@@ -103,13 +127,9 @@ func TestSteerRunningTurnFake(t *testing.T) {
 	if rd.Result == nil || rd.Result.ExecutionSeq != r.ExecutionSeq {
 		t.Fatalf("the steer made another execution: %+v", rd.Result)
 	}
-	var steered []rpc.Event
-	for _, e := range td.events(t, id) {
-		if e.Type == rpc.EventExecutionSteered {
-			steered = append(steered, e)
-		}
-	}
-	if len(steered) != 1 || steered[0].ExecutionSeq != r.ExecutionSeq || steered[0].Reason != rpc.SteerDelivered {
+	// Announced when typed, then when the harness's transcript has it.
+	steered := waitSteerSeen(t, td, id, r.ExecutionSeq)
+	if len(steered) != 2 || steered[0].ExecutionSeq != r.ExecutionSeq || steered[0].Reason != rpc.SteerDelivered || steered[1].Reason != rpc.SteerSeen {
 		t.Fatalf("steered events = %+v", steered)
 	}
 

@@ -65,6 +65,10 @@ const (
 const (
 	// SteerDelivered: the text was typed and submitted in the TUI.
 	SteerDelivered = "delivered_to_tui"
+	// SteerSeen: the harness's own record of the turn (Claude Code's
+	// transcript, Codex's rollout) holds the text: a second
+	// execution.steered event, after the first.
+	SteerSeen = "seen_in_transcript"
 )
 
 // EventTypes lists the v1 event types.
