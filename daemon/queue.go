@@ -172,8 +172,15 @@ func (s *session) replayQueuedLocked(r *rpc.Receipt) bool {
 // send's receipt (its mark counts bound's result as delivered already),
 // that queued execution. s.mu held.
 func (s *session) fetchBoundLocked(pos *position, bound uint64) uint64 {
-	if pos != nil && pos.mark.Result >= bound && s.queuedLocked(pos.mark.Result+1) {
-		return pos.mark.Result + 1
+	if pos == nil || pos.mark.Result < bound {
+		return bound
+	}
+	for _, q := range s.rec.Queued {
+		// A canceled one counts too: it gets its result when the
+		// running execution ends.
+		if q.Seq == pos.mark.Result+1 {
+			return q.Seq
+		}
 	}
 	return bound
 }
@@ -215,10 +222,14 @@ func (rt *runtime) dispatchQueuedLocked(s *session) {
 		s.rec.Queued = s.rec.Queued[1:]
 		e := s.startExecLocked(q.Prompt)
 		if err := rt.acceptExecLocked(s, e, func() {}); err != nil {
-			// Its record could not be stored: it stays queued, first,
-			// and its result says so when the Session next ends.
+			// Its record could not be stored: it and those behind it
+			// fail (their results are stored once the state directory
+			// takes writes again), so no plain send can take their seqs.
 			s.rec.Queued = append([]queuedRecord{q}, s.rec.Queued...)
 			rt.log.Error("starting a queued send", "session", s.rec.ID, "seq", q.Seq, "err", err)
+			for len(s.rec.Queued) > 0 {
+				rt.endQueuedLocked(s, rpc.StatusFailed, "storage", "the queued send could not be started: its record could not be stored")
+			}
 			return
 		}
 		g := s.gen
