@@ -62,6 +62,42 @@ func (c *Client) SessionSend(ctx context.Context, p rpc.SessionSendParams) (rpc.
 	return call(ctx, c, rpc.SessionSend, p.Session, p)
 }
 
+// SessionSteer types prompt into the execution running on Session ref
+// now (session.send steer), reading which one that is first. With none
+// running it names the last one, so that a retry of the same request_id
+// after the steered execution ended replays its receipt, and anything
+// else gets the daemon's INVALID_ARGUMENT (field steer.execution_seq),
+// nothing typed. Only harnesses with capabilities.steering take a steer;
+// the others refuse it (field steer) and nothing is typed.
+func (c *Client) SessionSteer(ctx context.Context, ref, prompt, requestID string) (rpc.Receipt, error) {
+	rd, err := c.SessionRead(ctx, rpc.SessionReadParams{Session: ref})
+	if err != nil {
+		return rpc.Receipt{}, err
+	}
+	return c.SessionSend(ctx, SteerParams(ref, rd, prompt, requestID))
+}
+
+// SteerParams are the session.send parameters (to Session ref) of a steer of the
+// execution rd shows running (or, with none, of its last one).
+func SteerParams(ref string, rd rpc.SessionReadResult, prompt, requestID string) rpc.SessionSendParams {
+	seq := rd.Session.ActiveExecution
+	if seq == 0 && rd.Result != nil {
+		seq = rd.Result.ExecutionSeq
+	}
+	if seq == 0 {
+		seq = 1
+	}
+	return rpc.SessionSendParams{Session: ref, Prompt: prompt, RequestID: requestID, Steer: &rpc.SteerOption{ExecutionSeq: seq}}
+}
+
+// SessionQueue submits prompt to run after the execution running on
+// Session ref (session.send queue): the receipt (queued:true) names the
+// execution it becomes, and its cursor waits for that one's result. On
+// an idle Session it is a plain send.
+func (c *Client) SessionQueue(ctx context.Context, ref, prompt, requestID string) (rpc.Receipt, error) {
+	return c.SessionSend(ctx, rpc.SessionSendParams{Session: ref, Prompt: prompt, RequestID: requestID, Queue: true})
+}
+
 // SessionRestart relaunches a Session's harness (session.restart).
 func (c *Client) SessionRestart(ctx context.Context, p rpc.SessionRestartParams) (rpc.SessionResult, error) {
 	return call(ctx, c, rpc.SessionRestart, p.Session, p)

@@ -546,7 +546,11 @@ func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
 		if s.exec != nil && s.exec.seq == r.ExecutionSeq {
 			e = s.exec
 		}
+		queued := s.replayQueuedLocked(&r) // queue.go
 		s.mu.Unlock()
+		if queued {
+			return r
+		}
 	}
 	fillSubmission(&r, e)
 	return r
@@ -562,6 +566,9 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 		return rpc.Receipt{}, err
 	}
 	if err := validateEnv(p.Environment); err != nil {
+		return rpc.Receipt{}, err
+	}
+	if err := validateSteerQueue(&p); err != nil {
 		return rpc.Receipt{}, err
 	}
 	if !p.Resume && (p.Title != "" || p.Alias != "" || p.Cwd != "" || p.Model != "" || p.Effort != "" || p.HarnessOptions != nil || p.AutoApprove != nil || p.StartupTimeoutMS != 0) {
@@ -584,9 +591,14 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 	}
 	ctx = withAcceptance(ctx, p.RequestID, res)
 	var st *storedReceipt
-	if p.Resume {
+	switch {
+	case p.Resume:
 		st, err = rt.resumeAndSend(ctx, s, &p)
-	} else {
+	case p.Steer != nil:
+		st, err = rt.steer(ctx, s, p.Prompt, p.Steer.ExecutionSeq) // steer.go
+	case p.Queue:
+		st, err = rt.enqueue(ctx, s, p.Prompt) // queue.go
+	default:
 		st, err = rt.accept(ctx, s, p.Prompt, false)
 	}
 	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {

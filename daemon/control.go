@@ -404,6 +404,7 @@ func (rt *runtime) sessionCancel(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		return rpc.SessionResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the Session is " + string(st)}
 	}
 	wasBlocked := s.rec.State == rpc.StateBlocked
+	rt.cancelQueuedLocked(s) // cancel clears the queue (queue.go)
 	if !e.canceling {
 		e.canceling = true
 		rt.transitionLocked(s, stCanceling, rpc.Event{Type: rpc.EventSessionCanceling, ExecutionSeq: e.seq})

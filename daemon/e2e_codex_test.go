@@ -75,6 +75,13 @@ var codexOwnState = regexp.MustCompile(`\n\[tui\]\nscreen_reader_detection_done 
 // of the test as it went in.
 func codexRig(t *testing.T, script mockapi.Script) *e2eRig {
 	t.Helper()
+	r, _ := codexRigMock(t, script)
+	return r
+}
+
+// codexRigMock is codexRig, also returning its mock.
+func codexRigMock(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
+	t.Helper()
 	bin := e2eCodexBin(t)
 	mark := newE2EMark(t)
 	mock := mockapi.NewResponses(t, script)
@@ -107,7 +114,7 @@ func codexRig(t *testing.T, script mockapi.Script) *e2eRig {
 	}
 	addMark(env, mark)
 	return &e2eRig{env: env, mark: mark, requests: mockRequests(mock),
-		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}
+		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
 }
 
 // e2eCodexCLI is the real Codex's row.

@@ -240,6 +240,7 @@ func (rt *runtime) endTurnLocked(s *session, status, text, source string, rerr *
 		res := rt.finishExecLocked(s, status, text, source, rerr)
 		rt.transitionLocked(s, stIdle, rpc.Event{Type: rpc.EventSessionIdle, ExecutionSeq: res.ExecutionSeq, ResultStatus: res.Status})
 	})
+	rt.dispatchQueuedLocked(s) // a queued send runs next (queue.go)
 }
 
 // humanTurnLocked records a turn that someone started at the terminal (an

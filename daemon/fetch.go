@@ -147,7 +147,7 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchReq) (
 	}
 	// until:result binds to the execution active, or latest, now.
 	s.mu.Lock()
-	bound := s.rec.LastExecSeq
+	bound := s.fetchBoundLocked(pos, s.rec.LastExecSeq)
 	s.mu.Unlock()
 	if pos == nil {
 		doc, err := rt.fetchBaseline(ctx, s, fr, bound)

@@ -209,6 +209,7 @@ type sessionView struct {
 	changed <-chan struct{}
 	blocked bool
 	execSeq uint64 // 0: none active
+	last    uint64 // the last execution started (a later one is queued)
 }
 
 func viewOf(s *session) sessionView {
@@ -219,7 +220,7 @@ func viewOf(s *session) sessionView {
 
 // viewLocked is viewOf. s.mu held.
 func viewLocked(s *session) sessionView {
-	v := sessionView{changed: s.changed, blocked: s.rec.State == rpc.StateBlocked}
+	v := sessionView{changed: s.changed, blocked: s.rec.State == rpc.StateBlocked, last: s.rec.LastExecSeq}
 	if s.exec != nil {
 		v.execSeq = s.exec.seq
 	}
@@ -228,7 +229,7 @@ func viewLocked(s *session) sessionView {
 
 // boundDone reports whether execution bound (until:result) has ended.
 func (v sessionView) boundDone(bound uint64) bool {
-	return bound > 0 && (v.execSeq == 0 || v.execSeq != bound)
+	return bound > 0 && bound <= v.last && (v.execSeq == 0 || v.execSeq != bound)
 }
 
 // fetchShareWakes lets long polls parked on the same change share one

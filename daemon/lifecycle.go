@@ -168,6 +168,10 @@ func (rt *runtime) transitionLocked(s *session, to lifecycleState, ev rpc.Event)
 	}
 	rt.persistLocked(s)
 	rt.emitLocked(s, ev)
+	switch to {
+	case stStopping, stStopped, stRestarting, stFailed:
+		rt.dropQueuedLocked(s, string(to)) // queue.go
+	}
 	return true
 }
 

@@ -44,6 +44,9 @@ type sessionRecord struct {
 	Worktree *rpc.Worktree `json:"worktree,omitempty"`
 	// Warm: its create claimed a warm spare (spares.go).
 	Warm bool `json:"warm,omitempty"`
+	// Queued are the sends waiting behind the active execution
+	// (queue.go), stored with the record so none is lost unnoticed.
+	Queued []queuedRecord `json:"queued,omitempty"`
 }
 
 type execRecord struct {
@@ -131,6 +134,9 @@ type session struct {
 	// recognise a prompt submission that names it (applyEvidence).
 	endedTurnID string
 	attach      *attachLease
+	// steerMu serialises the steers typed into the running turn
+	// (steer.go), never held with mu.
+	steerMu sync.Mutex
 	// pending is the request the Session asks (pending.go), and
 	// pastPending the last ones closed, for a late answer's error.
 	pending     *pendingReq
@@ -202,6 +208,10 @@ func (s *session) snapshotLocked(now time.Time) rpc.Session {
 		out.BusyForMS, out.PTYQuietForMS = &busy, &quiet
 	}
 	out.Pending = s.pendingSnapshotLocked()
+	out.Queued = s.queuedSnapshotLocked()
+	if s.exec != nil {
+		out.ActiveExecution = s.exec.seq
+	}
 	return out
 }
 

@@ -75,7 +75,7 @@ func (Claude) Info() rpc.HarnessInfo {
 		TestedVersion:   ClaudeTestedVersion,
 		LifecycleSource: "hooks",
 		Capabilities: rpc.HarnessCapabilities{
-			Resume: true, Cancel: true, Steering: false, HarnessOptions: true,
+			Resume: true, Cancel: true, Steering: true, Queue: true, HarnessOptions: true,
 			AutoApprove: true, Blocking: true,
 			EffortLevels: []string{"low", "medium", "high", "xhigh", "max"},
 		},

@@ -73,7 +73,7 @@ func (Codex) Info() rpc.HarnessInfo {
 		TestedVersion:   CodexTestedVersion,
 		LifecycleSource: "hooks",
 		Capabilities: rpc.HarnessCapabilities{
-			Resume: true, Cancel: true, Steering: false, HarnessOptions: true,
+			Resume: true, Cancel: true, Steering: true, Queue: true, HarnessOptions: true,
 			AutoApprove: true, Blocking: true,
 			EffortLevels: []string{"low", "medium", "high", "xhigh", "max", "ultra"},
 		},

@@ -95,7 +95,7 @@ func (Gemini) Info() rpc.HarnessInfo {
 		TestedVersion:   GeminiTestedVersion,
 		LifecycleSource: "hooks",
 		Capabilities: rpc.HarnessCapabilities{
-			Resume: true, Cancel: true, Steering: false, HarnessOptions: true,
+			Resume: true, Cancel: true, Steering: false, Queue: true, HarnessOptions: true,
 			AutoApprove: true, Blocking: true, EffortLevels: []string{},
 		},
 		ScreenMode: rpc.ScreenInline,

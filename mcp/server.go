@@ -77,7 +77,10 @@ func NewServer(c *client.Client, opts Options) *sdk.Server {
 			"Returns the Session id and a cursor for wait.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false)}}, t.delegate)
 	sdk.AddTool(s, &sdk.Tool{Name: "send", Title: "Send a follow-up",
-		Description: "Submit a follow-up prompt to an idle Session (same conversation); with resume true, a stopped or failed Session is relaunched first. Same request_id rules as delegate. Returns a cursor for wait.",
+		Description: "Submit a follow-up prompt to an idle Session (same conversation); with resume true, a stopped or failed Session is relaunched first. Same request_id rules as delegate. Returns a cursor for wait. " +
+			"A busy Session refuses a plain send (SESSION_BUSY). Then choose: steer true when the agent is going wrong and a correction should reach it now (\"use the v2 API\", \"don't touch that file\"): it is typed into the running execution, which goes on with it; " +
+			"queue true when the prompt is the next task and should wait for the current one to finish; cancel (then send) when the running work is wrong enough to throw away. " +
+			"Steering needs a harness whose capabilities.steering is true (Claude Code, Codex); Gemini CLI refuses it: queue or cancel instead.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: ptr(false)}}, t.send)
 	sdk.AddTool(s, &sdk.Tool{Name: "wait", Title: "Wait for the result",
 		Description: fmt.Sprintf("Wait (at most %s per call) for the Session's current execution to end and return its result: status, final text, error and token usage. "+

@@ -143,7 +143,12 @@ func receiptResult(verb, reqID string, r *rpc.Receipt) *sdk.CallToolResult {
 	if r.Replayed {
 		b.WriteString("This request_id was already accepted: this is the original receipt, nothing ran twice.\n")
 	}
-	if r.Submission == rpc.SubmissionPending {
+	switch {
+	case r.Steered:
+		b.WriteString("The correction was typed into the running execution; its result (the one to wait for) covers the steered turn.\n")
+	case r.Queued && r.Submission == rpc.SubmissionPending:
+		b.WriteString("Queued: it runs when the current execution ends. Waiting with the cursor below returns its own result, not the current one's.\n")
+	case r.Submission == rpc.SubmissionPending:
 		b.WriteString("The harness has not confirmed the prompt yet. Waiting is safe; to refresh the receipt, repeat this call with the same request_id.\n")
 	}
 	fmt.Fprintf(&b, "request_id: %s\n", reqID)

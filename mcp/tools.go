@@ -37,6 +37,8 @@ type sendIn struct {
 	RequestID string `json:"request_id,omitempty" jsonschema:"idempotency key, as for delegate (give this or key)"`
 	Key       string `json:"key,omitempty" jsonschema:"a stable name for this follow-up; the request_id is derived from it"`
 	Resume    bool   `json:"resume,omitempty" jsonschema:"relaunch a stopped or failed Session in its conversation, then send"`
+	Steer     bool   `json:"steer,omitempty" jsonschema:"the Session is busy and going wrong: type this correction into its running execution, which takes it at its next model request without stopping (only harnesses whose capabilities.steering is true: Claude Code, Codex); wait for that same execution's result"`
+	Queue     bool   `json:"queue,omitempty" jsonschema:"the Session is busy and this is the next task: run it as the next execution once the running one ends (at most 4 queued; cancel clears them); wait with the returned cursor for its own result"`
 }
 
 type waitIn struct {
@@ -151,19 +153,35 @@ func (t *tools) send(ctx context.Context, _ *sdk.CallToolRequest, in sendIn) (*s
 		return toolError("send", err), nil, nil
 	}
 	var r rpc.Receipt
-	if in.Resume {
+	switch {
+	case in.Steer && (in.Queue || in.Resume):
+		return toolError("send", rpc.InvalidField("steer", "steer excludes queue and resume")), nil, nil
+	case in.Queue && in.Resume:
+		return toolError("send", rpc.InvalidField("queue", "queue excludes resume")), nil, nil
+	case in.Steer:
+		r, err = c.SessionSteer(ctx, in.Session, in.Prompt, reqID)
+	case in.Queue:
+		r, err = c.SessionQueue(ctx, in.Session, in.Prompt, reqID)
+	case in.Resume:
 		var l client.Launch
 		l, err = c.ResolveLaunch(client.LaunchSpec{Resume: true, Prompt: in.Prompt, RequestID: reqID})
 		if err == nil {
 			r, err = c.Resume(ctx, l, in.Session)
 		}
-	} else {
+	default:
 		r, err = c.SessionSend(ctx, rpc.SessionSendParams{Session: in.Session, Prompt: in.Prompt, RequestID: reqID})
 	}
 	if err != nil {
 		return toolError("send", err), nil, nil
 	}
-	return receiptResult("Sent to", reqID, &r), nil, nil
+	verb := "Sent to"
+	switch {
+	case r.Steered:
+		verb = "Steered the running execution of"
+	case r.Queued:
+		verb = "Queued behind the running execution of"
+	}
+	return receiptResult(verb, reqID, &r), nil, nil
 }
 
 // wait is client.WaitResult bounded by the server's wait bound (or the

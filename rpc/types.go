@@ -51,6 +51,24 @@ const (
 	EventSessionStopped    = "session.stopped"
 	EventSessionFailed     = "session.failed"
 	EventProviderRetrying  = "provider.retrying"
+	// EventExecutionSteered (an extension) is a steer typed into the
+	// running execution (session.send steer); Reason says what proves the
+	// harness took it (SteerDelivered, or SteerSeen once its own record
+	// shows the text).
+	EventExecutionSteered = "execution.steered"
+	// EventExecutionQueued (an extension) is a send queued behind the
+	// active execution; ExecutionSeq is the one it will run as.
+	EventExecutionQueued = "execution.queued"
+)
+
+// Reasons of execution.steered.
+const (
+	// SteerDelivered: the text was typed and submitted in the TUI.
+	SteerDelivered = "delivered_to_tui"
+	// SteerSeen: the harness's own record of the turn (Claude Code's
+	// transcript, Codex's rollout) holds the text: a second
+	// execution.steered event, after the first.
+	SteerSeen = "seen_in_transcript"
 )
 
 // EventToolCall (an extension, outside the v1 set in EventTypes) is a tool
@@ -77,6 +95,7 @@ var EventTypes = []string{
 	EventSessionBusy, EventSessionBlocked, EventSessionResumed,
 	EventSessionCanceling, EventSessionIdle, EventSessionStopping,
 	EventSessionStopped, EventSessionFailed, EventProviderRetrying,
+	EventExecutionSteered, EventExecutionQueued,
 }
 
 // Fetch reasons. Every one of them is a successful response.
@@ -235,6 +254,37 @@ type SessionSendParams struct {
 	Rows             int               `json:"rows,omitempty"`
 	Cols             int               `json:"cols,omitempty"`
 	CorrelationID    string            `json:"correlation_id,omitempty"`
+	// Steer (an extension) types the prompt into the running turn of
+	// execution Steer.ExecutionSeq instead of starting a new execution:
+	// accepted only while that execution is the active one, and only for
+	// a harness whose capabilities.steering is true. See docs/rpc.md,
+	// "Steering and queueing".
+	Steer *SteerOption `json:"steer,omitempty"`
+	// Queue (an extension) holds the prompt while an execution is
+	// active and runs it as the next execution once that one ends (at
+	// most MaxQueued per Session); on an idle Session it is a plain send.
+	Queue bool `json:"queue,omitempty"`
+}
+
+// SteerOption names the execution a steer is for: the one the sender saw
+// running. Any other (an ended one, a later one) is refused and nothing
+// is typed.
+type SteerOption struct {
+	ExecutionSeq uint64 `json:"execution_seq"`
+}
+
+// MaxQueued bounds the queued sends (session.send queue:true) a Session
+// holds at once.
+const MaxQueued = 4
+
+// QueuedSend is a send waiting behind the active execution
+// (session.send queue:true): the execution_seq it will run as, its
+// prompt's first bytes (PromptTruncated when cut) and when it was queued.
+type QueuedSend struct {
+	ExecutionSeq    uint64 `json:"execution_seq"`
+	Prompt          string `json:"prompt"`
+	PromptTruncated bool   `json:"prompt_truncated,omitempty"`
+	QueuedAtMS      int64  `json:"queued_at_ms"`
 }
 
 // SessionFetchParams are the parameters of session.fetch. Cursor and Screen
@@ -353,6 +403,13 @@ type Session struct {
 	// Warm (an extension) is set when the Session's create claimed a
 	// warm spare (session.warm) instead of starting its harness.
 	Warm bool `json:"warm,omitempty"`
+	// ActiveExecution (an extension) is the execution_seq of the
+	// execution running now (absent when none is): what session.send
+	// steer names.
+	ActiveExecution uint64 `json:"active_execution,omitempty"`
+	// Queued (an extension) are the sends waiting behind the active
+	// execution (session.send queue:true), oldest first.
+	Queued []QueuedSend `json:"queued,omitempty"`
 }
 
 // Pending request kinds.
@@ -539,8 +596,17 @@ type Receipt struct {
 	Cursor       string  `json:"cursor"`
 	Submission   string  `json:"submission"`
 	Replayed     bool    `json:"replayed,omitempty"`
-	Hint         string  `json:"hint,omitempty"`
-	Action       *Action `json:"action,omitempty"`
+	// Steered (an extension): the prompt was typed into the running
+	// execution ExecutionSeq (session.send steer); its result is that
+	// execution's.
+	Steered bool `json:"steered,omitempty"`
+	// Queued (an extension): the prompt waits behind the active
+	// execution and runs as ExecutionSeq once it ends; the cursor skips
+	// the active execution's result, so until:"result" from it waits for
+	// this one's.
+	Queued bool    `json:"queued,omitempty"`
+	Hint   string  `json:"hint,omitempty"`
+	Action *Action `json:"action,omitempty"`
 }
 
 // Submission values of a receipt.
@@ -702,9 +768,12 @@ type ProfileListResult struct {
 
 // HarnessCapabilities says what a harness supports.
 type HarnessCapabilities struct {
-	Resume         bool     `json:"resume"`
-	Cancel         bool     `json:"cancel"`
-	Steering       bool     `json:"steering"`
+	Resume   bool `json:"resume"`
+	Cancel   bool `json:"cancel"`
+	Steering bool `json:"steering"`
+	// Queue (an extension): session.send queue:true holds a prompt for
+	// the next execution. dlgt queues itself, so every harness has it.
+	Queue          bool     `json:"queue"`
 	HarnessOptions bool     `json:"harness_options"`
 	AutoApprove    bool     `json:"auto_approve"`
 	EffortLevels   []string `json:"effort_levels"`

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -96,6 +97,14 @@ type fake struct {
 	lastCtrlC    time.Time
 	queued       []string // prompts entered while a turn ran
 }
+
+// steering is set while a tool call runs: a prompt entered then steers
+// the turn (steerIn, read by the turn goroutine) instead of being queued,
+// as in the real CLI. One fake runs per process.
+var (
+	steering atomic.Bool
+	steerIn  = make(chan string, 16)
+)
 
 // Main runs the fake Claude Code with args (without argv[0]) on the
 // process's stdin/stdout/stderr and returns the exit code.
@@ -354,6 +363,16 @@ func (f *fake) handleKey(k key) (code int, exit bool) {
 		}
 		prompt := string(f.draft)
 		f.draft = nil
+		if f.state == running && steering.Load() {
+			// Like the real CLI (2.1.332), a prompt entered during a
+			// tool call goes into the turn's next model request.
+			select {
+			case steerIn <- prompt:
+				f.scr.println("❯ " + firstLine(prompt))
+				return 0, false
+			default: // full: queued instead
+			}
+		}
 		if f.state == running {
 			// Like the real CLI, input entered while a turn runs is queued
 			// and submitted when the turn ends. This matters: a Stop hook

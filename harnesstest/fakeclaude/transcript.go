@@ -184,14 +184,23 @@ func (t *transcript) toolUse(id string, input obj) error {
 
 // toolResult records a tool's result as Claude Code does: a user line
 // carrying the turn's promptId.
-func (t *transcript) toolResult(id, content string, isError bool, promptID string) error {
-	block := obj{{"tool_use_id", id}, {"type", "tool_result"}, {"content", content}, {"is_error", isError}}
-	e := t.entry("user").with("message", obj{{"role", "user"}, {"content", []obj{block}}})
+func (t *transcript) toolResult(id, content string, isError bool, promptID string, steers ...string) error {
+	blocks := []obj{{{"tool_use_id", id}, {"type", "tool_result"}, {"content", content}, {"is_error", isError}}}
+	for _, s := range steers {
+		// Claude Code 2.1.332 carries text submitted during a tool call
+		// in the tool result's own user message, as a text block.
+		blocks = append(blocks, obj{{"type", "text"}, {"text", SteerPrefix + s}})
+	}
+	e := t.entry("user").with("message", obj{{"role", "user"}, {"content", blocks}})
 	if promptID != "" {
 		e = e.with("promptId", promptID)
 	}
 	return t.append(e)
 }
+
+// SteerPrefix opens the text block that carries a steer in the tool
+// result's user message, as Claude Code 2.1.332 words it.
+const SteerPrefix = "The user sent a new message while you were working:\n"
 
 func (t *transcript) entry(typ string) obj {
 	t.mu.Lock()

@@ -319,7 +319,18 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 	}
 
 	start := time.Now()
+	steering.Store(true)
 	stdout, stderr, code := runShell(ctx, command, f.cwd)
+	steering.Store(false)
+	var steers []string
+	for drained := false; !drained; {
+		select {
+		case s := <-steerIn:
+			steers = append(steers, s)
+		default:
+			drained = true
+		}
+	}
 	if ctx.Err() != nil {
 		return false, false, ""
 	}
@@ -332,13 +343,13 @@ func (f *fake) toolCall(ctx context.Context, command string, base obj, promptID 
 		// As 2.1.332: a command that exits non-zero is the tool's
 		// error, reported by PostToolUseFailure (no PostToolUse).
 		msg := strings.TrimRight(fmt.Sprintf("Exit code %d\n%s", code, strings.TrimSpace(stderr+"\n"+stdout)), "\n")
-		f.record(f.tr.toolResult(id, msg, true, promptID))
+		f.record(f.tr.toolResult(id, msg, true, promptID, steers...))
 		<-f.hooks.fire("PostToolUseFailure", "Bash", tool("PostToolUseFailure").
 			with("tool_use_id", id).with("error", msg).with("is_interrupt", false).
 			with("duration_ms", time.Since(start).Milliseconds()))
 		return true, false, ""
 	}
-	f.record(f.tr.toolResult(id, out, false, promptID))
+	f.record(f.tr.toolResult(id, out, false, promptID, steers...))
 	resp := obj{
 		{"stdout", stdout}, {"stderr", stderr}, {"interrupted", false},
 		{"isImage", false}, {"noOutputExpected", false},

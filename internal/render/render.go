@@ -518,6 +518,12 @@ func Receipt(w io.Writer, r rpc.Receipt) error {
 	case rpc.SubmissionPending:
 		prompt = "pending: delivered, not acknowledged by the harness yet; repeat this command (same --request-id) to refresh it, never a new id"
 	}
+	switch {
+	case r.Steered:
+		prompt = "steered: typed into the running execution #" + strconv.FormatUint(r.ExecutionSeq, 10) + "; its result is that execution's"
+	case r.Queued && r.Submission == rpc.SubmissionPending:
+		prompt = "queued: runs as execution #" + strconv.FormatUint(r.ExecutionSeq, 10) + " once the running one ends (session cancel clears the queue)"
+	}
 	if r.Replayed {
 		prompt += " (a replay: this request id was accepted before)"
 	}

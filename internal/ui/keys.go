@@ -226,6 +226,7 @@ func (m *model) listKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, m.respond(r, false, s)
 	case "s":
 		m.mode = modeSend
+		m.sendBusy = r.s.State == rpc.StateBusy || r.s.State == rpc.StateBlocked || r.s.State == rpc.StateCanceling
 		m.input.reset()
 		return m, nil
 	case "c", "x", "r":
@@ -392,7 +393,10 @@ func (m *model) sendKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.mode = modeList
 		m.status = "sent nothing"
 		return m, nil
-	case "enter":
+	case "enter", "tab":
+		if k.String() == "tab" && !m.sendBusy {
+			break // an idle Session has nothing to queue behind
+		}
 		m.mode = modeList
 		prompt := strings.TrimSpace(m.input.String())
 		r := m.selected()
@@ -401,11 +405,27 @@ func (m *model) sendKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		id, name := r.s.ID, render.SessionName(r.s)
+		steer, queue := m.sendBusy && k.String() == "enter", k.String() == "tab"
 		m.status = "sending to " + name + "…"
 		return m, m.action(id, func(ctx context.Context) (string, error) {
-			rc, err := m.c.SessionSend(ctx, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: newRequestID()})
+			var rc rpc.Receipt
+			var err error
+			switch {
+			case steer:
+				rc, err = m.c.SessionSteer(ctx, id, prompt, newRequestID())
+			case queue:
+				rc, err = m.c.SessionQueue(ctx, id, prompt, newRequestID())
+			default:
+				rc, err = m.c.SessionSend(ctx, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: newRequestID()})
+			}
 			if err != nil {
 				return "", err
+			}
+			switch {
+			case rc.Steered:
+				return fmt.Sprintf("steered %s's running execution %d", name, rc.ExecutionSeq), nil
+			case rc.Queued:
+				return fmt.Sprintf("queued for %s as execution %d, after the running one", name, rc.ExecutionSeq), nil
 			}
 			return fmt.Sprintf("sent to %s (execution %d, %s)", name, rc.ExecutionSeq, rc.Submission), nil
 		})

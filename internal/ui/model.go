@@ -135,6 +135,10 @@ type model struct {
 
 	status string
 
+	// sendBusy: the send being typed is to a busy Session, which Enter
+	// steers and Tab queues behind (session.send steer / queue).
+	sendBusy bool
+
 	mode    mode
 	confirm struct {
 		verb  string // "cancel", "stop" or "restart"

@@ -324,3 +324,37 @@ func TestFormHarnessFromClient(t *testing.T) {
 		t.Errorf("the form's harness is %q, want the client's first, second-first", got)
 	}
 }
+
+// s on a busy Session offers steer (Enter) or queue (Tab); on an idle
+// one Tab is just typed and Enter sends.
+func TestSendKeyOffersSteerOrQueueWhenBusy(t *testing.T) {
+	key := func(m *model, msg tea.KeyPressMsg) tea.Cmd {
+		_, cmd := m.Update(msg)
+		return cmd
+	}
+	enter, tab := tea.KeyPressMsg{Code: tea.KeyEnter}, tea.KeyPressMsg{Code: tea.KeyTab}
+	for _, c := range []struct {
+		state string
+		busy  bool
+	}{{rpc.StateBusy, true}, {rpc.StateIdle, false}} {
+		m := testModel(true, c.state)
+		key(m, press("s"))
+		if m.mode != modeSend || m.sendBusy != c.busy {
+			t.Fatalf("%s: mode %d, sendBusy %v", c.state, m.mode, m.sendBusy)
+		}
+		offers := strings.Contains(m.View().Content, "Enter steers its running turn, Tab queues after it")
+		if offers != c.busy {
+			t.Fatalf("%s: steer/queue offered %v:\n%s", c.state, offers, m.View().Content)
+		}
+		key(m, press("x"))
+		cmd := key(m, tab)
+		if c.busy != (cmd != nil) || c.busy != (m.mode == modeList) {
+			t.Fatalf("%s: tab gave cmd %v, mode %d", c.state, cmd != nil, m.mode)
+		}
+		if !c.busy {
+			if cmd := key(m, enter); cmd == nil || m.mode != modeList {
+				t.Fatalf("idle: enter gave cmd %v, mode %d", cmd != nil, m.mode)
+			}
+		}
+	}
+}

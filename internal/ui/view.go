@@ -474,6 +474,9 @@ func (m *model) statusLine() string {
 		}
 		return sgr(sgrReverse, fit(q, m.width))
 	case modeSend:
+		if m.sendBusy {
+			return m.inputLine(m.name(m.sel) + " is busy: Enter steers its running turn, Tab queues after it, Esc leaves> ")
+		}
 		return m.inputLine("send to " + m.name(m.sel) + "> ")
 	case modeDeny:
 		return m.inputLine(m.deny.said + " for " + m.deny.name + ", a reason for the model (optional; Enter denies, Esc leaves)> ")
@@ -505,7 +508,8 @@ var helpText = []string{
 	"  y / n    allow / deny the permission it is blocked on (n asks for a reason first;",
 	"           Enter denies with it or without one, Esc leaves the request waiting)",
 	"  1-9      answer the question it is blocked on with that option",
-	"  s        send a follow-up prompt (Enter sends, Esc leaves)",
+	"  s        send a follow-up prompt (Enter sends, Esc leaves); on a busy",
+	"           Session Enter steers its running turn and Tab queues after it",
 	"  c        cancel its running turn (asks first)",
 	"  x        stop it (asks first; a busy Session's turn is interrupted)",
 	"  r        restart (relaunch) it (asks first)",

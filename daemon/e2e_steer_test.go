@@ -1,0 +1,179 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
+
+// Steering and queueing with the real CLIs against their mock models:
+// the first prompt's answer is a shell tool call that marks it started
+// and then sleeps, which gives the window. A steer sent then must be in
+// the model's next request of the same turn (the tool result's), and the
+// turn's result is that turn's; a queue becomes the next execution with
+// its own result; a steer naming an ended execution is refused and
+// nothing reaches the CLI; Gemini CLI refuses steers (it queues what is
+// typed during a turn) but queues like the others.
+//
+//	go test -race -count=1 -run 'TestE2ESteer' ./daemon/
+
+// steerScript is the mock's script for these tests.
+var steerScript = mockapi.Script{
+	mockapi.Prefix("STEER-TURN", mockapi.Reply{Tool: "touch started && sleep 6", Text: "TURN-DONE"}),
+	mockapi.Prefix("QUEUE-TURN", mockapi.Reply{Tool: "touch started2 && sleep 4", Text: "QUEUE-FIRST-DONE"}),
+	mockapi.Prefix("QUEUED-NEXT", mockapi.Reply{Text: "QUEUED-DONE"}),
+	// Codex's next request after a steer ends in the steer's own user
+	// message, which the mock reads as that request's prompt.
+	mockapi.Prefix("STEER-ME", mockapi.Reply{Text: "STEERED-DONE"}),
+}
+
+// steerRow is one real CLI under these tests.
+type steerRow struct {
+	name    string
+	harness string
+	options []string
+	rig     func(t *testing.T) (*e2eRig, *mockapi.Server)
+	steers  bool
+	// steered is the turn's final text after a steer: the mock's answer
+	// to the request that carried it.
+	steered string
+	// toolOutput marks the tool's result in a request body; the steer
+	// comes after it.
+	toolOutput string
+}
+
+var steerRows = []steerRow{
+	{name: "claude", harness: "claude", options: e2eClaudeCLI.runOptions, steers: true,
+		// Claude Code puts the steer in the tool result's user message.
+		steered: "TURN-DONE", toolOutput: `"tool_result"`, rig: func(t *testing.T) (*e2eRig, *mockapi.Server) {
+			mark := newE2EMark(t)
+			mock, env := e2eClaudeEnv(t, steerScript)
+			addMark(env, mark)
+			bin := env["DLGT_CLAUDE_BIN"]
+			return &e2eRig{env: env, mark: mark, requests: mockRequests(mock),
+				isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
+		}},
+	{name: "codex", harness: "codex", steers: true,
+		// Codex sends it as a user message after the function call output.
+		steered: "STEERED-DONE", toolOutput: `"function_call_output"`, rig: func(t *testing.T) (*e2eRig, *mockapi.Server) { return codexRigMock(t, steerScript) }},
+	{name: "gemini", harness: "gemini", rig: func(t *testing.T) (*e2eRig, *mockapi.Server) { return geminiRigMock(t, steerScript) }},
+}
+
+func TestE2ESteer(t *testing.T) {
+	for _, row := range steerRows {
+		t.Run(row.name, func(t *testing.T) { runE2ESteer(t, row) })
+	}
+}
+
+func runE2ESteer(t *testing.T, row steerRow) {
+	e, mock := row.rig(t)
+	e.td = startTestDaemonWith(t, e.env)
+	cwd := t.TempDir()
+	var r rpc.Receipt
+	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+		Title: "steer " + row.name, Harness: row.harness, Cwd: cwd, Prompt: "STEER-TURN run the tool",
+		RequestID: row.name + "-steer-1", Environment: e.env, HarnessOptions: row.options,
+	}, &r)
+	id := r.Session.ID
+	waitFile(t, cwd+"/started")
+
+	steer := rpc.SessionSendParams{Session: id, Prompt: "STEER-ME now", RequestID: row.name + "-steer-2",
+		Steer: &rpc.SteerOption{ExecutionSeq: r.ExecutionSeq}}
+	if !row.steers {
+		before := len(mock.Requests())
+		wantRPCError(t, e.td.call(rpc.MethodSessionSend, steer, &rpc.Receipt{}), rpc.CodeInvalidArgument, "steer")
+		if _, res := e.waitResult(t, id, r.Cursor); res.ExecutionSeq != r.ExecutionSeq || derefText(&res) != "TURN-DONE" {
+			t.Fatalf("result = %+v %q", res, derefText(&res))
+		}
+		for _, q := range mock.Requests()[before:] {
+			if strings.Contains(string(q.Body), "STEER-ME") {
+				t.Fatalf("a refused steer reached the model: %s request", q.Kind)
+			}
+		}
+	} else {
+		sent := time.Now()
+		var sr rpc.Receipt
+		e.call(t, rpc.MethodSessionSend, steer, &sr)
+		t.Logf("latency: session.send steer -> receipt (dlgt's share: typing it) %v", time.Since(sent).Round(time.Millisecond))
+		if !sr.Steered || sr.ExecutionSeq != r.ExecutionSeq {
+			t.Fatalf("steer receipt = %+v", sr)
+		}
+		_, res := e.waitResult(t, id, r.Cursor)
+		if res.ExecutionSeq != r.ExecutionSeq || res.Status != rpc.StatusCompleted || derefText(&res) != row.steered {
+			t.Fatalf("the turn's result = %+v %q, want execution %d's %s", res, derefText(&res), r.ExecutionSeq, row.steered)
+		}
+		// The first request carrying the steer is the turn's next one:
+		// the turn's prompt, the tool's result, then the steer.
+		var carried *mockapi.Request
+		for _, q := range mock.Requests() {
+			if strings.Contains(string(q.Body), "STEER-ME now") {
+				carried = &q
+				break
+			}
+		}
+		if carried == nil {
+			t.Fatal("no model request carried the steer")
+		}
+		body := string(carried.Body)
+		turn, out, st := strings.Index(body, "STEER-TURN"), strings.Index(body, row.toolOutput), strings.Index(body, "STEER-ME now")
+		if turn < 0 || out < turn || st < out {
+			t.Fatalf("the request carrying the steer is not the turn's next one (prompt at %d, tool output at %d, steer at %d): %.2000s", turn, out, st, body)
+		}
+		t.Logf("latency: steer sent -> in the model's request %v (the tool's sleep included)", carried.Received.Sub(sent).Round(time.Millisecond))
+		// The CLI's own record (transcript, rollout) shows it too.
+		waitSteerSeen(t, e.td, id, r.ExecutionSeq)
+	}
+	rd := e.read(t, id)
+	if rd.Result == nil || rd.Result.ExecutionSeq != r.ExecutionSeq {
+		t.Fatalf("after the steer the last result is %+v, want execution %d's", rd.Result, r.ExecutionSeq)
+	}
+
+	// A steer naming the ended execution: refused, nothing typed.
+	before := len(mock.Requests())
+	late := steer
+	late.RequestID = row.name + "-steer-late"
+	code, field := rpc.CodeInvalidArgument, "steer.execution_seq"
+	if !row.steers {
+		field = "steer"
+	}
+	wantRPCError(t, e.td.call(rpc.MethodSessionSend, late, &rpc.Receipt{}), code, field)
+
+	// A queue sent during the next turn becomes the execution after it.
+	var q0 rpc.Receipt
+	e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "QUEUE-TURN again", RequestID: row.name + "-queue-1"}, &q0)
+	waitFile(t, cwd+"/started2")
+	var q rpc.Receipt
+	e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "QUEUED-NEXT please", RequestID: row.name + "-queue-2", Queue: true}, &q)
+	if q0.ExecutionSeq != r.ExecutionSeq+1 {
+		t.Fatalf("the send after the steered turn is execution %d, want %d: the steer made an execution of its own", q0.ExecutionSeq, r.ExecutionSeq+1)
+	}
+	if !q.Queued || q.ExecutionSeq != q0.ExecutionSeq+1 {
+		t.Fatalf("queued receipt = %+v (the running one is %d)", q, q0.ExecutionSeq)
+	}
+	if got := e.read(t, id).Session.Queued; len(got) != 1 || got[0].ExecutionSeq != q.ExecutionSeq {
+		t.Fatalf("session.read queued = %+v", got)
+	}
+	_, res0 := e.waitResult(t, id, q0.Cursor)
+	if res0.ExecutionSeq != q0.ExecutionSeq || derefText(&res0) != "QUEUE-FIRST-DONE" {
+		t.Fatalf("the running turn's result = %+v %q", res0, derefText(&res0))
+	}
+	_, res := e.waitResult(t, id, q.Cursor)
+	if res.ExecutionSeq != q.ExecutionSeq || res.Status != rpc.StatusCompleted || derefText(&res) != "QUEUED-DONE" {
+		t.Fatalf("the queued execution's result = %+v %q", res, derefText(&res))
+	}
+	for _, m := range mock.Requests()[before:] {
+		if strings.Contains(string(m.Body), "STEER-ME now") && m.Kind == mockapi.KindPrompt && m.Prompt == "STEER-ME now" {
+			t.Fatal("the refused late steer reached the model")
+		}
+		if m.Kind == mockapi.KindPrompt && m.Prompt == "QUEUED-NEXT please" {
+			t.Logf("latency: previous result -> queued execution's first model request %v",
+				m.Received.Sub(time.UnixMilli(res0.CompletedAtMS)).Round(time.Millisecond))
+		}
+	}
+	if n := e.waitPrompt(t, "QUEUED-NEXT please"); n != 1 {
+		t.Fatalf("the queued prompt reached the model %d times, want once", n)
+	}
+}
