@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"os"
 	"regexp"
 	"strconv"
@@ -432,7 +433,7 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 // what is recorded now. s.mu held.
 func (rt *runtime) receiptCursorLocked(s *session, fromCreate bool) uint64 {
 	if fromCreate {
-		return rt.positions.mintSession(s.uid, sessionMark{})
+		return rt.positions.mintSession(s.uid, fetchdoc.Mark{})
 	}
 	return rt.positions.mintSession(s.uid, s.markLocked())
 }

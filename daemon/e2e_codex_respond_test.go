@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,8 +156,8 @@ func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env m
 	if decision == rpc.DecisionDeny {
 		want = "REFUSED: " + why
 	}
-	if result.Status != rpc.StatusCompleted || derefText(&result) != want {
-		t.Fatalf("result = %+v text %q, want %q", result, derefText(&result), want)
+	if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != want {
+		t.Fatalf("result = %+v text %q, want %q", result, fetchdoc.DerefText(&result), want)
 	}
 	var next mockapi.Request
 	for _, q := range mock.Requests() {

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"maps"
 	"os"
 	"path/filepath"
@@ -318,7 +319,7 @@ func testInlineHistory(t *testing.T, harness string) {
 	id := r.Session.ID
 	_, res := e.waitResult(t, id, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.FinalText == nil || *res.FinalText != inlineReply() {
-		t.Fatalf("result = %+v text %q", res, derefText(&res))
+		t.Fatalf("result = %+v text %q", res, fetchdoc.DerefText(&res))
 	}
 
 	// The TUI finishes drawing after its Stop hook: wait until the rows

@@ -5,6 +5,7 @@
 package daemon
 
 import (
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"sync"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -143,7 +144,7 @@ type allShares struct {
 // allShare is one shared all:true evaluation and its sealed documents.
 type allShare struct {
 	once  sync.Once
-	a     *allDoc
+	a     *fetchdoc.AllDoc
 	err   error
 	docMu sync.Mutex
 	docs  []*rpc.FetchDocument
@@ -166,7 +167,7 @@ func (as *allShares) get(k allShareKey) *allShare {
 }
 
 // eval makes the evaluation once; every caller gets it.
-func (sh *allShare) eval(f func() (*allDoc, error)) (*allDoc, error) {
+func (sh *allShare) eval(f func() (*fetchdoc.AllDoc, error)) (*fetchdoc.AllDoc, error) {
 	sh.once.Do(func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -188,7 +189,7 @@ func (sh *allShare) document(env rpc.Runtime, reason string, cursor uint64) *rpc
 			return doc
 		}
 	}
-	doc := sh.a.document(env, reason, cursor)
+	doc := sh.a.Document(env, reason, cursor)
 	doc.Seal()
 	sh.docs = append(sh.docs, doc)
 	return doc

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -106,7 +107,7 @@ func TestFetchSharedWake(t *testing.T) {
 		if g.name == "small" && !doc.HasMore {
 			t.Errorf("small: a 1200-byte page should not carry the whole result")
 		}
-		if mb, ok := g.params["max_bytes"].(int); ok && len(g.raws[0])+cliWrapper > mb {
+		if mb, ok := g.params["max_bytes"].(int); ok && len(g.raws[0])+fetchdoc.CLIWrapper > mb {
 			t.Errorf("%s: %d bytes over max_bytes %d", g.name, len(g.raws[0]), mb)
 		}
 	}
@@ -232,7 +233,7 @@ func TestFetchJSONSizers(t *testing.T) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])
 		}
 		str := b.String()
-		if got, want := jsonStrLen(str), jsonLen(str); got != want {
+		if got, want := fetchdoc.JSONStrLen(str), fetchdoc.JSONLen(str); got != want {
 			t.Fatalf("jsonStrLen(%q) = %d, want %d", str, got, want)
 		}
 		text := str
@@ -241,10 +242,10 @@ func TestFetchJSONSizers(t *testing.T) {
 			{ExecutionSeq: 8, Status: rpc.StatusInterrupted, Error: &rpc.ResultError{Code: "x", Message: "y"}},
 		} {
 			off := rng.IntN(100000)
-			size := chunkSizer(r, off)
+			size := fetchdoc.ChunkSizer(r, off)
 			for _, c := range []bool{true, false} {
 				for _, piece := range []string{"", str, str[:len(str)/2]} {
-					if got, want := size(piece, c), jsonLen(withChunk(r, piece, off, c)); got != want {
+					if got, want := size(piece, c), fetchdoc.JSONLen(fetchdoc.WithChunk(r, piece, off, c)); got != want {
 						t.Fatalf("chunk %q off %d complete %v: %d, want %d", piece, off, c, got, want)
 					}
 				}
@@ -287,7 +288,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	// Long polls that answer with whatever evaluation they are handed.
 	answers := make(chan error, 100)
 	newPoll := func() *longPoll {
-		lp := &longPoll{rt: rt, s: s, pos: pos, fr: &fetchReq{}}
+		lp := &longPoll{rt: rt, s: s, pos: pos, fr: &fetchdoc.Req{}}
 		lp.respond = func(_ any, err error) { answers <- err }
 		lp.timer = time.NewTimer(time.Hour)
 		return lp

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"log/slog"
 	"os"
 	"sync"
@@ -193,7 +194,7 @@ func TestLoadConcurrentSessions(t *testing.T) {
 			o := &outcomes[i]
 			check := func(r rpc.Result, prompt string) error {
 				if r.Status != rpc.StatusCompleted || r.FinalText == nil || *r.FinalText != "MOCK-REPLY: "+prompt {
-					return fmt.Errorf("execution %d: status %s text %q", r.ExecutionSeq, r.Status, derefText(&r))
+					return fmt.Errorf("execution %d: status %s text %q", r.ExecutionSeq, r.Status, fetchdoc.DerefText(&r))
 				}
 				o.results++
 				return nil

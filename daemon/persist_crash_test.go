@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -55,7 +56,7 @@ func windowOf(doc *rpc.FetchDocument) crashWindow {
 			if r.FinalTextOffset != nil {
 				off = *r.FinalTextOffset
 			}
-			w.results = append(w.results, fmt.Sprintf("%d@%d+%d", r.ExecutionSeq, off, len(derefText(&r))))
+			w.results = append(w.results, fmt.Sprintf("%d@%d+%d", r.ExecutionSeq, off, len(fetchdoc.DerefText(&r))))
 		}
 	}
 	return w

@@ -3,6 +3,7 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,7 +128,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			td.mustCall(rpc.MethodSessionCreate, create, &r1)
 			id := r1.Session.ID
 			_, res := td.waitResult(t, id, r1.Cursor)
-			if res.ExecutionSeq != 1 || derefText(&res) != "MOCK-REPLY: first" {
+			if res.ExecutionSeq != 1 || fetchdoc.DerefText(&res) != "MOCK-REPLY: first" {
 				t.Fatalf("first result %+v", res)
 			}
 			// The window of the receipt's cursor, and a fetch-minted
@@ -160,7 +161,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 				}
 			}
 			_, res2 := td.waitResult(t, id, r2.Cursor)
-			if res2.ExecutionSeq != 2 || derefText(&res2) != "MOCK-REPLY: second" {
+			if res2.ExecutionSeq != 2 || fetchdoc.DerefText(&res2) != "MOCK-REPLY: second" {
 				t.Fatalf("second result %+v", res2)
 			}
 			// From the baseline's position: what came after it, in order.
@@ -177,7 +178,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			}
 			doc := td.mustFetch(t, map[string]any{"session": id, "cursor": replay.Cursor, "until": "result", "wait_ms": 10000, "screen": false})
 			rs = doc.Sessions[0].Results
-			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || derefText(&rs[0]) != "MOCK-REPLY: first" {
+			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || fetchdoc.DerefText(&rs[0]) != "MOCK-REPLY: first" {
 				t.Fatalf("fetch from the replayed cursor %s: %+v", replay.Cursor, rs)
 			}
 			// Every retained result, from either lifetime, by execution.
@@ -212,7 +213,7 @@ func TestFetchBaselineDoesNotChurn(t *testing.T) {
 		}
 	}
 	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": mine.Cursor, "screen": false})
-	if rs := d.Sessions[0].Results; len(rs) != 1 || derefText(&rs[0]) != "two" {
+	if rs := d.Sessions[0].Results; len(rs) != 1 || fetchdoc.DerefText(&rs[0]) != "two" {
 		t.Fatalf("the other client's cursor: %+v", rs)
 	}
 	// A change mints.
@@ -358,7 +359,7 @@ func TestFetchAfterExecution(t *testing.T) {
 		d, _ := fetchDoc(t, rt, params)
 		var seqs []uint64
 		for _, r := range d.Sessions[0].Results {
-			if derefText(&r) != fmt.Sprint("text ", r.ExecutionSeq) {
+			if fetchdoc.DerefText(&r) != fmt.Sprint("text ", r.ExecutionSeq) {
 				t.Fatalf("result %+v", r)
 			}
 			seqs = append(seqs, r.ExecutionSeq)

@@ -1,11 +1,10 @@
 package daemon
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -36,40 +35,10 @@ var (
 	positionRetryDelay          = time.Second
 )
 
-// sessionMark is the watermark vector of one Session: how far a reader
-// has received each component. Offsets record a partially delivered
-// final_text or stable row. Every component is numbered durably (event
-// seqs, execution seqs, committed row ids, epochs), so a mark means the
-// same thing in every daemon lifetime.
-type sessionMark struct {
-	Event   uint64 `json:"e,omitempty"`  // last global event seq delivered for this Session
-	Result  uint64 `json:"r,omitempty"`  // last execution seq whose result was delivered whole
-	TextOff int    `json:"t,omitempty"`  // bytes of result Result+1's final_text delivered
-	Row     uint64 `json:"w,omitempty"`  // last stable row id delivered whole
-	RowOff  int    `json:"wo,omitempty"` // bytes of row Row+1 delivered
-	Epoch   uint64 `json:"p,omitempty"`  // screen epoch the reader has seen
-}
-
-// allMark is the watermark state of an all:true position: one mark per
-// Session that still exists and carries state, and, while the cursorless
-// enumeration is in progress, the Sessions still to enumerate.
-type allMark struct {
-	marks       map[string]sessionMark // by Session uid; never mutated after minting
-	enumerating bool
-	enum        []string // uids still to enumerate, in order
-}
-
-// settledOver reports that m is past its enumeration and has a mark for
-// as many Sessions as a list of n: the shape in which a delta over that
-// list can leave m as it is.
-func (m *allMark) settledOver(n int) bool {
-	return len(m.marks) == n && !m.enumerating && len(m.enum) == 0
-}
-
 // position is one minted, immutable observation point.
 type position struct {
-	mark sessionMark
-	all  *allMark // for the all scope
+	mark fetchdoc.Mark
+	all  *fetchdoc.AllMark // for the all scope
 	// next is the position minted by the first advancing fetch from this
 	// one; replays are bounded by its mark, so they return the same window.
 	// Guarded by positions.mu.
@@ -91,7 +60,7 @@ type scopeKey struct {
 // the vector of a held position returns that position instead of minting.
 type dedupKey struct {
 	scope string
-	mark  sessionMark
+	mark  fetchdoc.Mark
 	all   string // the all scope: allKey of the allMark
 }
 
@@ -137,45 +106,22 @@ func newPositions() *positions {
 
 // storedPosition is a position's stored form.
 type storedPosition struct {
-	Mark *sessionMark `json:"m,omitempty"`
-	All  *storedAll   `json:"a,omitempty"`
-	Next uint64       `json:"n,omitempty"`
+	Mark *fetchdoc.Mark `json:"m,omitempty"`
+	All  *storedAll     `json:"a,omitempty"`
+	Next uint64         `json:"n,omitempty"`
 }
 
 type storedAll struct {
-	Marks       map[string]sessionMark `json:"marks"`
-	Enumerating bool                   `json:"enumerating,omitempty"`
-	Enum        []string               `json:"enum,omitempty"`
-}
-
-// allKey is a canonical encoding of a: equal for equal allMarks, and a
-// few times cheaper than the JSON of 256 marks (every all:true mint
-// computes it).
-func allKey(a *allMark) string {
-	uids := slices.Sorted(maps.Keys(a.marks))
-	b := make([]byte, 0, 1+len(uids)*32+len(a.enum)*16)
-	b = append(b, byte(boolInt(a.enumerating)))
-	for _, uid := range uids {
-		m := a.marks[uid]
-		b = binary.AppendUvarint(b, uint64(len(uid)))
-		b = append(b, uid...)
-		for _, v := range []uint64{m.Event, m.Result, uint64(m.TextOff), m.Row, uint64(m.RowOff), m.Epoch} {
-			b = binary.AppendUvarint(b, v)
-		}
-	}
-	b = binary.AppendUvarint(b, uint64(len(a.enum)))
-	for _, uid := range a.enum {
-		b = binary.AppendUvarint(b, uint64(len(uid)))
-		b = append(b, uid...)
-	}
-	return string(b)
+	Marks       map[string]fetchdoc.Mark `json:"marks"`
+	Enumerating bool                     `json:"enumerating,omitempty"`
+	Enum        []string                 `json:"enum,omitempty"`
 }
 
 // encodeLocked is p's stored form. ps.mu held.
 func encodeLocked(p *position) []byte {
 	sp := storedPosition{Next: p.next}
 	if p.all != nil {
-		sp.All = &storedAll{Marks: p.all.marks, Enumerating: p.all.enumerating, Enum: p.all.enum}
+		sp.All = &storedAll{Marks: p.all.Marks, Enumerating: p.all.Enumerating, Enum: p.all.Enum}
 	} else {
 		m := p.mark
 		sp.Mark = &m
@@ -194,9 +140,9 @@ func decodePosition(data []byte) (*position, error) {
 	case sp.All != nil:
 		marks := sp.All.Marks
 		if marks == nil {
-			marks = map[string]sessionMark{}
+			marks = map[string]fetchdoc.Mark{}
 		}
-		p.all = &allMark{marks: marks, enumerating: sp.All.Enumerating, enum: sp.All.Enum}
+		p.all = &fetchdoc.AllMark{Marks: marks, Enumerating: sp.All.Enumerating, Enum: sp.All.Enum}
 	case sp.Mark != nil:
 		p.mark = *sp.Mark
 	default:
@@ -207,7 +153,7 @@ func decodePosition(data []byte) (*position, error) {
 
 func dedupKeyOf(scope string, p *position) dedupKey {
 	if p.all != nil {
-		return dedupKey{scope: scope, all: allKey(p.all)}
+		return dedupKey{scope: scope, all: fetchdoc.AllKey(p.all)}
 	}
 	return dedupKey{scope: scope, mark: p.mark}
 }
@@ -256,7 +202,7 @@ func (ps *positions) load(exists func(scope string) bool) error {
 	return nil
 }
 
-func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
+func (ps *positions) mintSession(uid string, m fetchdoc.Mark) uint64 {
 	return ps.mint(uid, &position{mark: m})
 }
 
