@@ -433,9 +433,9 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 // what is recorded now. s.mu held.
 func (rt *runtime) receiptCursorLocked(s *session, fromCreate bool) uint64 {
 	if fromCreate {
-		return rt.positions.mintSession(s.uid, fetchdoc.Mark{})
+		return rt.positions.MintSession(s.uid, fetchdoc.Mark{})
 	}
-	return rt.positions.mintSession(s.uid, s.markLocked())
+	return rt.positions.MintSession(s.uid, s.markLocked())
 }
 
 // startExecLocked makes prompt s's next, active execution. s.mu held.

@@ -369,7 +369,7 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, p rpc.Sess
 		return rpc.SessionResult{}, err
 	}
 	s.mu.Lock()
-	cursor := rt.positions.mintSession(s.uid, s.markLocked())
+	cursor := rt.positions.MintSession(s.uid, s.markLocked())
 	snap := s.snapshotLocked(time.Now())
 	s.mu.Unlock()
 	return rpc.SessionResult{Session: snap, Cursor: rpc.FormatPosition(cursor)}, nil

@@ -12,6 +12,7 @@ package daemon
 import (
 	"context"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -45,12 +46,12 @@ func (rt *runtime) runtimeInfo() rpc.Runtime {
 }
 
 func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Req) (rpc.Reply[rpc.FetchDocument], error) {
-	var pos *position
+	var pos *positions.Position
 	if fr.HasAfter {
 		fr.Cursor, pos = rt.afterExecutionPosition(s, fr.After)
 		fr.HasCursor = true
 	} else if fr.HasCursor {
-		p, err := rt.positions.get(s.uid, fr.Cursor)
+		p, err := rt.positions.Get(s.uid, fr.Cursor)
 		if err != nil {
 			return rpc.Reply[rpc.FetchDocument]{}, err
 		}
@@ -64,7 +65,7 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Re
 		doc, err := rt.fetchBaseline(ctx, s, fr, bound)
 		return rpc.Ref(doc), err
 	}
-	if fr.UntilResult && bound > 0 && pos.mark.Result >= bound && viewOf(s).BoundDone(bound) {
+	if fr.UntilResult && bound > 0 && pos.Mark.Result >= bound && viewOf(s).BoundDone(bound) {
 		fr.Cursor, pos = rt.rewindResult(s, fr.Cursor, pos, bound)
 	}
 	lp := &longPoll{rt: rt, s: s, pos: pos, fr: fr, bound: bound}
@@ -85,16 +86,13 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Re
 // recorded: everything else is at its current mark. Results retention
 // already dropped are skipped (their numbers stay below the first result
 // returned).
-func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *position) {
+func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *positions.Position) {
 	s.mu.Lock()
 	m := s.markLocked()
 	s.mu.Unlock()
 	m.Result = min(max(after, rt.db.ResultsEvictedThrough(s.uid)), m.Result)
 	m.TextOff = 0
-	ps := rt.positions
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.mintLocked(s.uid, &position{mark: m})
+	return rt.positions.MintHeld(s.uid, &positions.Position{Mark: m})
 }
 
 // rewindResult is the position an until:"result" fetch from pos (number
@@ -104,17 +102,14 @@ func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *po
 // carries that result again instead of reason "result" with no result.
 // Everything else reads from pos. A result retention dropped stays
 // dropped (pos is kept).
-func (rt *runtime) rewindResult(s *session, n uint64, pos *position, bound uint64) (uint64, *position) {
-	m := pos.mark
+func (rt *runtime) rewindResult(s *session, n uint64, pos *positions.Position, bound uint64) (uint64, *positions.Position) {
+	m := pos.Mark
 	m.Result = max(bound-1, rt.db.ResultsEvictedThrough(s.uid))
 	m.TextOff = 0
-	if m.Result >= pos.mark.Result {
+	if m.Result >= pos.Mark.Result {
 		return n, pos
 	}
-	ps := rt.positions
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return ps.mintLocked(s.uid, &position{mark: m})
+	return rt.positions.MintHeld(s.uid, &positions.Position{Mark: m})
 }
 
 // fetchBaseline answers a cursorless fetch: a baseline, which until:result
@@ -162,6 +157,6 @@ func (rt *runtime) baselineDoc(s *session, fr *fetchdoc.Req, reason string) (*rp
 	if err != nil {
 		return nil, err
 	}
-	cursor := rt.positions.mintSession(s.uid, d.Mark)
+	cursor := rt.positions.MintSession(s.uid, d.Mark)
 	return d.Document(env, reason, cursor), nil
 }

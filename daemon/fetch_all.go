@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"maps"
 	"slices"
 	"strings"
@@ -92,9 +93,9 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		return nil, rpc.InvalidField("screen", "all:true does not aggregate screens; fetch one Session for its screen")
 	}
 	fr.Screen = false
-	var pos *position
+	var pos *positions.Position
 	if fr.HasCursor {
-		p, err := rt.positions.get(allScope, fr.Cursor)
+		p, err := rt.positions.Get(positions.AllScope, fr.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -117,19 +118,19 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		if len(list) > fetchdoc.AllSessions {
 			return nil, rpc.InvalidField("all", "this daemon holds %d Sessions with state, more than the %d one all:true position addresses; fetch one Session at a time", len(list), fetchdoc.AllSessions)
 		}
-		nextN, nextPos := uint64(0), (*position)(nil)
+		nextN, nextPos := uint64(0), (*positions.Position)(nil)
 		if pos != nil {
-			nextN, nextPos = rt.positions.successor(allScope, pos)
+			nextN, nextPos = rt.positions.Successor(positions.AllScope, pos)
 		}
 		var upto *fetchdoc.AllMark
 		if nextPos != nil {
-			upto = nextPos.all
+			upto = nextPos.All
 		}
 		// Enumerating Sessions: pages of baselines. An enumeration with no
 		// Sessions left to list finishes through deltas below, which
 		// continue what its pages delivered in part, still as baseline
 		// pages.
-		if pos == nil || (pos.all.Enumerating && len(pos.all.Enum) > 0) {
+		if pos == nil || (pos.All.Enumerating && len(pos.All.Enum) > 0) {
 			in, err := rt.takeEnum(list, pos, upto)
 			if err != nil {
 				return nil, err
@@ -142,17 +143,17 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 			if upto != nil && fetchdoc.SameAllMark(a.Next, upto) {
 				cursor = nextN
 			} else {
-				cursor = rt.positions.advance(allScope, pos, &position{all: a.Next})
+				cursor = rt.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
 			}
 			return a.Document(env, rpc.ReasonSnapshot, cursor), nil
 		}
 		eval := func() (*fetchdoc.AllDoc, error) {
-			in, quiet, err := rt.takeAllDelta(list, pos.all)
+			in, quiet, err := rt.takeAllDelta(list, pos.All)
 			if err != nil {
 				return nil, err
 			}
 			return fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.AllDoc, error) {
-				return fetchdoc.AllDeltaOf(env, in, quiet, pos.all, upto, fr)
+				return fetchdoc.AllDeltaOf(env, in, quiet, pos.All, upto, fr)
 			})
 		}
 		// Long polls woken by one change from one position share one
@@ -171,7 +172,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		if err != nil {
 			return nil, err
 		}
-		advanced := !fetchdoc.SameAllMark(a.Next, pos.all)
+		advanced := !fetchdoc.SameAllMark(a.Next, pos.All)
 		if !(a.HasMore || advanced) && deadline != nil {
 			woken, err := waitChange(ctx, changed, &deadline, &expired)
 			if err != nil {
@@ -187,7 +188,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		switch {
 		case a.Gap:
 			reason = rpc.ReasonGap
-		case pos.all.Enumerating:
+		case pos.All.Enumerating:
 			reason = rpc.ReasonSnapshot
 		case a.HasMore:
 			reason = rpc.ReasonPageFull
@@ -201,7 +202,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 			if upto != nil && fetchdoc.SameAllMark(a.Next, upto) {
 				cursor = nextN
 			} else {
-				cursor = rt.positions.advance(allScope, pos, &position{all: a.Next})
+				cursor = rt.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
 			}
 		}
 		if sh != nil {
@@ -215,7 +216,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 // start) needs: the marks carried from earlier pages, the Sessions still
 // to enumerate, and the state of the next fetchAllPage of them, read in
 // one transaction.
-func (rt *runtime) takeEnum(list []*session, pos *position, upto *fetchdoc.AllMark) (*fetchdoc.EnumInput, error) {
+func (rt *runtime) takeEnum(list []*session, pos *positions.Position, upto *fetchdoc.AllMark) (*fetchdoc.EnumInput, error) {
 	byUID := make(map[string]*session, len(list))
 	for _, s := range list {
 		byUID[s.uid] = s
@@ -226,12 +227,12 @@ func (rt *runtime) takeEnum(list []*session, pos *position, upto *fetchdoc.AllMa
 			in.Todo = append(in.Todo, s.uid)
 		}
 	} else {
-		for uid, m := range pos.all.Marks {
+		for uid, m := range pos.All.Marks {
 			if byUID[uid] != nil {
 				in.Marks[uid] = m
 			}
 		}
-		for _, uid := range pos.all.Enum {
+		for _, uid := range pos.All.Enum {
 			if byUID[uid] != nil {
 				in.Todo = append(in.Todo, uid)
 			}

@@ -7,6 +7,7 @@ package daemon
 import (
 	"context"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,7 @@ import (
 type longPoll struct {
 	rt       *runtime
 	s        *session
-	pos      *position
+	pos      *positions.Position
 	fr       *fetchdoc.Req
 	bound    uint64    // until:result's execution
 	deadline time.Time // zero: answer at once
@@ -132,7 +133,7 @@ func (lp *longPoll) decide(st *stepResult) (res *rpc.FetchDocument, done bool, e
 		return st.document(rt, rpc.ReasonGap, st.cursor), true, nil
 	}
 	o := answerOf(answerInput{
-		untilRes: fr.UntilResult, bound: lp.bound, from: pos.mark, reached: st.d.Mark,
+		untilRes: fr.UntilResult, bound: lp.bound, from: pos.Mark, reached: st.d.Mark,
 		hasMore: st.d.HasMore, results: st.d.Bucket.Results,
 		blocked: st.view.Blocked, boundDone: st.view.BoundDone(lp.bound),
 		waiting: !lp.deadline.IsZero() && !lp.expired,
@@ -269,12 +270,12 @@ func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.F
 // advanceCursor is the position d reached from pos: the successor when
 // the delta replayed up to it, else one minted (and linked) once for
 // every waiter sharing this result.
-func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint64 {
+func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *positions.Position) uint64 {
 	st.once.Do(func() {
 		if st.upto != nil && st.d.Mark == *st.upto {
 			st.adv = st.nextN
 		} else {
-			st.adv = rt.positions.advance(uid, pos, &position{mark: st.d.Mark})
+			st.adv = rt.positions.Advance(uid, pos, &positions.Position{Mark: st.d.Mark})
 		}
 	})
 	return st.adv
@@ -282,29 +283,29 @@ func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint
 
 // evalStep evaluates pos: it takes s's state once (takeStep), then the
 // document rules compute a gap baseline or the delta from it.
-func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchdoc.Req) {
-	ss, err := rt.takeStep(s, pos.mark, fr)
+func (rt *runtime) evalStep(st *stepResult, s *session, pos *positions.Position, fr *fetchdoc.Req) {
+	ss, err := rt.takeStep(s, pos.Mark, fr)
 	st.view = ss.View
 	if err != nil {
 		st.err = err
 		return
 	}
 	env := rt.runtimeInfo()
-	if gaps, top := fetchdoc.Gaps(pos.mark, fr.Screen && fr.StableCap > 0, ss.Retained()); len(gaps)+len(top) > 0 {
+	if gaps, top := fetchdoc.Gaps(pos.Mark, fr.Screen && fr.StableCap > 0, ss.Retained()); len(gaps)+len(top) > 0 {
 		st.gap = true
 		st.d, st.err = fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.Delta, error) { return fetchdoc.BaselineOf(env, ss, fr, gaps, top) })
 		if st.err == nil {
-			st.cursor = rt.positions.mintSession(s.uid, st.d.Mark)
+			st.cursor = rt.positions.MintSession(s.uid, st.d.Mark)
 		}
 		return
 	}
-	var nextPos *position
-	st.nextN, nextPos = rt.positions.successor(s.uid, pos)
+	var nextPos *positions.Position
+	st.nextN, nextPos = rt.positions.Successor(s.uid, pos)
 	if nextPos != nil {
-		st.upto = &nextPos.mark
+		st.upto = &nextPos.Mark
 	}
 	st.d, st.err = fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.Delta, error) {
-		return fetchdoc.DeltaOf(env, ss, pos.mark, st.upto, fr)
+		return fetchdoc.DeltaOf(env, ss, pos.Mark, st.upto, fr)
 	})
 }
 

@@ -6,6 +6,9 @@ package daemon
 
 import (
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
+	"github.com/dlgt-dev/dlgt/store"
+	"log/slog"
 	"sync"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -17,7 +20,7 @@ import (
 // wokeFrom. solo (benchmarks, fetchShareWakes off) gives a long poll an
 // evaluation of its own.
 type shareKey struct {
-	pos       *position
+	pos       *positions.Position
 	screen    bool
 	stableCap int
 	maxBytes  int
@@ -122,7 +125,7 @@ func (fs *fetchShares) forgetLocked(scope string, k shareKey) {
 // change share: from one position, under one max_bytes (all:true takes no
 // screen, so nothing else of a request shapes its document).
 type allShareKey struct {
-	pos      *position
+	pos      *positions.Position
 	maxBytes int
 	wokeFrom <-chan struct{}
 }
@@ -193,4 +196,17 @@ func (sh *allShare) document(env rpc.Runtime, reason string, cursor uint64) *rpc
 	doc.Seal()
 	sh.docs = append(sh.docs, doc)
 	return doc
+}
+
+// fetchPositions is the positions table with the renderings long polls
+// share: shares those of long polls woken by a change, allShares those of
+// all:true long polls.
+type fetchPositions struct {
+	*positions.Table
+	shares    fetchShares
+	allShares allShares
+}
+
+func newPositions(db *store.DB, log *slog.Logger) *fetchPositions {
+	return &fetchPositions{Table: positions.New(db, log), shares: fetchShares{by: map[string]map[shareKey]*shareEntry{}}}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -77,14 +78,10 @@ func TestFetchSharedWake(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	rt.positions.mu.Lock()
-	before := rt.positions.last[s.uid]
-	rt.positions.mu.Unlock()
+	before := rt.positions.LastMinted(s.uid)
 	finishExec(rt, s, long)
 	wg.Wait()
-	rt.positions.mu.Lock()
-	minted := rt.positions.last[s.uid] - before
-	rt.positions.mu.Unlock()
+	minted := rt.positions.LastMinted(s.uid) - before
 	if minted > uint64(len(groups)) {
 		t.Errorf("%d positions minted for %d distinct requests", minted, len(groups))
 	}
@@ -113,13 +110,11 @@ func TestFetchSharedWake(t *testing.T) {
 	}
 	// A replay of the position, now, returns the window of the first
 	// advancing fetch from it (whichever group linked its successor).
-	p0, err := rt.positions.get(s.uid, mustUint(t, base.Cursor))
+	p0, err := rt.positions.Get(s.uid, mustUint(t, base.Cursor))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.positions.mu.Lock()
-	next := rpc.FormatPosition(p0.next)
-	rt.positions.mu.Unlock()
+	next := rpc.FormatPosition(rt.positions.NextOf(p0))
 	linked := 0
 	for _, g := range groups {
 		own := false
@@ -272,7 +267,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "w")
 	fs := &fetchShares{by: map[string]map[shareKey]*shareEntry{}}
-	pos := &position{}
+	pos := &positions.Position{}
 	changed := make(chan struct{})
 	k := shareKey{pos: pos, maxBytes: 1, wokeFrom: changed}
 	var evals atomic.Int64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"io"
 	"log/slog"
 	"os"
@@ -210,8 +211,8 @@ func TestFetchCursorInvalid(t *testing.T) {
 }
 
 func TestFetchCursorExpired(t *testing.T) {
-	defer func(a, b, c int) { positionsPerSession, positionsAll, positionsTotal = a, b, c }(positionsPerSession, positionsAll, positionsTotal)
-	positionsPerSession, positionsAll, positionsTotal = 4, 3, 4
+	defer func(a, b, c int) { positions.PerSession, positions.PerAll, positions.Total = a, b, c }(positions.PerSession, positions.PerAll, positions.Total)
+	positions.PerSession, positions.PerAll, positions.Total = 4, 3, 4
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "a")
 	sb := addSession(t, rt, "b")

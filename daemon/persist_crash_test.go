@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -314,7 +315,7 @@ func checkCrashLoop(t *testing.T, td *testDaemon, w *crashWorkload, loop int) {
 	}
 	// Acceptance cursors: the results after the acceptance, its own first.
 	for _, r := range w.receipts {
-		if len(w.cursors[r.session]) > positionsPerSession/2 {
+		if len(w.cursors[r.session]) > positions.PerSession/2 {
 			continue // retention may have dropped it legitimately
 		}
 		doc, err := fetch(map[string]any{"session": r.session, "cursor": r.cursor, "screen": false})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,7 +141,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			base := td.mustFetch(t, map[string]any{"session": id, "screen": false})
 			handed := []uint64{cursorNum(t, r1.Cursor), cursorNum(t, before.Cursor), cursorNum(t, base.Cursor)}
 			// Batched position writes land well within this.
-			time.Sleep(4 * positionFlushDelay)
+			time.Sleep(4 * positions.FlushDelay)
 
 			restartChild(t, cd, kind, cwd)
 
@@ -202,7 +203,7 @@ func TestFetchBaselineDoesNotChurn(t *testing.T) {
 	runExec(rt, s, "two", "row 2")
 	first, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
 	allFirst, _ := fetchDoc(t, rt, map[string]any{"all": true})
-	for i := 0; i < 2*positionsAll+10; i++ {
+	for i := 0; i < 2*positions.PerAll+10; i++ {
 		d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
 		if d.Cursor != first.Cursor {
 			t.Fatalf("baseline %d of an unchanged Session: cursor %s, first %s", i, d.Cursor, first.Cursor)
@@ -236,14 +237,11 @@ func TestPositionsReloaded(t *testing.T) {
 	p1, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "screen": false})
 	runExec(rt, s, "two")
 	w1, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": p1.Cursor, "screen": false})
-	if err := rt.positions.flush(); err != nil {
+	if err := rt.positions.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	// Minted, never stored: as if the daemon died before the batch.
-	rt.positions.mu.Lock()
-	rt.positions.closed = true
-	clear(rt.positions.dirty)
-	rt.positions.mu.Unlock()
+	rt.positions.DropUnsaved()
 	runExec(rt, s, "three")
 	lost, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": w1.Cursor, "screen": false})
 

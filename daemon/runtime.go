@@ -79,7 +79,7 @@ type runtime struct {
 	// respondMu serialises the responses (pending.go).
 	responses responses
 	respondMu sync.Mutex
-	positions *positions
+	positions *fetchPositions
 	versions  versionCache // harness binaries' --version, for harness.list
 
 	shutdown func()
@@ -120,15 +120,14 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 	rt.methodOf = rt.methods()
 	rt.receipts = newReceipts(db)
 	rt.receipts.recorded = rt.executionRecorded
-	rt.positions = newPositions()
-	rt.positions.db, rt.positions.log = db, log
+	rt.positions = newPositions(db, log)
 	rt.receipts.positionOf = rt.receiptPosition
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
 		return nil, err
 	}
 	rt.sweepOrphans()
-	if err := rt.positions.load(func(uid string) bool {
+	if err := rt.positions.Load(func(uid string) bool {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
 		return rt.sessions[uid] != nil
@@ -248,7 +247,7 @@ func (rt *runtime) close() {
 		s.rows.Flush()
 		s.raw.Close()
 	}
-	rt.positions.close()
+	rt.positions.Close()
 }
 
 // receiptPosition is the stored form of a receipt's cursor, which the
@@ -259,7 +258,7 @@ func (rt *runtime) receiptPosition(st *storedReceipt) (store.Position, bool) {
 	if err != nil || st.SessionUID == "" {
 		return store.Position{}, false
 	}
-	return rt.positions.stored(st.SessionUID, n)
+	return rt.positions.Stored(st.SessionUID, n)
 }
 
 // notifyAllLocked wakes all:true waiters and event subscribers. rt.mu held.
