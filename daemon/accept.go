@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"os"
 	"regexp"
 	"strconv"
@@ -171,7 +172,7 @@ func validateLaunch(h harness.Harness, options []string, env map[string]string, 
 }
 
 func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.SessionCreateParams) (rpc.Receipt, error) {
-	if err := validateRequestID(p.RequestID); err != nil {
+	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
 	}
 	h, err := rt.harness(p.Harness)
@@ -204,18 +205,18 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 			return rpc.Receipt{}, err
 		}
 	}
-	digest, err := payloadDigest(rpc.MethodSessionCreate, acceptanceParams(ctx))
+	digest, err := receipts.Digest(rpc.MethodSessionCreate, acceptanceParams(ctx))
 	if err != nil {
 		return rpc.Receipt{}, err
 	}
-	replay, res, err := rt.receipts.reserve(p.RequestID, digest)
+	replay, res, err := rt.receipts.Reserve(p.RequestID, digest)
 	if err != nil {
 		return rpc.Receipt{}, rt.reserveError(err)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
 	}
-	ctx = withAcceptance(ctx, p.RequestID, res)
+	ctx = receipts.WithAcceptance(ctx, p.RequestID, res)
 	autoApprove := p.AutoApprove == nil || *p.AutoApprove
 	rec := sessionRecord{
 		UID: newUID(), Alias: alias, Title: p.Title, Harness: h.Name(), Cwd: p.Cwd,
@@ -234,7 +235,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		}
 		wt, launch, werr := rt.makeWorktree(ctx, p.Cwd, branch)
 		if werr != nil {
-			rt.receipts.finish(p.RequestID, res, nil)
+			rt.receipts.Finish(p.RequestID, res, nil)
 			return rpc.Receipt{}, werr
 		}
 		rec.Worktree, rec.Cwd = wt, launch
@@ -251,7 +252,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 			}
 		}
 	}
-	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
+	if ferr := rt.receipts.Finish(p.RequestID, res, st); ferr != nil && err == nil {
 		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
 	if err != nil {
@@ -263,7 +264,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 // create registers a new Session, launches it, and accepts its first
 // prompt. A failure before the provider is bound removes every trace and
 // names only the internal launch id.
-func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	var sp *spare
 	if rec.Worktree == nil && launchPromptFits(rt.adapterFor(rec.Harness), prompt) {
 		sp = rt.claimSpare(rec, lo) // a warm spare of this shape (spares.go)
@@ -283,7 +284,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 	s.mu.Lock()
 	s.rec.Alias, s.rec.Title, s.rec.CreatedAtMS = rec.Alias, rec.Title, rec.CreatedAtMS
 	rt.mu.Lock()
-	refused := func(err error) (*storedReceipt, error) {
+	refused := func(err error) (*receipts.Stored, error) {
 		rt.mu.Unlock()
 		s.mu.Unlock()
 		if sp != nil {
@@ -341,7 +342,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 // generation g. When it cannot be accepted (its record could not be
 // stored) the caller is told nothing was created, so the new Session
 // goes, like a failed launch.
-func (rt *runtime) acceptFirst(ctx context.Context, s *session, g *generation, prompt string) (*storedReceipt, error) {
+func (rt *runtime) acceptFirst(ctx context.Context, s *session, g *generation, prompt string) (*receipts.Stored, error) {
 	st, err := rt.accept(ctx, s, prompt, true)
 	if err != nil {
 		rt.abandon(s, g)
@@ -384,7 +385,7 @@ func (rt *runtime) discard(s *session) {
 
 // accept records a new execution on an idle Session and delivers the
 // prompt, then waits up to SubmitWait for the provider's acknowledgement.
-func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCreate bool) (*storedReceipt, error) {
+func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCreate bool) (*receipts.Stored, error) {
 	s.mu.Lock()
 	if err := sendableLocked(s); err != nil {
 		s.mu.Unlock()
@@ -403,7 +404,7 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 		// the record leaves a receipt for an execution that never started,
 		// which a retry recognizes (receipts.recorded) and runs; the other
 		// order would leave an execution no retry can replay.
-		rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		rt.receipts.Provisional(ctx, receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 			Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 			Submission: rpc.SubmissionPending,
 		}})
@@ -451,7 +452,7 @@ func (s *session) startExecLocked(prompt string) *execution {
 // awaitReceipt waits up to SubmitWait for the provider's acknowledgement
 // of execution e (a typed prompt, or a launch prompt from the provider's
 // ready evidence on), and builds its receipt.
-func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *storedReceipt {
+func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *receipts.Stored {
 	t := time.NewTimer(rt.opts.SubmitWait)
 	defer t.Stop()
 	select {
@@ -461,7 +462,7 @@ func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, c
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	st := &storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+	st := &receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 	}}
 	s.mu.Unlock()
@@ -530,7 +531,7 @@ func fillSubmission(r *rpc.Receipt, e *execution) {
 
 // replayReceipt returns a retained receipt with replayed:true and its
 // submission refreshed from the live execution.
-func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
+func (rt *runtime) replayReceipt(st *receipts.Stored) rpc.Receipt {
 	r := st.Receipt
 	r.Replayed = true
 	rt.mu.Lock()
@@ -552,7 +553,7 @@ func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
 func itoa(n uint64) string { return rpc.FormatPosition(n) }
 
 func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.SessionSendParams) (rpc.Receipt, error) {
-	if err := validateRequestID(p.RequestID); err != nil {
+	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
 	}
 	if err := validatePrompt(p.Prompt); err != nil {
@@ -568,25 +569,25 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 	if err != nil && !p.Resume {
 		return rpc.Receipt{}, err
 	}
-	digest, derr := payloadDigest(rpc.MethodSessionSend, acceptanceParams(ctx))
+	digest, derr := receipts.Digest(rpc.MethodSessionSend, acceptanceParams(ctx))
 	if derr != nil {
 		return rpc.Receipt{}, derr
 	}
-	replay, res, rerr := rt.receipts.reserve(p.RequestID, digest)
+	replay, res, rerr := rt.receipts.Reserve(p.RequestID, digest)
 	if rerr != nil {
 		return rpc.Receipt{}, rt.reserveError(rerr)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
 	}
-	ctx = withAcceptance(ctx, p.RequestID, res)
-	var st *storedReceipt
+	ctx = receipts.WithAcceptance(ctx, p.RequestID, res)
+	var st *receipts.Stored
 	if p.Resume {
 		st, err = rt.resumeAndSend(ctx, s, &p)
 	} else {
 		st, err = rt.accept(ctx, s, p.Prompt, false)
 	}
-	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
+	if ferr := rt.receipts.Finish(p.RequestID, res, st); ferr != nil && err == nil {
 		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
 	if err != nil {
@@ -598,9 +599,9 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 // reserveError maps a reservation failure; a receipt that still cannot
 // be stored is answered as when it was first refused.
 func (rt *runtime) reserveError(err error) error {
-	var u *errUnsavedReceipt
+	var u *receipts.ErrUnsaved
 	if errors.As(err, &u) {
-		return rt.receiptError(u.st, u.err)
+		return rt.receiptError(u.Stored, u.Err)
 	}
 	return err
 }
@@ -609,7 +610,7 @@ func (rt *runtime) reserveError(err error) error {
 // stored. The prompt was delivered, so the error says so; the receipt is
 // kept in memory and a retry of the same request_id stores and returns
 // it (receipts.reserve) rather than acting twice.
-func (rt *runtime) receiptError(st *storedReceipt, err error) error {
+func (rt *runtime) receiptError(st *receipts.Stored, err error) error {
 	rt.log.Error("storing receipt", "session", st.Receipt.Session.ID, "err", err)
 	rerr := rt.storageError("the receipt", "execution "+itoa(st.Receipt.ExecutionSeq)+" was accepted and its prompt delivered; repeat this request_id (do not choose a new one) to get its receipt once the state directory is writable", err)
 	rerr.SessionID = st.Receipt.Session.ID

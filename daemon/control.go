@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"os"
 	"strconv"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 // resumeAndSend relaunches a stopped (or unknown) Session through the
 // harness's resume path, then accepts the prompt.
-func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.SessionSendParams) (*storedReceipt, error) {
+func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.SessionSendParams) (*receipts.Stored, error) {
 	rows, cols, err := validateSize(p.Rows, p.Cols)
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 	if lp, ok := s.h.(harness.LaunchPrompter); ok && lp.LaunchPrompt(p.Prompt) == nil {
 		e, cursor = rt.beginLaunchExec(s, p.Prompt, false)
 		lo.prompt = p.Prompt
-		rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		rt.receipts.Provisional(ctx, receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 			Session: s.snapshot(), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 			Submission: rpc.SubmissionPending,
 		}})

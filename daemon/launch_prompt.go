@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -34,7 +35,7 @@ func (rt *runtime) launchExecFailedLocked(s *session, e *execution, err error) {
 
 // createWithLaunchPrompt launches a new Session with its first prompt. A
 // failure before the provider is bound removes every trace, as create.
-func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp harness.LaunchPrompter, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp harness.LaunchPrompter, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	if err := lp.LaunchPrompt(prompt); err != nil {
 		rt.discard(s)
 		return nil, rpc.InvalidField("prompt", "%v", err)

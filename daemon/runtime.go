@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"log/slog"
 	"os"
 	"slices"
@@ -74,7 +75,7 @@ type runtime struct {
 	methodOf   map[string]method // built once: see methods
 	instanceID string
 	startedAt  time.Time
-	receipts   *receipts
+	receipts   *receipts.Table
 	// responses are session.respond's answers by request_id, and
 	// respondMu serialises the responses (pending.go).
 	responses responses
@@ -118,10 +119,10 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		allChanged: make(chan struct{}), pools: map[string]*sparePool{},
 	}
 	rt.methodOf = rt.methods()
-	rt.receipts = newReceipts(db)
-	rt.receipts.recorded = rt.executionRecorded
+	rt.receipts = receipts.New(db)
+	rt.receipts.Recorded = rt.executionRecorded
 	rt.positions = newPositions(db, log)
-	rt.receipts.positionOf = rt.receiptPosition
+	rt.receipts.PositionOf = rt.receiptPosition
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
 		return nil, err
@@ -207,7 +208,7 @@ func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
 
 // executionRecorded reports whether the execution a provisional receipt
 // names exists on its Session.
-func (rt *runtime) executionRecorded(st *storedReceipt) bool {
+func (rt *runtime) executionRecorded(st *receipts.Stored) bool {
 	rt.mu.Lock()
 	s := rt.sessions[st.SessionUID]
 	rt.mu.Unlock()
@@ -253,7 +254,7 @@ func (rt *runtime) close() {
 // receiptPosition is the stored form of a receipt's cursor, which the
 // receipt's own write carries: a receipt replayed after any restart
 // names the same window.
-func (rt *runtime) receiptPosition(st *storedReceipt) (store.Position, bool) {
+func (rt *runtime) receiptPosition(st *receipts.Stored) (store.Position, bool) {
 	n, err := strconv.ParseUint(st.Receipt.Cursor, 10, 64)
 	if err != nil || st.SessionUID == "" {
 		return store.Position{}, false

@@ -36,6 +36,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"os"
 	"path/filepath"
 	"slices"
@@ -586,7 +587,7 @@ func spareEvidenceLocked(s *session, g *generation, ev harness.Evidence) bool {
 // and the first turn's SessionStart binds the Session, as a launch
 // prompt's does. s is registered (alias, sessions); on failure the
 // caller is told nothing was created, as for a cold launch.
-func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	s := sp.s
 	s.mu.Lock()
 	s.spare = nil

@@ -39,6 +39,7 @@ var notWire = map[string]string{
 	"notify.PendingOption":  "the notifier's own pending-request file",
 	"setup.File":            "a setup plan's file, for dlgt setup --json",
 	"setup.SkillTarget":     "a skill install target, for dlgt setup --json",
+	"receipts.Stored":       "an acceptance receipt as the daemon stores it; the wire carries its rpc.Receipt",
 	"fetchdoc.Mark":         "a position's watermark vector as the daemon stores it; the wire carries only the position's number",
 }
 
