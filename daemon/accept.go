@@ -7,6 +7,7 @@ import (
 	"errors"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"os"
 	"regexp"
 	"strconv"
@@ -201,7 +202,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		return rpc.Receipt{}, err
 	}
 	if p.Worktree != nil && p.Worktree.Branch != "" {
-		if err := validateBranchSyntax(p.Worktree.Branch); err != nil {
+		if err := worktree.ValidateBranchSyntax(p.Worktree.Branch); err != nil {
 			return rpc.Receipt{}, err
 		}
 	}
@@ -231,7 +232,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		}
 		branch := p.Worktree.Branch
 		if branch == "" {
-			branch = defaultBranch(rec.Alias)
+			branch = worktree.DefaultBranch(rec.Alias)
 		}
 		wt, launch, werr := rt.makeWorktree(ctx, p.Cwd, branch)
 		if werr != nil {
@@ -247,7 +248,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		// after binding) keeps them, recorded.
 		var re *rpc.Error
 		if !errors.As(err, &re) || re.SessionID == "" {
-			if rerr := rt.removeWorktreeDir(rec.Worktree.Repo, rec.Worktree.Path, rec.Worktree.Branch); rerr != nil {
+			if rerr := worktree.Remove(rec.Worktree.Repo, rec.Worktree.Path, rec.Worktree.Branch); rerr != nil {
 				rt.log.Warn("removing the worktree of a failed create", "path", rec.Worktree.Path, "err", rerr)
 			}
 		}
@@ -501,7 +502,7 @@ func blockedMessage(rec sessionRecord, p *rpc.Pending) string {
 	}
 	what := "an answer to a question"
 	if p.Kind == rpc.PendingPermission {
-		what = "permission to run " + clipText(p.Tool, 80)
+		what = "permission to run " + worktree.ClipText(p.Tool, 80)
 	}
 	return "the Session waits for " + what + " (dlgt session read " + ref + " -o text shows the request): answer it with session.respond (dlgt session respond " + ref +
 		" --allow, or --deny), or in its terminal (" + attach + ")"

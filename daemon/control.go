@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"os"
 	"strconv"
 	"strings"
@@ -272,7 +273,7 @@ func (rt *runtime) removableWorktree(ctx context.Context, s *session, force bool
 	if wt.Removed {
 		return wt, nil
 	}
-	return wt, checkRemovable(ctx, id, wt, force)
+	return wt, worktree.CheckRemovable(ctx, id, wt, force)
 }
 
 // removeSessionWorktree removes a stopped Session's worktree and branch
@@ -281,11 +282,11 @@ func (rt *runtime) removeSessionWorktree(ctx context.Context, s *session, wt *rp
 	s.mu.Lock()
 	id := s.rec.ID
 	s.mu.Unlock()
-	if err := checkRemovable(ctx, id, wt, force); err != nil {
+	if err := worktree.CheckRemovable(ctx, id, wt, force); err != nil {
 		return err
 	}
-	if err := rt.removeWorktreeDir(wt.Repo, wt.Path, wt.Branch); err != nil {
-		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: "removing the worktree failed: " + clipText(err.Error(), 400)}
+	if err := worktree.Remove(wt.Repo, wt.Path, wt.Branch); err != nil {
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: "removing the worktree failed: " + worktree.ClipText(err.Error(), 400)}
 	}
 	s.mu.Lock()
 	if s.rec.Worktree != nil {
