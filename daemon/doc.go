@@ -28,7 +28,7 @@
 //   - daemon.go: Run: startup, the sockets, the hook-only server, shutdown.
 //   - deliver.go: prompt delivery, waiting on the harness's own output as evidence.
 //   - doc.go: this map.
-//   - evidence.go: harness hooks (internal.hook) and what they do to a Session; the transcript fallback for a final text.
+//   - evidence.go: harness hooks (internal.hook) and what they do to a Session; a final text read back through harness.ReplyReader.
 //   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
