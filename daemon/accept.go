@@ -5,15 +5,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/receipts"
-	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

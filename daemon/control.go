@@ -2,13 +2,13 @@ package daemon
 
 import (
 	"context"
-	"github.com/dlgt-dev/dlgt/daemon/receipts"
-	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

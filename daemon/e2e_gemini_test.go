@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

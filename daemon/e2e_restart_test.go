@@ -1,10 +1,10 @@
 package daemon
 
 import (
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/internal/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

@@ -11,10 +11,10 @@ package daemon
 
 import (
 	"context"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 )

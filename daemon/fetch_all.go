@@ -8,14 +8,14 @@ package daemon
 import (
 	"cmp"
 	"context"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )

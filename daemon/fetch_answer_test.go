@@ -1,9 +1,9 @@
 package daemon
 
 import (
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

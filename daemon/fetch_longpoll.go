@@ -6,12 +6,12 @@ package daemon
 
 import (
 	"context"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

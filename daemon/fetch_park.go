@@ -5,13 +5,13 @@
 package daemon
 
 import (
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/positions"
-	"github.com/dlgt-dev/dlgt/store"
 	"log/slog"
 	"sync"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // shareKey names one shared evaluation: of a position, under the request

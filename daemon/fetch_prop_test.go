@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -9,9 +9,9 @@
 package daemon
 
 import (
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )

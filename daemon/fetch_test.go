@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"io"
 	"log/slog"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"

@@ -2,8 +2,8 @@ package daemon
 
 import (
 	"context"
-	"github.com/dlgt-dev/dlgt/daemon/receipts"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"log/slog"
 	"os"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/internal/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

@@ -26,11 +26,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

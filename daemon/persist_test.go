@@ -3,8 +3,6 @@ package daemon
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
-	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"log/slog"
 	"os"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"

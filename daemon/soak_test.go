@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/internal/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"

@@ -36,7 +36,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/internal/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"

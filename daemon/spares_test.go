@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"errors"
-	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 

@@ -3,12 +3,12 @@ package positions
 import (
 	"encoding/json"
 	"errors"
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )
