@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -171,7 +174,7 @@ func validateLaunch(h harness.Harness, options []string, env map[string]string, 
 }
 
 func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.SessionCreateParams) (rpc.Receipt, error) {
-	if err := validateRequestID(p.RequestID); err != nil {
+	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
 	}
 	h, err := rt.harness(p.Harness)
@@ -200,22 +203,22 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		return rpc.Receipt{}, err
 	}
 	if p.Worktree != nil && p.Worktree.Branch != "" {
-		if err := validateBranchSyntax(p.Worktree.Branch); err != nil {
+		if err := worktree.ValidateBranchSyntax(p.Worktree.Branch); err != nil {
 			return rpc.Receipt{}, err
 		}
 	}
-	digest, err := payloadDigest(rpc.MethodSessionCreate, acceptanceParams(ctx))
+	digest, err := receipts.Digest(rpc.MethodSessionCreate, acceptanceParams(ctx))
 	if err != nil {
 		return rpc.Receipt{}, err
 	}
-	replay, res, err := rt.receipts.reserve(p.RequestID, digest)
+	replay, res, err := rt.receipts.Reserve(p.RequestID, digest)
 	if err != nil {
 		return rpc.Receipt{}, rt.reserveError(err)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
 	}
-	ctx = withAcceptance(ctx, p.RequestID, res)
+	ctx = receipts.WithAcceptance(ctx, p.RequestID, res)
 	autoApprove := p.AutoApprove == nil || *p.AutoApprove
 	rec := sessionRecord{
 		UID: newUID(), Alias: alias, Title: p.Title, Harness: h.Name(), Cwd: p.Cwd,
@@ -230,11 +233,11 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		}
 		branch := p.Worktree.Branch
 		if branch == "" {
-			branch = defaultBranch(rec.Alias)
+			branch = worktree.DefaultBranch(rec.Alias)
 		}
 		wt, launch, werr := rt.makeWorktree(ctx, p.Cwd, branch)
 		if werr != nil {
-			rt.receipts.finish(p.RequestID, res, nil)
+			rt.receipts.Finish(p.RequestID, res, nil)
 			return rpc.Receipt{}, werr
 		}
 		rec.Worktree, rec.Cwd = wt, launch
@@ -246,12 +249,12 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		// after binding) keeps them, recorded.
 		var re *rpc.Error
 		if !errors.As(err, &re) || re.SessionID == "" {
-			if rerr := rt.removeWorktreeDir(rec.Worktree.Repo, rec.Worktree.Path, rec.Worktree.Branch); rerr != nil {
+			if rerr := worktree.Remove(rec.Worktree.Repo, rec.Worktree.Path, rec.Worktree.Branch); rerr != nil {
 				rt.log.Warn("removing the worktree of a failed create", "path", rec.Worktree.Path, "err", rerr)
 			}
 		}
 	}
-	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
+	if ferr := rt.receipts.Finish(p.RequestID, res, st); ferr != nil && err == nil {
 		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
 	if err != nil {
@@ -263,7 +266,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 // create registers a new Session, launches it, and accepts its first
 // prompt. A failure before the provider is bound removes every trace and
 // names only the internal launch id.
-func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	var sp *spare
 	if rec.Worktree == nil && launchPromptFits(rt.adapterFor(rec.Harness), prompt) {
 		sp = rt.claimSpare(rec, lo) // a warm spare of this shape (spares.go)
@@ -283,7 +286,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 	s.mu.Lock()
 	s.rec.Alias, s.rec.Title, s.rec.CreatedAtMS = rec.Alias, rec.Title, rec.CreatedAtMS
 	rt.mu.Lock()
-	refused := func(err error) (*storedReceipt, error) {
+	refused := func(err error) (*receipts.Stored, error) {
 		rt.mu.Unlock()
 		s.mu.Unlock()
 		if sp != nil {
@@ -344,7 +347,7 @@ func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias boo
 // generation g. When it cannot be accepted (its record could not be
 // stored) the caller is told nothing was created, so the new Session
 // goes, like a failed launch.
-func (rt *runtime) acceptFirst(ctx context.Context, s *session, g *generation, prompt string) (*storedReceipt, error) {
+func (rt *runtime) acceptFirst(ctx context.Context, s *session, g *generation, prompt string) (*receipts.Stored, error) {
 	st, err := rt.accept(ctx, s, prompt, true)
 	if err != nil {
 		rt.abandon(s, g)
@@ -387,7 +390,7 @@ func (rt *runtime) discard(s *session) {
 
 // accept records a new execution on an idle Session and delivers the
 // prompt, then waits up to SubmitWait for the provider's acknowledgement.
-func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCreate bool) (*storedReceipt, error) {
+func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCreate bool) (*receipts.Stored, error) {
 	s.mu.Lock()
 	if err := sendableLocked(s); err != nil {
 		s.mu.Unlock()
@@ -406,7 +409,7 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 		// the record leaves a receipt for an execution that never started,
 		// which a retry recognizes (receipts.recorded) and runs; the other
 		// order would leave an execution no retry can replay.
-		rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		rt.receipts.Provisional(ctx, receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 			Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 			Submission: rpc.SubmissionPending,
 		}})
@@ -436,9 +439,9 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 // what is recorded now. s.mu held.
 func (rt *runtime) receiptCursorLocked(s *session, fromCreate bool) uint64 {
 	if fromCreate {
-		return rt.positions.mintSession(s.uid, sessionMark{})
+		return rt.positions.MintSession(s.uid, fetchdoc.Mark{})
 	}
-	return rt.positions.mintSession(s.uid, s.markLocked())
+	return rt.positions.MintSession(s.uid, s.markLocked())
 }
 
 // startExecLocked makes prompt s's next, active execution. s.mu held.
@@ -454,7 +457,7 @@ func (s *session) startExecLocked(prompt string) *execution {
 // awaitReceipt waits up to SubmitWait for the provider's acknowledgement
 // of execution e (a typed prompt, or a launch prompt from the provider's
 // ready evidence on), and builds its receipt.
-func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *storedReceipt {
+func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, cursor uint64) *receipts.Stored {
 	t := time.NewTimer(rt.opts.SubmitWait)
 	defer t.Stop()
 	select {
@@ -464,7 +467,7 @@ func (rt *runtime) awaitReceipt(ctx context.Context, s *session, e *execution, c
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
-	st := &storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+	st := &receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 		Session: s.snapshotLocked(time.Now()), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 	}}
 	s.mu.Unlock()
@@ -503,7 +506,7 @@ func blockedMessage(rec sessionRecord, p *rpc.Pending) string {
 	}
 	what := "an answer to a question"
 	if p.Kind == rpc.PendingPermission {
-		what = "permission to run " + clipText(p.Tool, 80)
+		what = "permission to run " + worktree.ClipText(p.Tool, 80)
 	}
 	return "the Session waits for " + what + " (dlgt session read " + ref + " -o text shows the request): answer it with session.respond (dlgt session respond " + ref +
 		" --allow, or --deny), or in its terminal (" + attach + ")"
@@ -533,7 +536,7 @@ func fillSubmission(r *rpc.Receipt, e *execution) {
 
 // replayReceipt returns a retained receipt with replayed:true and its
 // submission refreshed from the live execution.
-func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
+func (rt *runtime) replayReceipt(st *receipts.Stored) rpc.Receipt {
 	r := st.Receipt
 	r.Replayed = true
 	rt.mu.Lock()
@@ -559,7 +562,7 @@ func (rt *runtime) replayReceipt(st *storedReceipt) rpc.Receipt {
 func itoa(n uint64) string { return rpc.FormatPosition(n) }
 
 func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.SessionSendParams) (rpc.Receipt, error) {
-	if err := validateRequestID(p.RequestID); err != nil {
+	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
 	}
 	if err := validatePrompt(p.Prompt); err != nil {
@@ -578,19 +581,19 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 	if err != nil && !p.Resume {
 		return rpc.Receipt{}, err
 	}
-	digest, derr := payloadDigest(rpc.MethodSessionSend, acceptanceParams(ctx))
+	digest, derr := receipts.Digest(rpc.MethodSessionSend, acceptanceParams(ctx))
 	if derr != nil {
 		return rpc.Receipt{}, derr
 	}
-	replay, res, rerr := rt.receipts.reserve(p.RequestID, digest)
+	replay, res, rerr := rt.receipts.Reserve(p.RequestID, digest)
 	if rerr != nil {
 		return rpc.Receipt{}, rt.reserveError(rerr)
 	}
 	if replay != nil {
 		return rt.replayReceipt(replay), nil
 	}
-	ctx = withAcceptance(ctx, p.RequestID, res)
-	var st *storedReceipt
+	ctx = receipts.WithAcceptance(ctx, p.RequestID, res)
+	var st *receipts.Stored
 	switch {
 	case p.Resume:
 		st, err = rt.resumeAndSend(ctx, s, &p)
@@ -601,7 +604,7 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 	default:
 		st, err = rt.accept(ctx, s, p.Prompt, false)
 	}
-	if ferr := rt.receipts.finish(p.RequestID, res, st); ferr != nil && err == nil {
+	if ferr := rt.receipts.Finish(p.RequestID, res, st); ferr != nil && err == nil {
 		return rpc.Receipt{}, rt.receiptError(st, ferr)
 	}
 	if err != nil {
@@ -613,9 +616,9 @@ func (rt *runtime) sessionSend(ctx context.Context, peer rpc.Peer, p rpc.Session
 // reserveError maps a reservation failure; a receipt that still cannot
 // be stored is answered as when it was first refused.
 func (rt *runtime) reserveError(err error) error {
-	var u *errUnsavedReceipt
+	var u *receipts.ErrUnsaved
 	if errors.As(err, &u) {
-		return rt.receiptError(u.st, u.err)
+		return rt.receiptError(u.Stored, u.Err)
 	}
 	return err
 }
@@ -624,7 +627,7 @@ func (rt *runtime) reserveError(err error) error {
 // stored. The prompt was delivered, so the error says so; the receipt is
 // kept in memory and a retry of the same request_id stores and returns
 // it (receipts.reserve) rather than acting twice.
-func (rt *runtime) receiptError(st *storedReceipt, err error) error {
+func (rt *runtime) receiptError(st *receipts.Stored, err error) error {
 	rt.log.Error("storing receipt", "session", st.Receipt.Session.ID, "err", err)
 	rerr := rt.storageError("the receipt", "execution "+itoa(st.Receipt.ExecutionSeq)+" was accepted and its prompt delivered; repeat this request_id (do not choose a new one) to get its receipt once the state directory is writable", err)
 	rerr.SessionID = st.Receipt.Session.ID

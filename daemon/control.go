@@ -7,13 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/worktree"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // resumeAndSend relaunches a stopped (or unknown) Session through the
 // harness's resume path, then accepts the prompt.
-func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.SessionSendParams) (*storedReceipt, error) {
+func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.SessionSendParams) (*receipts.Stored, error) {
 	rows, cols, err := validateSize(p.Rows, p.Cols)
 	if err != nil {
 		return nil, err
@@ -47,7 +49,7 @@ func (rt *runtime) resumeAndSend(ctx context.Context, s *session, p *rpc.Session
 	if lp, ok := s.h.(harness.LaunchPrompter); ok && lp.LaunchPrompt(p.Prompt) == nil {
 		e, cursor = rt.beginLaunchExec(s, p.Prompt, false)
 		lo.prompt = p.Prompt
-		rt.receipts.provisional(ctx, storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+		rt.receipts.Provisional(ctx, receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 			Session: s.snapshot(), ExecutionSeq: e.seq, Cursor: rpc.FormatPosition(cursor),
 			Submission: rpc.SubmissionPending,
 		}})
@@ -271,7 +273,7 @@ func (rt *runtime) removableWorktree(ctx context.Context, s *session, force bool
 	if wt.Removed {
 		return wt, nil
 	}
-	return wt, checkRemovable(ctx, id, wt, force)
+	return wt, worktree.CheckRemovable(ctx, id, wt, force)
 }
 
 // removeSessionWorktree removes a stopped Session's worktree and branch
@@ -280,11 +282,11 @@ func (rt *runtime) removeSessionWorktree(ctx context.Context, s *session, wt *rp
 	s.mu.Lock()
 	id := s.rec.ID
 	s.mu.Unlock()
-	if err := checkRemovable(ctx, id, wt, force); err != nil {
+	if err := worktree.CheckRemovable(ctx, id, wt, force); err != nil {
 		return err
 	}
-	if err := rt.removeWorktreeDir(wt.Repo, wt.Path, wt.Branch); err != nil {
-		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: "removing the worktree failed: " + clipText(err.Error(), 400)}
+	if err := worktree.Remove(wt.Repo, wt.Path, wt.Branch); err != nil {
+		return &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: "removing the worktree failed: " + worktree.ClipText(err.Error(), 400)}
 	}
 	s.mu.Lock()
 	if s.rec.Worktree != nil {
@@ -369,7 +371,7 @@ func (rt *runtime) sessionRestart(ctx context.Context, peer rpc.Peer, p rpc.Sess
 		return rpc.SessionResult{}, err
 	}
 	s.mu.Lock()
-	cursor := rt.positions.mintSession(s.uid, s.markLocked())
+	cursor := rt.positions.MintSession(s.uid, s.markLocked())
 	snap := s.snapshotLocked(time.Now())
 	s.mu.Unlock()
 	return rpc.SessionResult{Session: snap, Cursor: rpc.FormatPosition(cursor)}, nil

@@ -3,36 +3,70 @@
 // process, and serves the RPC v1 methods over the socket. Run blocks until
 // its context is canceled, which is the stop signal.
 //
+// It is the composition root: nothing but cmd/ imports it (a test keeps
+// that so), and the parts that need no runtime are packages of their own,
+// which it wires:
+//
+//   - daemon/fetchdoc: the session.fetch document (request, watermarks
+//     and gaps, deltas, all:true pages, fitting into max_bytes);
+//   - daemon/positions: fetch positions (minting, retention, storage);
+//   - daemon/receipts: the acceptance idempotency table (request_id);
+//   - daemon/worktree: the git work behind the worktree option.
+//
+// The state directory's paths and checks, and the Version and Commit, are
+// package statedir's; the wire shapes, public and internal, are rpc's.
+//
 // # What it owns, by file
 //
-//   - the state directory's paths and checks, and the Version and Commit,
-//     are package statedir's (the client takes them from there too).
-//   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at
-//     start; session.go the Session and its execution.
-//   - api.go: the wire layer: the dispatch table, every method routed
-//     through its typed descriptor (rpc.Public and rpc.Internal), which decodes
-//     the params before the typed domain function runs.
-//   - accept.go, launch.go, launch_prompt.go, deliver.go: acceptances
-//     (create, send) and the harness launches and prompt delivery behind
-//     them; receipts.go the idempotency table.
-//   - evidence.go: harness hooks (internal.hook) and what they do to a
-//     Session; control.go: resume, stop, restart, cancel.
-//   - positions.go: fetch positions, their durable numbering and storage
-//     (the same window in every daemon lifetime); storage.go: writes that
-//     wait for a full disk, and one transaction per state change.
-//   - fetch.go and fetch_*.go: session.fetch, by responsibility (see
-//     fetch.go): the document rules are pure functions of a snapshot that
-//     fetch_state.go takes (the only fetch code that locks a Session or
-//     reads the store for a document); reads.go: session.read/list, events, scrollback, raw
-//     transcript; attach.go: the interactive attach lease.
+// Every non-test file of the package, one line each (TestDocMapsEveryFile
+// keeps the list whole):
+//
+//   - accept.go: acceptances (session.create, session.send): validation, the receipt, the launch or delivery.
+//   - api.go: the wire layer: the dispatch table, each method decoded through its rpc descriptor.
+//   - attach.go: the interactive attach lease (internal.terminal.*) and its output stream.
+//   - control.go: resume, stop, restart and cancel of a Session.
+//   - daemon.go: Run: startup, the sockets, the hook-only server, shutdown.
+//   - deliver.go: prompt delivery, waiting on the harness's own output as evidence.
+//   - doc.go: this map.
+//   - evidence.go: harness hooks (internal.hook) and what they do to a Session; a final text read back through harness.ReplyReader.
+//   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).
+//   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
+//   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
+//   - fetch_marks.go: a Session's watermark and its record of events retention dropped.
+//   - fetch_park.go: long polls sharing one evaluation; the positions table beside those shares.
+//   - fetch_state.go: taking a fetch's snapshot: a Session under its locks, then the store in one read.
+//   - harness_unknown.go: the stand-in adapter of a stored Session whose harness this build lacks.
+//   - hookhttp.go: HTTP hooks (DLGT_HOOKS=http) on a loopback port.
+//   - interrupt_proof.go: proving a Claude Code interrupt when no hook reports it.
+//   - launch.go: starting a harness generation under a PTY and waiting for it to be ready.
+//   - launch_prompt.go: launches that carry their prompt (harness.LaunchPrompter, Codex).
+//   - lifecycle.go: the Session lifecycle: the only file that writes a Session's state.
+//   - listen.go: binding the Unix socket safely (a stale socket, another owner).
+//   - peeruid.go: the uid of a loopback TCP peer, the HTTP hook port's peer check.
+//   - pending.go: pending requests (approvals): session.respond and internal.hook.decision.
+//   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
+//   - reads.go: session.read, session.list, events, scrollback and the raw transcript.
+//   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.
+//   - session.go: the Session, its generations and executions, and its persisted record.
+//   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
+//   - sockwatch.go: rebinding socket paths deleted under a running daemon.
+//   - spares.go: warm spares (session.warm): harness processes started ahead for one launch shape.
+//   - steer.go: steering a running execution (session.send steer) and the proof in the CLI's own record.
+//   - storage.go: writes that wait for a full disk; one transaction per state change.
+//   - toolevents.go: tool.call events from the harnesses' tool hooks, a bounded in-memory log for event.read and event.subscribe.
+//   - transcript_tail.go: tailing a provider transcript during and after a turn.
+//   - usage.go: an execution's token usage, read from the provider transcript.
+//   - versions.go: the installed harness versions for harness.list, cached per binary.
+//   - worktree.go: wiring package worktree: where worktrees go, session.diff, a result's diff summary.
 //
 // # What it must not touch
 //
 // It reaches bbolt and the raw logs only through package store, harness
 // processes only through pty, terminal rendering only through vt, and a
-// harness's CLI only through its harness.Harness adapter; it never imports
-// cmd/dlgt or the test doubles under harnesstest (tests may).
-// Wire shapes belong to package rpc: nothing here invents a public field
-// that rpc/types.go does not declare, and the internal methods'
-// descriptors and shapes are rpc/internal.go's.
+// harness's CLI only through its harness.Harness adapter (a test in
+// package harness keeps that so); it never imports cmd/dlgt or the test
+// doubles under harnesstest (tests may). Wire shapes belong to
+// package rpc: nothing here invents a public field that rpc/types.go does
+// not declare, and the internal methods' descriptors and shapes are
+// rpc/internal.go's (a test in package rpc keeps that so).
 package daemon

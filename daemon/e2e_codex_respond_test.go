@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -155,8 +156,8 @@ func codexRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env m
 	if decision == rpc.DecisionDeny {
 		want = "REFUSED: " + why
 	}
-	if result.Status != rpc.StatusCompleted || derefText(&result) != want {
-		t.Fatalf("result = %+v text %q, want %q", result, derefText(&result), want)
+	if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != want {
+		t.Fatalf("result = %+v text %q, want %q", result, fetchdoc.DerefText(&result), want)
 	}
 	var next mockapi.Request
 	for _, q := range mock.Requests() {

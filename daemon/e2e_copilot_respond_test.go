@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -89,8 +90,8 @@ func copilotRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env
 	}
 	switch decision {
 	case rpc.DecisionAllow:
-		if result.Status != rpc.StatusCompleted || derefText(&result) != "AFTER-TOOL" {
-			t.Fatalf("result = %+v text %q", result, derefText(&result))
+		if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != "AFTER-TOOL" {
+			t.Fatalf("result = %+v text %q", result, fetchdoc.DerefText(&result))
 		}
 		if ranErr != nil || !toolResult {
 			t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", ranErr, toolResult)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -160,7 +161,7 @@ func stepCopilotChunks(t *testing.T, s *e2eScenario) {
 	r := s.send(t, s.id, "E2E-CHUNKS a reply in many pieces", reqID)
 	_, res := s.waitResult(t, s.id, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.ExecutionSeq != seq || res.FinalText == nil || *res.FinalText != copilotChunked || res.FinalTextSource != rpc.TextSourceTranscript {
-		t.Fatalf("result = %+v text %q, want %q from the transcript", res, derefText(&res), copilotChunked)
+		t.Fatalf("result = %+v text %q, want %q from the transcript", res, fetchdoc.DerefText(&res), copilotChunked)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -152,7 +153,7 @@ func stepGeminiChunks(t *testing.T, s *e2eScenario) {
 	r := s.send(t, s.id, "E2E-CHUNKS a reply in many pieces", reqID)
 	_, res := s.waitResult(t, s.id, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.ExecutionSeq != seq || res.FinalText == nil || *res.FinalText != geminiChunked || res.FinalTextSource != rpc.TextSourceTranscript {
-		t.Fatalf("result = %+v text %q, want %q from the transcript", res, derefText(&res), geminiChunked)
+		t.Fatalf("result = %+v text %q, want %q from the transcript", res, fetchdoc.DerefText(&res), geminiChunked)
 	}
 	// One candidate token per chunk plus one, as the mock charged.
 	chunks := int64((utf8.RuneCountInString(geminiChunked) + 4) / 5)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/vt"
@@ -318,7 +319,7 @@ func testInlineHistory(t *testing.T, harness string) {
 	id := r.Session.ID
 	_, res := e.waitResult(t, id, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.FinalText == nil || *res.FinalText != inlineReply() {
-		t.Fatalf("result = %+v text %q", res, derefText(&res))
+		t.Fatalf("result = %+v text %q", res, fetchdoc.DerefText(&res))
 	}
 
 	// The TUI finishes drawing after its Stop hook: wait until the rows

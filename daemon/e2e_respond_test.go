@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -126,8 +127,8 @@ func claudeRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 	if decision == rpc.DecisionDeny {
 		want = "REFUSED: " + why
 	}
-	if result.Status != rpc.StatusCompleted || derefText(&result) != want {
-		t.Fatalf("result = %+v text %q, want %q", result, derefText(&result), want)
+	if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != want {
+		t.Fatalf("result = %+v text %q, want %q", result, fetchdoc.DerefText(&result), want)
 	}
 	var next mockapi.Request
 	for _, q := range mock.Requests() {

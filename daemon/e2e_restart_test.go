@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -51,10 +52,10 @@ func TestE2EReceiptAcrossDaemonRestart(t *testing.T) {
 			}
 			doc := e.fetchUntilResult(t, id, replay.Cursor, 10*time.Second)
 			rs := doc.Sessions[0].Results
-			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || derefText(&rs[0]) != mockapi.DefaultText(p1) {
+			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || fetchdoc.DerefText(&rs[0]) != mockapi.DefaultText(p1) {
 				t.Fatalf("fetch from the replayed cursor %s returned %+v, want execution 1's %q", replay.Cursor, rs, mockapi.DefaultText(p1))
 			}
-			t.Logf("receipt cursor %s after the restart: execution %d %q (resume cursor %s)", replay.Cursor, rs[0].ExecutionSeq, derefText(&rs[0]), r2.Cursor)
+			t.Logf("receipt cursor %s after the restart: execution %d %q (resume cursor %s)", replay.Cursor, rs[0].ExecutionSeq, fetchdoc.DerefText(&rs[0]), r2.Cursor)
 			cd.stop()
 			noMarkedLeft(t, e.mark, 30*time.Second)
 		})

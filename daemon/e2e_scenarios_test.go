@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -550,7 +551,7 @@ func stepToolTurnUsage(t *testing.T, s *e2eScenario) {
 	}, &r)
 	_, res := s.waitResult(t, r.Session.ID, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.FinalText == nil || *res.FinalText != "AFTER-TOOL" {
-		t.Fatalf("result = %+v text %q", res, derefText(&res))
+		t.Fatalf("result = %+v text %q", res, fetchdoc.DerefText(&res))
 	}
 	if _, err := os.Stat(filepath.Join(cwd, "dlgt-usage-marker")); err != nil {
 		t.Fatalf("the tool did not run: %v", err)
@@ -582,7 +583,7 @@ func stepWorktree(t *testing.T, s *e2eScenario) {
 	}
 	_, res := s.waitResult(t, r.Session.ID, r.Cursor)
 	if res.Status != rpc.StatusCompleted {
-		t.Fatalf("result = %+v text %q", res, derefText(&res))
+		t.Fatalf("result = %+v text %q", res, fetchdoc.DerefText(&res))
 	}
 	if _, err := os.Stat(filepath.Join(wt.Path, "dlgt-usage-marker")); err != nil {
 		t.Fatalf("the tool's file is not in the worktree: %v", err)
@@ -873,7 +874,7 @@ func (e *e2eRig) checkText(t *testing.T, doc rpc.FetchDocument, res rpc.Result, 
 		source = rpc.TextSourceHook
 	}
 	if res.Status != rpc.StatusCompleted || res.FinalTextSource != source || res.FinalText == nil || *res.FinalText != want || res.ExecutionSeq != seq {
-		t.Fatalf("result = %+v text=%q, want %q from the %s for execution %d", res, derefText(&res), want, source, seq)
+		t.Fatalf("result = %+v text=%q, want %q from the %s for execution %d", res, fetchdoc.DerefText(&res), want, source, seq)
 	}
 	if got := doc.Sessions[0].Session.ID; got != id {
 		t.Fatalf("the result came back on session %q, want %q", got, id)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -85,8 +86,8 @@ func runE2ESteer(t *testing.T, row steerRow) {
 	if !row.steers {
 		before := len(mock.Requests())
 		wantRPCError(t, e.td.call(rpc.MethodSessionSend, steer, &rpc.Receipt{}), rpc.CodeInvalidArgument, "steer")
-		if _, res := e.waitResult(t, id, r.Cursor); res.ExecutionSeq != r.ExecutionSeq || derefText(&res) != "TURN-DONE" {
-			t.Fatalf("result = %+v %q", res, derefText(&res))
+		if _, res := e.waitResult(t, id, r.Cursor); res.ExecutionSeq != r.ExecutionSeq || fetchdoc.DerefText(&res) != "TURN-DONE" {
+			t.Fatalf("result = %+v %q", res, fetchdoc.DerefText(&res))
 		}
 		for _, q := range mock.Requests()[before:] {
 			if strings.Contains(string(q.Body), "STEER-ME") {
@@ -102,8 +103,8 @@ func runE2ESteer(t *testing.T, row steerRow) {
 			t.Fatalf("steer receipt = %+v", sr)
 		}
 		_, res := e.waitResult(t, id, r.Cursor)
-		if res.ExecutionSeq != r.ExecutionSeq || res.Status != rpc.StatusCompleted || derefText(&res) != row.steered {
-			t.Fatalf("the turn's result = %+v %q, want execution %d's %s", res, derefText(&res), r.ExecutionSeq, row.steered)
+		if res.ExecutionSeq != r.ExecutionSeq || res.Status != rpc.StatusCompleted || fetchdoc.DerefText(&res) != row.steered {
+			t.Fatalf("the turn's result = %+v %q, want execution %d's %s", res, fetchdoc.DerefText(&res), r.ExecutionSeq, row.steered)
 		}
 		// The first request carrying the steer is the turn's next one:
 		// the turn's prompt, the tool's result, then the steer.
@@ -157,12 +158,12 @@ func runE2ESteer(t *testing.T, row steerRow) {
 		t.Fatalf("session.read queued = %+v", got)
 	}
 	_, res0 := e.waitResult(t, id, q0.Cursor)
-	if res0.ExecutionSeq != q0.ExecutionSeq || derefText(&res0) != "QUEUE-FIRST-DONE" {
-		t.Fatalf("the running turn's result = %+v %q", res0, derefText(&res0))
+	if res0.ExecutionSeq != q0.ExecutionSeq || fetchdoc.DerefText(&res0) != "QUEUE-FIRST-DONE" {
+		t.Fatalf("the running turn's result = %+v %q", res0, fetchdoc.DerefText(&res0))
 	}
 	_, res := e.waitResult(t, id, q.Cursor)
-	if res.ExecutionSeq != q.ExecutionSeq || res.Status != rpc.StatusCompleted || derefText(&res) != "QUEUED-DONE" {
-		t.Fatalf("the queued execution's result = %+v %q", res, derefText(&res))
+	if res.ExecutionSeq != q.ExecutionSeq || res.Status != rpc.StatusCompleted || fetchdoc.DerefText(&res) != "QUEUED-DONE" {
+		t.Fatalf("the queued execution's result = %+v %q", res, fetchdoc.DerefText(&res))
 	}
 	for _, m := range mock.Requests()[before:] {
 		if strings.Contains(string(m.Body), "STEER-ME now") && m.Kind == mockapi.KindPrompt && m.Prompt == "STEER-ME now" {

@@ -6,9 +6,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"strings"
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -125,7 +122,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 		if e.isConfirmed() {
 			return false
 		}
-		if ev.Prompt != nil && !promptMatches(*ev.Prompt, e.prompt) {
+		if ev.Prompt != nil && !harness.PromptMatches(*ev.Prompt, e.prompt) {
 			rt.log.Info("UserPromptSubmit for another prompt ignored", "session", s.rec.ID)
 			return false
 		}
@@ -229,7 +226,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 // was already closed (a cancel proven by the transcript first), arriving
 // after e started and before its prompt was confirmed.
 func staleEnd(e *execution, ev harness.Evidence) bool {
-	return ev.Prompt != nil && !promptMatches(*ev.Prompt, e.prompt)
+	return ev.Prompt != nil && !harness.PromptMatches(*ev.Prompt, e.prompt)
 }
 
 // endTurnLocked retains the active execution's result and makes s idle:
@@ -256,15 +253,6 @@ func (rt *runtime) humanTurnLocked(s *session, ev harness.Evidence) bool {
 	e.confirm()
 	rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionBusy, ExecutionSeq: e.seq})
 	return true
-}
-
-// promptMatches compares the provider's echo of a prompt with what dlgt
-// pasted; TUIs may normalize line endings and trailing whitespace.
-func promptMatches(got, want string) bool {
-	norm := func(s string) string {
-		return strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
-	}
-	return norm(got) == norm(want) || strings.ReplaceAll(norm(got), "\r", "\n") == norm(want)
 }
 
 // bindLocked publishes the provider-qualified id and, the first time,
@@ -295,92 +283,11 @@ func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (str
 		return *ev.FinalText, rpc.TextSourceHook
 	}
 	if ev.Transcript != "" {
-		if text, ok := recoverFromTranscript(ev.Transcript, e.prompt); ok {
-			return text, rpc.TextSourceTranscript
+		if r, ok := s.h.(harness.ReplyReader); ok {
+			if text, ok := r.LastReply(ev.Transcript, e.prompt); ok {
+				return text, rpc.TextSourceTranscript
+			}
 		}
 	}
 	return "", rpc.TextSourceMissing
-}
-
-// recoverFromTranscript scans a JSONL transcript for the last assistant
-// text after the last user entry carrying prompt (this execution's
-// boundary).
-func recoverFromTranscript(path, prompt string) (string, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	dec := json.NewDecoder(&limitedReader{r: f, n: maxTranscriptScan})
-	inTurn, text, found := false, "", false
-	for {
-		var entry struct {
-			Type    string `json:"type"`
-			Message struct {
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"message"`
-			// Codex rollout lines: {"type":"response_item","payload":{"type":"message",...}}.
-			Payload struct {
-				Type    string          `json:"type"`
-				Role    string          `json:"role"`
-				Content json.RawMessage `json:"content"`
-			} `json:"payload"`
-		}
-		if err := dec.Decode(&entry); err != nil {
-			break
-		}
-		if entry.Type == "response_item" && entry.Payload.Type == "message" {
-			entry.Type, entry.Message.Role, entry.Message.Content = "", entry.Payload.Role, entry.Payload.Content
-		}
-		content := contentText(entry.Message.Content)
-		switch {
-		case entry.Type == "user" || entry.Message.Role == "user":
-			if promptMatches(content, prompt) {
-				inTurn, text, found = true, "", false
-			}
-		case inTurn && (entry.Type == "assistant" || entry.Message.Role == "assistant") && content != "":
-			text, found = content, true
-		}
-	}
-	return text, found
-}
-
-// contentText flattens a message content (a string or text blocks).
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &blocks) != nil {
-		return ""
-	}
-	var parts []string
-	for _, b := range blocks {
-		if b.Type == "text" || b.Type == "input_text" || b.Type == "output_text" {
-			parts = append(parts, b.Text)
-		}
-	}
-	return strings.Join(parts, "\n")
-}
-
-type limitedReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, os.ErrClosed
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
@@ -143,8 +144,8 @@ func followWire(t testing.TB, td *testDaemon, id, cursor string, mb int) *wireFo
 			if raw, err = wireFetch(t, c, params); err != nil {
 				t.Fatalf("retry at workable %d: %v", re.WorkableMaxBytes, err)
 			}
-		} else if len(raw)+cliWrapper > mb {
-			t.Fatalf("document of %d bytes (+%d) exceeds max_bytes %d", len(raw), cliWrapper, mb)
+		} else if len(raw)+fetchdoc.CLIWrapper > mb {
+			t.Fatalf("document of %d bytes (+%d) exceeds max_bytes %d", len(raw), fetchdoc.CLIWrapper, mb)
 		}
 		if !utf8.Valid(raw) {
 			t.Fatalf("document is not valid UTF-8")

@@ -1,7 +1,7 @@
 // session.fetch with all:true, the wiring: which Sessions it covers, the
 // state it takes of them (only of the Sessions whose change marks moved
 // since the reader's position, in one read transaction), and waiting.
-// The pages themselves are pure functions in fetch_allpage.go.
+// The pages themselves are pure functions in package fetchdoc (allpage.go).
 
 package daemon
 
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )
@@ -83,25 +85,25 @@ func (rt *runtime) stateful() []*session {
 
 // fetchAll is session.fetch with all:true. It pages at 32 Sessions and
 // rejects screen aggregation and until:"result".
-func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (*rpc.FetchDocument, error) {
-	if fr.untilRes {
+func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDocument, error) {
+	if fr.UntilResult {
 		return nil, rpc.InvalidField("until", "all:true does not support until:\"result\"")
 	}
-	if fr.screenSet {
+	if fr.ScreenSet {
 		return nil, rpc.InvalidField("screen", "all:true does not aggregate screens; fetch one Session for its screen")
 	}
-	fr.screen = false
-	var pos *position
-	if fr.hasCursor {
-		p, err := rt.positions.get(allScope, fr.cursor)
+	fr.Screen = false
+	var pos *positions.Position
+	if fr.HasCursor {
+		p, err := rt.positions.Get(positions.AllScope, fr.Cursor)
 		if err != nil {
 			return nil, err
 		}
 		pos = p
 	}
 	var deadline <-chan time.Time
-	if fr.wait > 0 {
-		t := time.NewTimer(fr.wait)
+	if fr.Wait > 0 {
+		t := time.NewTimer(fr.Wait)
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -113,52 +115,54 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (*rpc.FetchDocume
 		changed := rt.allChanged
 		rt.mu.Unlock()
 		list := rt.stateful()
-		if len(list) > fetchAllSessions {
-			return nil, rpc.InvalidField("all", "this daemon holds %d Sessions with state, more than the %d one all:true position addresses; fetch one Session at a time", len(list), fetchAllSessions)
+		if len(list) > fetchdoc.AllSessions {
+			return nil, rpc.InvalidField("all", "this daemon holds %d Sessions with state, more than the %d one all:true position addresses; fetch one Session at a time", len(list), fetchdoc.AllSessions)
 		}
-		nextN, nextPos := uint64(0), (*position)(nil)
+		nextN, nextPos := uint64(0), (*positions.Position)(nil)
 		if pos != nil {
-			nextN, nextPos = rt.positions.successor(allScope, pos)
+			nextN, nextPos = rt.positions.Successor(positions.AllScope, pos)
 		}
-		var upto *allMark
+		var upto *fetchdoc.AllMark
 		if nextPos != nil {
-			upto = nextPos.all
+			upto = nextPos.All
 		}
 		// Enumerating Sessions: pages of baselines. An enumeration with no
 		// Sessions left to list finishes through deltas below, which
 		// continue what its pages delivered in part, still as baseline
 		// pages.
-		if pos == nil || (pos.all.enumerating && len(pos.all.enum) > 0) {
+		if pos == nil || (pos.All.Enumerating && len(pos.All.Enum) > 0) {
 			in, err := rt.takeEnum(list, pos, upto)
 			if err != nil {
 				return nil, err
 			}
-			a, err := fit(fr, func(fr *fetchReq) (*allDoc, error) { return enumPage(env, in, upto, fr) })
+			a, err := fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.AllDoc, error) { return fetchdoc.EnumPage(env, in, upto, fr) })
 			if err != nil {
 				return nil, err
 			}
 			var cursor uint64
-			if upto != nil && sameAllMark(a.next, upto) {
+			if upto != nil && fetchdoc.SameAllMark(a.Next, upto) {
 				cursor = nextN
 			} else {
-				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
+				cursor = rt.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
 			}
-			return a.document(env, rpc.ReasonSnapshot, cursor), nil
+			return a.Document(env, rpc.ReasonSnapshot, cursor), nil
 		}
-		eval := func() (*allDoc, error) {
-			in, quiet, err := rt.takeAllDelta(list, pos.all)
+		eval := func() (*fetchdoc.AllDoc, error) {
+			in, quiet, err := rt.takeAllDelta(list, pos.All)
 			if err != nil {
 				return nil, err
 			}
-			return fit(fr, func(fr *fetchReq) (*allDoc, error) { return allDeltaOf(env, in, quiet, pos.all, upto, fr) })
+			return fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.AllDoc, error) {
+				return fetchdoc.AllDeltaOf(env, in, quiet, pos.All, upto, fr)
+			})
 		}
 		// Long polls woken by one change from one position share one
 		// evaluation and its sealed documents.
 		var sh *allShare
 		if wokeFrom != nil && fetchShareWakes {
-			sh = rt.positions.allShares.get(allShareKey{pos: pos, maxBytes: fr.maxBytes, wokeFrom: wokeFrom})
+			sh = rt.positions.allShares.get(allShareKey{pos: pos, maxBytes: fr.MaxBytes, wokeFrom: wokeFrom})
 		}
-		var a *allDoc
+		var a *fetchdoc.AllDoc
 		var err error
 		if sh != nil {
 			a, err = sh.eval(eval)
@@ -168,8 +172,8 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (*rpc.FetchDocume
 		if err != nil {
 			return nil, err
 		}
-		advanced := !sameAllMark(a.next, pos.all)
-		if !(a.hasMore || advanced) && deadline != nil {
+		advanced := !fetchdoc.SameAllMark(a.Next, pos.All)
+		if !(a.HasMore || advanced) && deadline != nil {
 			woken, err := waitChange(ctx, changed, &deadline, &expired)
 			if err != nil {
 				return nil, err
@@ -182,29 +186,29 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (*rpc.FetchDocume
 		}
 		reason := rpc.ReasonTimeout
 		switch {
-		case a.gap:
+		case a.Gap:
 			reason = rpc.ReasonGap
-		case pos.all.enumerating:
+		case pos.All.Enumerating:
 			reason = rpc.ReasonSnapshot
-		case a.hasMore:
+		case a.HasMore:
 			reason = rpc.ReasonPageFull
-		case len(a.buckets) > 0 && anyResults(a.buckets):
+		case len(a.Buckets) > 0 && fetchdoc.AnyResults(a.Buckets):
 			reason = rpc.ReasonResult
 		case advanced:
 			reason = rpc.ReasonChange
 		}
-		cursor := fr.cursor
+		cursor := fr.Cursor
 		if advanced {
-			if upto != nil && sameAllMark(a.next, upto) {
+			if upto != nil && fetchdoc.SameAllMark(a.Next, upto) {
 				cursor = nextN
 			} else {
-				cursor = rt.positions.advance(allScope, pos, &position{all: a.next})
+				cursor = rt.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
 			}
 		}
 		if sh != nil {
 			return sh.document(env, reason, cursor), nil
 		}
-		return a.document(env, reason, cursor), nil
+		return a.Document(env, reason, cursor), nil
 	}
 }
 
@@ -212,58 +216,58 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchReq) (*rpc.FetchDocume
 // start) needs: the marks carried from earlier pages, the Sessions still
 // to enumerate, and the state of the next fetchAllPage of them, read in
 // one transaction.
-func (rt *runtime) takeEnum(list []*session, pos *position, upto *allMark) (*enumInput, error) {
+func (rt *runtime) takeEnum(list []*session, pos *positions.Position, upto *fetchdoc.AllMark) (*fetchdoc.EnumInput, error) {
 	byUID := make(map[string]*session, len(list))
 	for _, s := range list {
 		byUID[s.uid] = s
 	}
-	in := &enumInput{marks: map[string]sessionMark{}, states: map[string]*sessionState{}}
+	in := &fetchdoc.EnumInput{Marks: map[string]fetchdoc.Mark{}, States: map[string]*fetchdoc.State{}}
 	if pos == nil {
 		for _, s := range list {
-			in.todo = append(in.todo, s.uid)
+			in.Todo = append(in.Todo, s.uid)
 		}
 	} else {
-		for uid, m := range pos.all.marks {
+		for uid, m := range pos.All.Marks {
 			if byUID[uid] != nil {
-				in.marks[uid] = m
+				in.Marks[uid] = m
 			}
 		}
-		for _, uid := range pos.all.enum {
+		for _, uid := range pos.All.Enum {
 			if byUID[uid] != nil {
-				in.todo = append(in.todo, uid)
+				in.Todo = append(in.Todo, uid)
 			}
 		}
 	}
-	page := in.todo[:min(len(in.todo), fetchAllPage)]
+	page := in.Todo[:min(len(in.Todo), fetchdoc.AllPage)]
 	for _, uid := range page {
-		in.states[uid] = rt.lockedState(byUID[uid], nil, false)
+		in.States[uid] = rt.lockedState(byUID[uid], nil, false)
 	}
 	err := rt.db.View(func(r *store.Reader) error {
 		for _, uid := range page {
-			st := in.states[uid]
-			var um *sessionMark
+			st := in.States[uid]
+			var um *fetchdoc.Mark
 			if upto != nil {
-				m, ok := upto.marks[uid]
+				m, ok := upto.Marks[uid]
 				if !ok {
 					break // the replayed page ends here
 				}
 				um = &m
 			}
-			st.readLatest(r, st.cur, um)
+			st.ReadLatest(r, st.Cur, um)
 			if um != nil && um.TextOff > 0 {
-				res, _ := decodeResult(r.ResultAtOrBefore(uid, um.Result))
-				st.earlier = res != nil
+				res, _ := fetchdoc.DecodeResult(r.ResultAtOrBefore(uid, um.Result))
+				st.Earlier = res != nil
 			} else {
-				st.earlier = st.latest != nil
+				st.Earlier = st.Latest != nil
 			}
 		}
-		if len(in.todo) <= fetchAllPage {
+		if len(in.Todo) <= fetchdoc.AllPage {
 			// The enumeration may end on this page: whether a result is
 			// owed beyond any Session's mark.
-			in.newest = map[string]uint64{}
-			for _, uid := range slices.Concat(slices.Collect(maps.Keys(in.marks)), page) {
+			in.Newest = map[string]uint64{}
+			for _, uid := range slices.Concat(slices.Collect(maps.Keys(in.Marks)), page) {
 				if res, ok := r.ResultAtOrBefore(uid, ^uint64(0)); ok {
-					in.newest[uid] = res.Seq
+					in.Newest[uid] = res.Seq
 				}
 			}
 		}
@@ -281,11 +285,11 @@ func (rt *runtime) takeEnum(list []*session, pos *position, upto *allMark) (*enu
 // reader has a mark for every Session and for no other, none moved, and
 // its position is not enumerating. Then no entries are returned (what
 // allDelta would make of them is known: nothing pending, prev kept).
-func (rt *runtime) takeAllDelta(list []*session, prev *allMark) (entries []allEntry, quiet bool, err error) {
-	if prev.settledOver(len(list)) {
+func (rt *runtime) takeAllDelta(list []*session, prev *fetchdoc.AllMark) (entries []fetchdoc.AllEntry, quiet bool, err error) {
+	if prev.SettledOver(len(list)) {
 		quiet = true
 		for _, s := range list {
-			from, known := prev.marks[s.uid]
+			from, known := prev.Marks[s.uid]
 			if !known || !s.published().coveredBy(from) {
 				quiet = false
 				break
@@ -295,32 +299,32 @@ func (rt *runtime) takeAllDelta(list []*session, prev *allMark) (entries []allEn
 			return nil, true, nil
 		}
 	}
-	entries = make([]allEntry, len(list))
-	var moved []*allEntry
+	entries = make([]fetchdoc.AllEntry, len(list))
+	var moved []*fetchdoc.AllEntry
 	for i, s := range list {
-		from, known := prev.marks[s.uid]
-		entries[i] = allEntry{uid: s.uid, from: from, known: known}
+		from, known := prev.Marks[s.uid]
+		entries[i] = fetchdoc.AllEntry{UID: s.uid, From: from, Known: known}
 		if s.published().coveredBy(from) {
 			continue
 		}
-		entries[i].st = rt.lockedState(s, &from, false)
+		entries[i].St = rt.lockedState(s, &from, false)
 		moved = append(moved, &entries[i])
 	}
 	if len(moved) == 0 {
 		return entries, false, nil
 	}
-	fr := &fetchReq{} // all:true takes no screen
+	fr := &fetchdoc.Req{} // all:true takes no screen
 	err = rt.db.View(func(r *store.Reader) error {
 		for _, e := range moved {
-			st := e.st
-			if e.from.Result < st.cur.Result {
-				st.resultsEvicted = r.ResultsEvictedThrough(e.uid)
+			st := e.St
+			if e.From.Result < st.Cur.Result {
+				st.ResultsEvicted = r.ResultsEvictedThrough(e.UID)
 			}
-			if gaps, top := gapsOf(e.from, false, st.retained()); len(gaps)+len(top) > 0 {
-				st.readLatest(r, st.cur, nil)
+			if gaps, top := fetchdoc.Gaps(e.From, false, st.Retained()); len(gaps)+len(top) > 0 {
+				st.ReadLatest(r, st.Cur, nil)
 				continue
 			}
-			if err := st.readDelta(r, nil, e.from, fr); err != nil {
+			if err := st.ReadDelta(r, nil, e.From, fr); err != nil {
 				return err
 			}
 		}

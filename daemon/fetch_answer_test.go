@@ -3,6 +3,7 @@ package daemon
 import (
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -12,8 +13,8 @@ func TestAnswerOf(t *testing.T) {
 	done := func(seq uint64, complete bool) rpc.Result {
 		return rpc.Result{ExecutionSeq: seq, FinalTextComplete: &complete}
 	}
-	at := sessionMark{Event: 10, Result: 2}
-	moved := sessionMark{Event: 12, Result: 2}
+	at := fetchdoc.Mark{Event: 10, Result: 2}
+	moved := fetchdoc.Mark{Event: 12, Result: 2}
 	for _, tc := range []struct {
 		name string
 		in   answerInput
@@ -22,7 +23,7 @@ func TestAnswerOf(t *testing.T) {
 		{"nothing new, waiting", answerInput{from: at, reached: at, waiting: true}, answer{false, false, rpc.ReasonTimeout}},
 		{"nothing new, deadline passed", answerInput{from: at, reached: at}, answer{true, false, rpc.ReasonTimeout}},
 		{"an event", answerInput{from: at, reached: moved, waiting: true}, answer{true, true, rpc.ReasonChange}},
-		{"a result", answerInput{from: at, reached: sessionMark{Event: 12, Result: 3}, results: []rpc.Result{done(3, true)}, waiting: true},
+		{"a result", answerInput{from: at, reached: fetchdoc.Mark{Event: 12, Result: 3}, results: []rpc.Result{done(3, true)}, waiting: true},
 			answer{true, true, rpc.ReasonResult}},
 		{"a full page wins", answerInput{from: at, reached: moved, hasMore: true, results: []rpc.Result{done(3, true)}, waiting: true},
 			answer{true, true, rpc.ReasonPageFull}},
@@ -47,21 +48,21 @@ func TestAnswerOf(t *testing.T) {
 
 // gapsOf is the gap rule without a daemon.
 func TestGapsOf(t *testing.T) {
-	m := sessionMark{Event: 50, Result: 3, Row: 99}
+	m := fetchdoc.Mark{Event: 50, Result: 3, Row: 99}
 	for _, tc := range []struct {
 		name      string
 		rows      bool
-		r         retained
+		r         fetchdoc.Retained
 		gaps, top int
 	}{
-		{"nothing dropped", true, retained{rowsFirst: 100, resultsEvicted: 3}, 0, 0},
-		{"rows dropped", true, retained{rowsFirst: 101}, 1, 0},
-		{"rows dropped, reader takes none", false, retained{rowsFirst: 101}, 0, 0},
-		{"a result dropped", true, retained{rowsFirst: 1, resultsEvicted: 4}, 1, 0},
-		{"an event dropped", false, retained{eventLost: true}, 0, 1},
-		{"everything", true, retained{rowsFirst: 500, resultsEvicted: 9, eventLost: true}, 2, 1},
+		{"nothing dropped", true, fetchdoc.Retained{RowsFirst: 100, ResultsEvicted: 3}, 0, 0},
+		{"rows dropped", true, fetchdoc.Retained{RowsFirst: 101}, 1, 0},
+		{"rows dropped, reader takes none", false, fetchdoc.Retained{RowsFirst: 101}, 0, 0},
+		{"a result dropped", true, fetchdoc.Retained{RowsFirst: 1, ResultsEvicted: 4}, 1, 0},
+		{"an event dropped", false, fetchdoc.Retained{EventLost: true}, 0, 1},
+		{"everything", true, fetchdoc.Retained{RowsFirst: 500, ResultsEvicted: 9, EventLost: true}, 2, 1},
 	} {
-		g, top := gapsOf(m, tc.rows, tc.r)
+		g, top := fetchdoc.Gaps(m, tc.rows, tc.r)
 		if len(g) != tc.gaps || len(top) != tc.top {
 			t.Errorf("%s: gaps %v top %v", tc.name, g, top)
 		}

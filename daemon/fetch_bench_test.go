@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/vt"
@@ -278,7 +279,7 @@ func benchIdlePoll(b *testing.B, all bool, n int) {
 		d, _ := res.(*rpc.FetchDocument)
 		return d
 	}
-	if d := poll(); d == nil || d.Reason != rpc.ReasonTimeout || d.Cursor != doc.Cursor || len(d.Sessions) != boolInt(!all) {
+	if d := poll(); d == nil || d.Reason != rpc.ReasonTimeout || d.Cursor != doc.Cursor || len(d.Sessions) != fetchdoc.BoolInt(!all) {
 		b.Fatalf("an idle poll answered %+v", d)
 	}
 	var ru0, ru1 syscall.Rusage

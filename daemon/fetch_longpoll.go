@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -23,8 +25,8 @@ import (
 type longPoll struct {
 	rt       *runtime
 	s        *session
-	pos      *position
-	fr       *fetchReq
+	pos      *positions.Position
+	fr       *fetchdoc.Req
 	bound    uint64    // until:result's execution
 	deadline time.Time // zero: answer at once
 
@@ -48,14 +50,14 @@ func (lp *longPoll) Start(respond func(any, error)) (stop func()) {
 	defer lp.mu.Unlock()
 	lp.respond = respond
 	lp.timer = time.AfterFunc(time.Until(lp.deadline), lp.expire)
-	lp.parkLocked(lp.first.view.changed)
+	lp.parkLocked(lp.first.view.Changed)
 	lp.first = nil
 	return lp.cancel
 }
 
 // parkLocked waits for the change that closes changed.
 func (lp *longPoll) parkLocked(changed <-chan struct{}) {
-	lp.key = shareKey{pos: lp.pos, screen: lp.fr.screen, stableCap: lp.fr.stableCap, maxBytes: lp.fr.maxBytes, wokeFrom: changed}
+	lp.key = shareKey{pos: lp.pos, screen: lp.fr.Screen, stableCap: lp.fr.StableCap, maxBytes: lp.fr.MaxBytes, wokeFrom: changed}
 	if !fetchShareWakes {
 		lp.key.solo = lp
 	}
@@ -78,7 +80,7 @@ func (lp *longPoll) onStep(st *stepResult) {
 		lp.finishLocked(res, err)
 		return
 	}
-	lp.parkLocked(st.view.changed)
+	lp.parkLocked(st.view.Changed)
 }
 
 // expire ends the wait: a parked long poll is answered from a fresh
@@ -131,15 +133,15 @@ func (lp *longPoll) decide(st *stepResult) (res *rpc.FetchDocument, done bool, e
 		return st.document(rt, rpc.ReasonGap, st.cursor), true, nil
 	}
 	o := answerOf(answerInput{
-		untilRes: fr.untilRes, bound: lp.bound, from: pos.mark, reached: st.d.mark,
-		hasMore: st.d.hasMore, results: st.d.bucket.Results,
-		blocked: st.view.blocked, boundDone: st.view.boundDone(lp.bound),
+		untilRes: fr.UntilResult, bound: lp.bound, from: pos.Mark, reached: st.d.Mark,
+		hasMore: st.d.HasMore, results: st.d.Bucket.Results,
+		blocked: st.view.Blocked, boundDone: st.view.BoundDone(lp.bound),
 		waiting: !lp.deadline.IsZero() && !lp.expired,
 	})
 	if !o.answer {
 		return nil, false, nil
 	}
-	cursor := fr.cursor
+	cursor := fr.Cursor
 	if o.advanced {
 		cursor = st.advanceCursor(rt, lp.s.uid, pos)
 	}
@@ -152,8 +154,8 @@ func (lp *longPoll) decide(st *stepResult) (res *rpc.FetchDocument, done bool, e
 type answerInput struct {
 	untilRes  bool
 	bound     uint64 // until:result's execution (0: none)
-	from      sessionMark
-	reached   sessionMark
+	from      fetchdoc.Mark
+	reached   fetchdoc.Mark
 	hasMore   bool
 	results   []rpc.Result // the delta's results
 	blocked   bool
@@ -202,34 +204,20 @@ func answerOf(in answerInput) answer {
 	return out
 }
 
-// sessionView is what a fetch reads of a Session's state before
-// rendering: the change generation (closed on the next change), whether
-// it is blocked, and its active execution.
-type sessionView struct {
-	changed <-chan struct{}
-	blocked bool
-	execSeq uint64 // 0: none active
-	last    uint64 // the last execution started (a later one is queued)
-}
-
-func viewOf(s *session) sessionView {
+// viewOf is what a fetch reads of a Session's state before rendering.
+func viewOf(s *session) fetchdoc.View {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return viewLocked(s)
 }
 
 // viewLocked is viewOf. s.mu held.
-func viewLocked(s *session) sessionView {
-	v := sessionView{changed: s.changed, blocked: s.rec.State == rpc.StateBlocked, last: s.rec.LastExecSeq}
+func viewLocked(s *session) fetchdoc.View {
+	v := fetchdoc.View{Changed: s.changed, Blocked: s.rec.State == rpc.StateBlocked, Last: s.rec.LastExecSeq}
 	if s.exec != nil {
-		v.execSeq = s.exec.seq
+		v.ExecSeq = s.exec.seq
 	}
 	return v
-}
-
-// boundDone reports whether execution bound (until:result) has ended.
-func (v sessionView) boundDone(bound uint64) bool {
-	return bound > 0 && bound <= v.last && (v.execSeq == 0 || v.execSeq != bound)
 }
 
 // fetchShareWakes lets long polls parked on the same change share one
@@ -241,12 +229,12 @@ var fetchShareWakes = true
 // or a delta with the successor position bounding it. Once made it is
 // read-only, so every waiter sharing it renders the same document.
 type stepResult struct {
-	view   sessionView
+	view   fetchdoc.View
 	err    error
-	d      *delta
+	d      *fetchdoc.Delta
 	gap    bool
 	cursor uint64 // gap: the baseline's position
-	upto   *sessionMark
+	upto   *fetchdoc.Mark
 	nextN  uint64
 
 	once sync.Once
@@ -264,7 +252,7 @@ type stepResult struct {
 // encode one document, not a thousand.
 func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
 	if !st.shared {
-		return st.d.document(rt.runtimeInfo(), reason, cursor)
+		return st.d.Document(rt.runtimeInfo(), reason, cursor)
 	}
 	c := rpc.FormatPosition(cursor)
 	st.docMu.Lock()
@@ -274,7 +262,7 @@ func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.F
 			return doc
 		}
 	}
-	doc := st.d.document(rt.runtimeInfo(), reason, cursor)
+	doc := st.d.Document(rt.runtimeInfo(), reason, cursor)
 	doc.Seal()
 	st.docs = append(st.docs, doc)
 	return doc
@@ -283,12 +271,12 @@ func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.F
 // advanceCursor is the position d reached from pos: the successor when
 // the delta replayed up to it, else one minted (and linked) once for
 // every waiter sharing this result.
-func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint64 {
+func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *positions.Position) uint64 {
 	st.once.Do(func() {
-		if st.upto != nil && st.d.mark == *st.upto {
+		if st.upto != nil && st.d.Mark == *st.upto {
 			st.adv = st.nextN
 		} else {
-			st.adv = rt.positions.advance(uid, pos, &position{mark: st.d.mark})
+			st.adv = rt.positions.Advance(uid, pos, &positions.Position{Mark: st.d.Mark})
 		}
 	})
 	return st.adv
@@ -296,28 +284,30 @@ func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *position) uint
 
 // evalStep evaluates pos: it takes s's state once (takeStep), then the
 // document rules compute a gap baseline or the delta from it.
-func (rt *runtime) evalStep(st *stepResult, s *session, pos *position, fr *fetchReq) {
-	ss, err := rt.takeStep(s, pos.mark, fr)
-	st.view = ss.view
+func (rt *runtime) evalStep(st *stepResult, s *session, pos *positions.Position, fr *fetchdoc.Req) {
+	ss, err := rt.takeStep(s, pos.Mark, fr)
+	st.view = ss.View
 	if err != nil {
 		st.err = err
 		return
 	}
 	env := rt.runtimeInfo()
-	if gaps, top := gapsOf(pos.mark, fr.screen && fr.stableCap > 0, ss.retained()); len(gaps)+len(top) > 0 {
+	if gaps, top := fetchdoc.Gaps(pos.Mark, fr.Screen && fr.StableCap > 0, ss.Retained()); len(gaps)+len(top) > 0 {
 		st.gap = true
-		st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return baselineOf(env, ss, fr, gaps, top) })
+		st.d, st.err = fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.Delta, error) { return fetchdoc.BaselineOf(env, ss, fr, gaps, top) })
 		if st.err == nil {
-			st.cursor = rt.positions.mintSession(s.uid, st.d.mark)
+			st.cursor = rt.positions.MintSession(s.uid, st.d.Mark)
 		}
 		return
 	}
-	var nextPos *position
-	st.nextN, nextPos = rt.positions.successor(s.uid, pos)
+	var nextPos *positions.Position
+	st.nextN, nextPos = rt.positions.Successor(s.uid, pos)
 	if nextPos != nil {
-		st.upto = &nextPos.mark
+		st.upto = &nextPos.Mark
 	}
-	st.d, st.err = fit(fr, func(fr *fetchReq) (*delta, error) { return deltaOf(env, ss, pos.mark, st.upto, fr) })
+	st.d, st.err = fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.Delta, error) {
+		return fetchdoc.DeltaOf(env, ss, pos.Mark, st.upto, fr)
+	})
 }
 
 // fetchParkHook, when set (benchmarks), is called each time a long-poll

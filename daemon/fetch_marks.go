@@ -4,7 +4,7 @@
 package daemon
 
 import (
-	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/store"
 )
 
@@ -14,8 +14,8 @@ var eventsEvictedThrough = func(db *store.DB) uint64 { return db.EventsEvictedTh
 
 // markLocked is the watermark of everything recorded for s so far.
 // s.mu held.
-func (s *session) markLocked() sessionMark {
-	m := sessionMark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent}
+func (s *session) markLocked() fetchdoc.Mark {
+	m := fetchdoc.Mark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent}
 	m.Result = s.rec.LastExecSeq
 	if s.exec != nil {
 		m.Result = s.exec.seq - 1
@@ -44,29 +44,4 @@ func (s *session) eventLostAfterLocked(after, evicted uint64) bool {
 		s.eventSeqs = append(s.eventSeqs[:0], s.eventSeqs[i:]...)
 	}
 	return s.lostEvent > after
-}
-
-// retained is what retention has kept of a Session, as gapsOf needs it.
-type retained struct {
-	rowsFirst      uint64 // oldest stable row still stored
-	resultsEvicted uint64 // highest execution seq whose result was dropped
-	eventLost      bool   // an event of the Session after the mark was dropped
-}
-
-// gapsOf is the gap rule, a pure function: the retention overruns a reader
-// at mark has suffered. Per-Session components (screen, only for a reader
-// that takes stable rows, since one that does not has lost nothing when
-// rows are evicted; results) go on the Session's bucket, scope-wide ones
-// (events) at the top.
-func gapsOf(m sessionMark, rows bool, r retained) (gaps, top []rpc.Gap) {
-	if rows && m.Row+1 < r.rowsFirst {
-		gaps = append(gaps, rpc.Gap{Component: "screen", Reason: "retention_overrun"})
-	}
-	if m.Result < r.resultsEvicted {
-		gaps = append(gaps, rpc.Gap{Component: "results", Reason: "retention_overrun"})
-	}
-	if r.eventLost {
-		top = append(top, rpc.Gap{Component: "events", Reason: "retention_overrun"})
-	}
-	return gaps, top
 }

@@ -5,9 +5,13 @@
 package daemon
 
 import (
+	"log/slog"
 	"sync"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
 // shareKey names one shared evaluation: of a position, under the request
@@ -16,7 +20,7 @@ import (
 // wokeFrom. solo (benchmarks, fetchShareWakes off) gives a long poll an
 // evaluation of its own.
 type shareKey struct {
-	pos       *position
+	pos       *positions.Position
 	screen    bool
 	stableCap int
 	maxBytes  int
@@ -121,7 +125,7 @@ func (fs *fetchShares) forgetLocked(scope string, k shareKey) {
 // change share: from one position, under one max_bytes (all:true takes no
 // screen, so nothing else of a request shapes its document).
 type allShareKey struct {
-	pos      *position
+	pos      *positions.Position
 	maxBytes int
 	wokeFrom <-chan struct{}
 }
@@ -143,7 +147,7 @@ type allShares struct {
 // allShare is one shared all:true evaluation and its sealed documents.
 type allShare struct {
 	once  sync.Once
-	a     *allDoc
+	a     *fetchdoc.AllDoc
 	err   error
 	docMu sync.Mutex
 	docs  []*rpc.FetchDocument
@@ -166,7 +170,7 @@ func (as *allShares) get(k allShareKey) *allShare {
 }
 
 // eval makes the evaluation once; every caller gets it.
-func (sh *allShare) eval(f func() (*allDoc, error)) (*allDoc, error) {
+func (sh *allShare) eval(f func() (*fetchdoc.AllDoc, error)) (*fetchdoc.AllDoc, error) {
 	sh.once.Do(func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -188,8 +192,21 @@ func (sh *allShare) document(env rpc.Runtime, reason string, cursor uint64) *rpc
 			return doc
 		}
 	}
-	doc := sh.a.document(env, reason, cursor)
+	doc := sh.a.Document(env, reason, cursor)
 	doc.Seal()
 	sh.docs = append(sh.docs, doc)
 	return doc
+}
+
+// fetchPositions is the positions table with the renderings long polls
+// share: shares those of long polls woken by a change, allShares those of
+// all:true long polls.
+type fetchPositions struct {
+	*positions.Table
+	shares    fetchShares
+	allShares allShares
+}
+
+func newPositions(db *store.DB, log *slog.Logger) *fetchPositions {
+	return &fetchPositions{Table: positions.New(db, log), shares: fetchShares{by: map[string]map[shareKey]*shareEntry{}}}
 }

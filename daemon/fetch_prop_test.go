@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -108,7 +109,7 @@ func TestFetchPropertyFollow(t *testing.T) {
 	fetch := func(wait int) *rpc.FetchDocument {
 		t.Helper()
 		// Log-uniform between a few hundred bytes and the hard bound.
-		mb := int(math.Exp(math.Log(200) + rng.Float64()*(math.Log(fetchHardBytes)-math.Log(200))))
+		mb := int(math.Exp(math.Log(200) + rng.Float64()*(math.Log(fetchdoc.HardBytes)-math.Log(200))))
 		for attempt := 0; ; attempt++ {
 			line, err := c.CallRaw(ctx, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "max_bytes": mb, "wait_ms": wait})
 			if err != nil {
@@ -136,7 +137,7 @@ func TestFetchPropertyFollow(t *testing.T) {
 				mb = resp.Error.WorkableMaxBytes
 				continue
 			}
-			if n := len(resp.Result) + cliWrapper; n > mb {
+			if n := len(resp.Result) + fetchdoc.CLIWrapper; n > mb {
 				t.Fatalf("document line of %d bytes over max_bytes %d", n, mb)
 			}
 			doc := ra.apply(resp.Result)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -76,14 +78,10 @@ func TestFetchSharedWake(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	rt.positions.mu.Lock()
-	before := rt.positions.last[s.uid]
-	rt.positions.mu.Unlock()
+	before := rt.positions.LastMinted(s.uid)
 	finishExec(rt, s, long)
 	wg.Wait()
-	rt.positions.mu.Lock()
-	minted := rt.positions.last[s.uid] - before
-	rt.positions.mu.Unlock()
+	minted := rt.positions.LastMinted(s.uid) - before
 	if minted > uint64(len(groups)) {
 		t.Errorf("%d positions minted for %d distinct requests", minted, len(groups))
 	}
@@ -106,19 +104,17 @@ func TestFetchSharedWake(t *testing.T) {
 		if g.name == "small" && !doc.HasMore {
 			t.Errorf("small: a 1200-byte page should not carry the whole result")
 		}
-		if mb, ok := g.params["max_bytes"].(int); ok && len(g.raws[0])+cliWrapper > mb {
+		if mb, ok := g.params["max_bytes"].(int); ok && len(g.raws[0])+fetchdoc.CLIWrapper > mb {
 			t.Errorf("%s: %d bytes over max_bytes %d", g.name, len(g.raws[0]), mb)
 		}
 	}
 	// A replay of the position, now, returns the window of the first
 	// advancing fetch from it (whichever group linked its successor).
-	p0, err := rt.positions.get(s.uid, mustUint(t, base.Cursor))
+	p0, err := rt.positions.Get(s.uid, mustUint(t, base.Cursor))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt.positions.mu.Lock()
-	next := rpc.FormatPosition(p0.next)
-	rt.positions.mu.Unlock()
+	next := rpc.FormatPosition(rt.positions.NextOf(p0))
 	linked := 0
 	for _, g := range groups {
 		own := false
@@ -232,7 +228,7 @@ func TestFetchJSONSizers(t *testing.T) {
 			b.WriteString(alphabet[rng.IntN(len(alphabet))])
 		}
 		str := b.String()
-		if got, want := jsonStrLen(str), jsonLen(str); got != want {
+		if got, want := fetchdoc.JSONStrLen(str), fetchdoc.JSONLen(str); got != want {
 			t.Fatalf("jsonStrLen(%q) = %d, want %d", str, got, want)
 		}
 		text := str
@@ -241,10 +237,10 @@ func TestFetchJSONSizers(t *testing.T) {
 			{ExecutionSeq: 8, Status: rpc.StatusInterrupted, Error: &rpc.ResultError{Code: "x", Message: "y"}},
 		} {
 			off := rng.IntN(100000)
-			size := chunkSizer(r, off)
+			size := fetchdoc.ChunkSizer(r, off)
 			for _, c := range []bool{true, false} {
 				for _, piece := range []string{"", str, str[:len(str)/2]} {
-					if got, want := size(piece, c), jsonLen(withChunk(r, piece, off, c)); got != want {
+					if got, want := size(piece, c), fetchdoc.JSONLen(fetchdoc.WithChunk(r, piece, off, c)); got != want {
 						t.Fatalf("chunk %q off %d complete %v: %d, want %d", piece, off, c, got, want)
 					}
 				}
@@ -271,7 +267,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "w")
 	fs := &fetchShares{by: map[string]map[shareKey]*shareEntry{}}
-	pos := &position{}
+	pos := &positions.Position{}
 	changed := make(chan struct{})
 	k := shareKey{pos: pos, maxBytes: 1, wokeFrom: changed}
 	var evals atomic.Int64
@@ -287,7 +283,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	// Long polls that answer with whatever evaluation they are handed.
 	answers := make(chan error, 100)
 	newPoll := func() *longPoll {
-		lp := &longPoll{rt: rt, s: s, pos: pos, fr: &fetchReq{}}
+		lp := &longPoll{rt: rt, s: s, pos: pos, fr: &fetchdoc.Req{}}
 		lp.respond = func(_ any, err error) { answers <- err }
 		lp.timer = time.NewTimer(time.Hour)
 		return lp

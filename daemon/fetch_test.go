@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
@@ -146,8 +148,8 @@ func fetchDoc(t testing.TB, rt *runtime, params map[string]any) (*rpc.FetchDocum
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if mb, ok := params["max_bytes"].(int); ok && len(raw)+cliWrapper > mb {
-		t.Fatalf("document of %d bytes (+%d) exceeds max_bytes %d", len(raw), cliWrapper, mb)
+	if mb, ok := params["max_bytes"].(int); ok && len(raw)+fetchdoc.CLIWrapper > mb {
+		t.Fatalf("document of %d bytes (+%d) exceeds max_bytes %d", len(raw), fetchdoc.CLIWrapper, mb)
 	}
 	return &doc, raw
 }
@@ -209,8 +211,8 @@ func TestFetchCursorInvalid(t *testing.T) {
 }
 
 func TestFetchCursorExpired(t *testing.T) {
-	defer func(a, b, c int) { positionsPerSession, positionsAll, positionsTotal = a, b, c }(positionsPerSession, positionsAll, positionsTotal)
-	positionsPerSession, positionsAll, positionsTotal = 4, 3, 4
+	defer func(a, b, c int) { positions.PerSession, positions.PerAll, positions.Total = a, b, c }(positions.PerSession, positions.PerAll, positions.Total)
+	positions.PerSession, positions.PerAll, positions.Total = 4, 3, 4
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "a")
 	sb := addSession(t, rt, "b")
@@ -390,11 +392,11 @@ func TestFetchVerifiedMinimum(t *testing.T) {
 			}
 		}
 	}
-	for _, mb := range []int{-1, fetchHardBytes + 1} {
+	for _, mb := range []int{-1, fetchdoc.HardBytes + 1} {
 		_, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "max_bytes": mb})
 		wantCode(t, err, rpc.CodeInvalidArgument)
 	}
-	_, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "wait_ms": fetchMaxWait + 1})
+	_, err := fetchRaw(t, rt, map[string]any{"session": "claude:a", "wait_ms": fetchdoc.MaxWait + 1})
 	wantCode(t, err, rpc.CodeInvalidArgument)
 }
 
@@ -439,7 +441,7 @@ func TestFetchBoundsAndChunking(t *testing.T) {
 			t.Fatalf("event %d: %s vs %s", i, got.events[i], e.Data)
 		}
 	}
-	if got.maxEvents > fetchMaxEvents || got.maxResults > fetchMaxResults || got.maxStable > fetchStable {
+	if got.maxEvents > fetchdoc.MaxEvents || got.maxResults > fetchdoc.MaxResults || got.maxStable > fetchdoc.Stable {
 		t.Fatalf("per-response bounds exceeded: %+v", got)
 	}
 	// screen:512 raises the stable bound.
@@ -448,7 +450,7 @@ func TestFetchBoundsAndChunking(t *testing.T) {
 	sb.rows.Append(1, rows...)
 	sb.rows.Flush()
 	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:b", "cursor": bstart.Cursor, "screen": 512, "max_bytes": 256 << 10})
-	if n := len(d.Sessions[0].Screen.Stable); n != fetchStableMax {
+	if n := len(d.Sessions[0].Screen.Stable); n != fetchdoc.StableMax {
 		t.Fatalf("screen:512 gave %d stable rows", n)
 	}
 	// screen:false omits the screen.
@@ -552,8 +554,8 @@ func (ra *reassembler) apply(raw []byte) *rpc.FetchDocument {
 			} else if r.Prompt != nil || r.PromptTruncated {
 				t.Fatalf("result %d: a prompt on the chunk at offset %d", r.ExecutionSeq, off)
 			}
-			f.results[k] += derefText(&r)
-			ra.textOff[k] += len(derefText(&r))
+			f.results[k] += fetchdoc.DerefText(&r)
+			ra.textOff[k] += len(fetchdoc.DerefText(&r))
 			if r.FinalTextComplete == nil || *r.FinalTextComplete {
 				whole := r
 				txt := f.results[k]
@@ -623,8 +625,8 @@ func followAll(t testing.TB, rt *runtime, id, cursor string, budget func(int) in
 				t.Fatalf("retry at workable %d: %v", mb, err)
 			}
 		}
-		if len(raw)+cliWrapper > mb {
-			t.Fatalf("document %d bytes over max_bytes %d", len(raw)+cliWrapper, mb)
+		if len(raw)+fetchdoc.CLIWrapper > mb {
+			t.Fatalf("document %d bytes over max_bytes %d", len(raw)+fetchdoc.CLIWrapper, mb)
 		}
 		doc := ra.apply(raw)
 		if doc.HasMore && doc.Cursor == cursor {
@@ -657,7 +659,7 @@ func TestFetchGapScreen(t *testing.T) {
 	if doc.Reason != rpc.ReasonGap || len(b.Gaps) != 1 || b.Gaps[0] != (rpc.Gap{Component: "screen", Reason: "retention_overrun"}) || len(doc.Gaps) != 0 {
 		t.Fatalf("gap doc: %s", raw)
 	}
-	if !b.Screen.Reset || len(b.Screen.Stable) == 0 || len(b.Screen.Stable) > fetchStable || b.Screen.Stable[len(b.Screen.Stable)-1] != rows[len(rows)-1] {
+	if !b.Screen.Reset || len(b.Screen.Stable) == 0 || len(b.Screen.Stable) > fetchdoc.Stable || b.Screen.Stable[len(b.Screen.Stable)-1] != rows[len(rows)-1] {
 		t.Fatalf("not a bounded baseline: %d stable", len(b.Screen.Stable))
 	}
 	if doc.Cursor == start.Cursor {
@@ -789,7 +791,7 @@ func TestFetchAllPager(t *testing.T) {
 		}
 		doc, raw := fetchDoc(t, rt, params)
 		pages++
-		if doc.Reason != rpc.ReasonSnapshot || len(doc.Sessions) > fetchAllPage || len(doc.Sessions) == 0 {
+		if doc.Reason != rpc.ReasonSnapshot || len(doc.Sessions) > fetchdoc.AllPage || len(doc.Sessions) == 0 {
 			t.Fatalf("page %d: %s", pages, raw)
 		}
 		for _, b := range doc.Sessions {
@@ -884,7 +886,7 @@ func TestFetchAllEventPrefix(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if len(raw)+cliWrapper > mb {
+		if len(raw)+fetchdoc.CLIWrapper > mb {
 			t.Fatalf("over budget")
 		}
 		doc := ra.apply(raw)
@@ -908,7 +910,7 @@ func TestFetchAllEventPrefix(t *testing.T) {
 
 func TestFetchAllTooManySessions(t *testing.T) {
 	rt := newFetchRuntime(t)
-	for i := 0; i < fetchAllSessions+1; i++ {
+	for i := 0; i < fetchdoc.AllSessions+1; i++ {
 		addSession(t, rt, fmt.Sprintf("m%03d", i))
 	}
 	_, err := fetchRaw(t, rt, map[string]any{"all": true})

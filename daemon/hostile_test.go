@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -123,7 +124,7 @@ func TestHostileEscapeBytesInPrompts(t *testing.T) {
 	td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: r.Session.ID, Prompt: `literal \x1b[2K and ^[`, RequestID: "esc-send-ok"}, &r2)
 	_, res := td.waitResult(t, r.Session.ID, r2.Cursor)
 	if res.FinalText == nil || *res.FinalText != `MOCK-REPLY: literal \x1b[2K and ^[` {
-		t.Fatalf("result = %q", derefText(&res))
+		t.Fatalf("result = %q", fetchdoc.DerefText(&res))
 	}
 }
 

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -38,7 +39,7 @@ func (rt *runtime) launchExecFailedLocked(s *session, e *execution, err error) {
 
 // createWithLaunchPrompt launches a new Session with its first prompt. A
 // failure before the provider is bound removes every trace, as create.
-func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp harness.LaunchPrompter, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp harness.LaunchPrompter, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	if err := lp.LaunchPrompt(prompt); err != nil {
 		rt.discard(s)
 		return nil, rpc.InvalidField("prompt", "%v", err)
@@ -48,7 +49,7 @@ func (rt *runtime) createWithLaunchPrompt(ctx context.Context, s *session, lp ha
 
 // launchWithPrompt launches a new Session with prompt on the harness's
 // command line (which it accepted) and waits for its receipt.
-func (rt *runtime) launchWithPrompt(ctx context.Context, s *session, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) launchWithPrompt(ctx context.Context, s *session, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	e, cursor := rt.beginLaunchExec(s, prompt, true)
 	lo.prompt = prompt
 	if _, err := rt.startGeneration(ctx, s, lo); err != nil {

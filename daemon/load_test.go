@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -193,7 +194,7 @@ func TestLoadConcurrentSessions(t *testing.T) {
 			o := &outcomes[i]
 			check := func(r rpc.Result, prompt string) error {
 				if r.Status != rpc.StatusCompleted || r.FinalText == nil || *r.FinalText != "MOCK-REPLY: "+prompt {
-					return fmt.Errorf("execution %d: status %s text %q", r.ExecutionSeq, r.Status, derefText(&r))
+					return fmt.Errorf("execution %d: status %s text %q", r.ExecutionSeq, r.Status, fetchdoc.DerefText(&r))
 				}
 				o.results++
 				return nil

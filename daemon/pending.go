@@ -30,6 +30,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -316,7 +317,7 @@ func respondDigest(p rpc.SessionRespondParams) string {
 
 // validateRespond checks the params' shape before anything is looked up.
 func validateRespond(p rpc.SessionRespondParams) error {
-	if err := validateRequestID(p.RequestID); err != nil {
+	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return err
 	}
 	switch {
@@ -350,7 +351,7 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 	if rec, ok := rt.responses.get(p.RequestID); ok {
 		rt.respondMu.Unlock()
 		if rec.digest != digest {
-			return rpc.SessionRespondResult{}, errDifferentPayload
+			return rpc.SessionRespondResult{}, receipts.ErrDifferentPayload
 		}
 		res := rec.res
 		res.Session = s.snapshot()

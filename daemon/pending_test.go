@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -136,7 +137,7 @@ func TestRespondDenyReachesTheModel(t *testing.T) {
 	}
 	done := td.waitIdleResult(t, id)
 	if done.Result.Status != rpc.StatusCompleted || done.Result.FinalText == nil || *done.Result.FinalText != "MOCK-DENIED: not in this repository" {
-		t.Fatalf("after deny: %+v text %q", done.Result, derefText(done.Result))
+		t.Fatalf("after deny: %+v text %q", done.Result, fetchdoc.DerefText(done.Result))
 	}
 	if _, err := os.Stat(filepath.Join(cwd, "denied-marker")); err == nil {
 		t.Fatal("the denied tool ran")

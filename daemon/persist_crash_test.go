@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -55,7 +57,7 @@ func windowOf(doc *rpc.FetchDocument) crashWindow {
 			if r.FinalTextOffset != nil {
 				off = *r.FinalTextOffset
 			}
-			w.results = append(w.results, fmt.Sprintf("%d@%d+%d", r.ExecutionSeq, off, len(derefText(&r))))
+			w.results = append(w.results, fmt.Sprintf("%d@%d+%d", r.ExecutionSeq, off, len(fetchdoc.DerefText(&r))))
 		}
 	}
 	return w
@@ -313,7 +315,7 @@ func checkCrashLoop(t *testing.T, td *testDaemon, w *crashWorkload, loop int) {
 	}
 	// Acceptance cursors: the results after the acceptance, its own first.
 	for _, r := range w.receipts {
-		if len(w.cursors[r.session]) > positionsPerSession/2 {
+		if len(w.cursors[r.session]) > positions.PerSession/2 {
 			continue // retention may have dropped it legitimately
 		}
 		doc, err := fetch(map[string]any{"session": r.session, "cursor": r.cursor, "screen": false})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -127,7 +129,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			td.mustCall(rpc.MethodSessionCreate, create, &r1)
 			id := r1.Session.ID
 			_, res := td.waitResult(t, id, r1.Cursor)
-			if res.ExecutionSeq != 1 || derefText(&res) != "MOCK-REPLY: first" {
+			if res.ExecutionSeq != 1 || fetchdoc.DerefText(&res) != "MOCK-REPLY: first" {
 				t.Fatalf("first result %+v", res)
 			}
 			// The window of the receipt's cursor, and a fetch-minted
@@ -139,7 +141,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			base := td.mustFetch(t, map[string]any{"session": id, "screen": false})
 			handed := []uint64{cursorNum(t, r1.Cursor), cursorNum(t, before.Cursor), cursorNum(t, base.Cursor)}
 			// Batched position writes land well within this.
-			time.Sleep(4 * positionFlushDelay)
+			time.Sleep(4 * positions.FlushDelay)
 
 			restartChild(t, cd, kind, cwd)
 
@@ -160,7 +162,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 				}
 			}
 			_, res2 := td.waitResult(t, id, r2.Cursor)
-			if res2.ExecutionSeq != 2 || derefText(&res2) != "MOCK-REPLY: second" {
+			if res2.ExecutionSeq != 2 || fetchdoc.DerefText(&res2) != "MOCK-REPLY: second" {
 				t.Fatalf("second result %+v", res2)
 			}
 			// From the baseline's position: what came after it, in order.
@@ -177,7 +179,7 @@ func TestRestartReceiptCursorNamesItsTurn(t *testing.T) {
 			}
 			doc := td.mustFetch(t, map[string]any{"session": id, "cursor": replay.Cursor, "until": "result", "wait_ms": 10000, "screen": false})
 			rs = doc.Sessions[0].Results
-			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || derefText(&rs[0]) != "MOCK-REPLY: first" {
+			if len(rs) == 0 || rs[0].ExecutionSeq != 1 || fetchdoc.DerefText(&rs[0]) != "MOCK-REPLY: first" {
 				t.Fatalf("fetch from the replayed cursor %s: %+v", replay.Cursor, rs)
 			}
 			// Every retained result, from either lifetime, by execution.
@@ -201,7 +203,7 @@ func TestFetchBaselineDoesNotChurn(t *testing.T) {
 	runExec(rt, s, "two", "row 2")
 	first, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
 	allFirst, _ := fetchDoc(t, rt, map[string]any{"all": true})
-	for i := 0; i < 2*positionsAll+10; i++ {
+	for i := 0; i < 2*positions.PerAll+10; i++ {
 		d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
 		if d.Cursor != first.Cursor {
 			t.Fatalf("baseline %d of an unchanged Session: cursor %s, first %s", i, d.Cursor, first.Cursor)
@@ -212,7 +214,7 @@ func TestFetchBaselineDoesNotChurn(t *testing.T) {
 		}
 	}
 	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": mine.Cursor, "screen": false})
-	if rs := d.Sessions[0].Results; len(rs) != 1 || derefText(&rs[0]) != "two" {
+	if rs := d.Sessions[0].Results; len(rs) != 1 || fetchdoc.DerefText(&rs[0]) != "two" {
 		t.Fatalf("the other client's cursor: %+v", rs)
 	}
 	// A change mints.
@@ -235,14 +237,11 @@ func TestPositionsReloaded(t *testing.T) {
 	p1, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "screen": false})
 	runExec(rt, s, "two")
 	w1, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": p1.Cursor, "screen": false})
-	if err := rt.positions.flush(); err != nil {
+	if err := rt.positions.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	// Minted, never stored: as if the daemon died before the batch.
-	rt.positions.mu.Lock()
-	rt.positions.closed = true
-	clear(rt.positions.dirty)
-	rt.positions.mu.Unlock()
+	rt.positions.DropUnsaved()
 	runExec(rt, s, "three")
 	lost, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": w1.Cursor, "screen": false})
 
@@ -358,7 +357,7 @@ func TestFetchAfterExecution(t *testing.T) {
 		d, _ := fetchDoc(t, rt, params)
 		var seqs []uint64
 		for _, r := range d.Sessions[0].Results {
-			if derefText(&r) != fmt.Sprint("text ", r.ExecutionSeq) {
+			if fetchdoc.DerefText(&r) != fmt.Sprint("text ", r.ExecutionSeq) {
 				t.Fatalf("result %+v", r)
 			}
 			seqs = append(seqs, r.ExecutionSeq)

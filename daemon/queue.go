@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/dlgt-dev/dlgt/daemon/positions"
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )
@@ -82,7 +84,7 @@ func (s *session) queuedLocked(seq uint64) bool {
 
 // enqueue answers session.send queue:true: on an idle Session a plain
 // send, on one with an active execution a queued send.
-func (rt *runtime) enqueue(ctx context.Context, s *session, prompt string) (*storedReceipt, error) {
+func (rt *runtime) enqueue(ctx context.Context, s *session, prompt string) (*receipts.Stored, error) {
 	for attempt := 0; ; attempt++ {
 		s.mu.Lock()
 		if s.rec.State == rpc.StateIdle && len(s.rec.Queued) == 0 {
@@ -99,7 +101,7 @@ func (rt *runtime) enqueue(ctx context.Context, s *session, prompt string) (*sto
 }
 
 // enqueueLocked queues prompt behind s's active execution. s.mu held.
-func (rt *runtime) enqueueLocked(s *session, prompt string) (*storedReceipt, error) {
+func (rt *runtime) enqueueLocked(s *session, prompt string) (*receipts.Stored, error) {
 	switch s.rec.State {
 	case rpc.StateBusy, rpc.StateBlocked, rpc.StateCanceling:
 	default:
@@ -133,13 +135,13 @@ func (rt *runtime) enqueueLocked(s *session, prompt string) (*storedReceipt, err
 		return nil, rerr
 	}
 	rt.emitLocked(s, rpc.Event{Type: rpc.EventExecutionQueued, ExecutionSeq: seq})
-	cursor := rt.positions.mintSession(s.uid, mark)
+	cursor := rt.positions.MintSession(s.uid, mark)
 	r := rpc.Receipt{
 		Session: s.snapshotLocked(time.Now()), ExecutionSeq: seq, Cursor: rpc.FormatPosition(cursor),
 		Queued: true,
 	}
 	queuedReceiptPending(&r, s.exec.seq)
-	return &storedReceipt{SessionUID: s.uid, Receipt: r}, nil
+	return &receipts.Stored{SessionUID: s.uid, Receipt: r}, nil
 }
 
 // queuedReceiptPending marks r (a queued send's receipt) pending, saying
@@ -171,14 +173,14 @@ func (s *session) replayQueuedLocked(r *rpc.Receipt) bool {
 // bound (the active or latest execution), or, for the cursor of a queued
 // send's receipt (its mark counts bound's result as delivered already),
 // that queued execution. s.mu held.
-func (s *session) fetchBoundLocked(pos *position, bound uint64) uint64 {
-	if pos == nil || pos.mark.Result < bound {
+func (s *session) fetchBoundLocked(pos *positions.Position, bound uint64) uint64 {
+	if pos == nil || pos.Mark.Result < bound {
 		return bound
 	}
 	for _, q := range s.rec.Queued {
 		// A canceled one counts too: it gets its result when the
 		// running execution ends.
-		if q.Seq == pos.mark.Result+1 {
+		if q.Seq == pos.Mark.Result+1 {
 			return q.Seq
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -74,12 +75,12 @@ type runtime struct {
 	methodOf   map[string]method // built once: see methods
 	instanceID string
 	startedAt  time.Time
-	receipts   *receipts
+	receipts   *receipts.Table
 	// responses are session.respond's answers by request_id, and
 	// respondMu serialises the responses (pending.go).
 	responses responses
 	respondMu sync.Mutex
-	positions *positions
+	positions *fetchPositions
 	versions  versionCache // harness binaries' --version, for harness.list
 	tools     toolLog      // tool.call events (toolevents.go)
 
@@ -119,17 +120,16 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		allChanged: make(chan struct{}), pools: map[string]*sparePool{},
 	}
 	rt.methodOf = rt.methods()
-	rt.receipts = newReceipts(db)
-	rt.receipts.recorded = rt.executionRecorded
-	rt.positions = newPositions()
-	rt.positions.db, rt.positions.log = db, log
-	rt.receipts.positionOf = rt.receiptPosition
+	rt.receipts = receipts.New(db)
+	rt.receipts.Recorded = rt.executionRecorded
+	rt.positions = newPositions(db, log)
+	rt.receipts.PositionOf = rt.receiptPosition
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
 		return nil, err
 	}
 	rt.sweepOrphans()
-	if err := rt.positions.load(func(uid string) bool {
+	if err := rt.positions.Load(func(uid string) bool {
 		rt.mu.Lock()
 		defer rt.mu.Unlock()
 		return rt.sessions[uid] != nil
@@ -209,7 +209,7 @@ func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
 
 // executionRecorded reports whether the execution a provisional receipt
 // names exists on its Session.
-func (rt *runtime) executionRecorded(st *storedReceipt) bool {
+func (rt *runtime) executionRecorded(st *receipts.Stored) bool {
 	rt.mu.Lock()
 	s := rt.sessions[st.SessionUID]
 	rt.mu.Unlock()
@@ -249,18 +249,18 @@ func (rt *runtime) close() {
 		s.rows.Flush()
 		s.raw.Close()
 	}
-	rt.positions.close()
+	rt.positions.Close()
 }
 
 // receiptPosition is the stored form of a receipt's cursor, which the
 // receipt's own write carries: a receipt replayed after any restart
 // names the same window.
-func (rt *runtime) receiptPosition(st *storedReceipt) (store.Position, bool) {
+func (rt *runtime) receiptPosition(st *receipts.Stored) (store.Position, bool) {
 	n, err := strconv.ParseUint(st.Receipt.Cursor, 10, 64)
 	if err != nil || st.SessionUID == "" {
 		return store.Position{}, false
 	}
-	return rt.positions.stored(st.SessionUID, n)
+	return rt.positions.Stored(st.SessionUID, n)
 }
 
 // notifyAllLocked wakes all:true waiters and event subscribers. rt.mu held.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -290,7 +291,7 @@ func TestCreateFetchSendStopResume(t *testing.T) {
 	}
 	doc, res := td.waitResult(t, r.Session.ID, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.FinalTextSource != rpc.TextSourceHook || res.FinalText == nil || *res.FinalText != "MOCK-REPLY: hello there" {
-		t.Fatalf("result = %+v text=%q", res, derefText(&res))
+		t.Fatalf("result = %+v text=%q", res, fetchdoc.DerefText(&res))
 	}
 	if doc.Reason != rpc.ReasonResult {
 		t.Fatalf("reason = %q", doc.Reason)

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -529,8 +530,8 @@ func runSoakLoad(t *testing.T, cfg soakLoadConfig) {
 						if r.FinalTextComplete != nil && !*r.FinalTextComplete {
 							continue
 						}
-						if r.Status != rpc.StatusCompleted || derefText(&r) != soakReply(prompt) {
-							w.err = fmt.Errorf("execution %d: %s %q", k, r.Status, derefText(&r))
+						if r.Status != rpc.StatusCompleted || fetchdoc.DerefText(&r) != soakReply(prompt) {
+							w.err = fmt.Errorf("execution %d: %s %q", k, r.Status, fetchdoc.DerefText(&r))
 							return
 						}
 						w.results++
@@ -943,12 +944,12 @@ func runKillLoop(t *testing.T, nSess, kills int, prompt string, seed uint64) {
 							continue
 						}
 						switch {
-						case r.Status == rpc.StatusCompleted && derefText(&r) == soakReply(turnPrompt):
+						case r.Status == rpc.StatusCompleted && fetchdoc.DerefText(&r) == soakReply(turnPrompt):
 							completed.Add(1)
 						case r.Status == rpc.StatusInterrupted && r.Error != nil && r.Error.Code == "daemon_restarted":
 							interrupted.Add(1)
 						default:
-							errs[i] = fmt.Errorf("execution %d: %s %q %+v", seq, r.Status, derefText(&r), r.Error)
+							errs[i] = fmt.Errorf("execution %d: %s %q %+v", seq, r.Status, fetchdoc.DerefText(&r), r.Error)
 							return
 						}
 						mu.Lock()
@@ -1081,7 +1082,7 @@ func runKillLoop(t *testing.T, nSess, kills int, prompt string, seed uint64) {
 		case n == 0:
 			lost++
 			t.Errorf("acknowledged result %s is not stored", key)
-		case n > 1 || got.Status != want.Status || derefText(got) != derefText(&want) || got.CompletedAtMS != want.CompletedAtMS:
+		case n > 1 || got.Status != want.Status || fetchdoc.DerefText(got) != fetchdoc.DerefText(&want) || got.CompletedAtMS != want.CompletedAtMS:
 			changed++
 			t.Errorf("acknowledged result %s: stored %d times, now %+v, was %+v", key, n, *got, want)
 		}

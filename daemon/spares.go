@@ -43,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -591,7 +592,7 @@ func spareEvidenceLocked(s *session, g *generation, ev harness.Evidence) bool {
 // and the first turn's SessionStart binds the Session, as a launch
 // prompt's does. s is registered (alias, sessions); on failure the
 // caller is told nothing was created, as for a cold launch.
-func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts, prompt string) (*storedReceipt, error) {
+func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	s := sp.s
 	s.mu.Lock()
 	s.spare = nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )
@@ -122,8 +123,8 @@ func TestWarmSpareClaimedLikeACold(t *testing.T) {
 	}
 	_, wres := td.waitResult(t, warm.Session.ID, warm.Cursor)
 	_, cres := td.waitResult(t, cold.Session.ID, cold.Cursor)
-	if wres.Status != rpc.StatusCompleted || derefText(&wres) != "MOCK-REPLY: hello warm-1" || cres.Status != wres.Status {
-		t.Fatalf("warm result %+v (%q), cold %+v", wres, derefText(&wres), cres)
+	if wres.Status != rpc.StatusCompleted || fetchdoc.DerefText(&wres) != "MOCK-REPLY: hello warm-1" || cres.Status != wres.Status {
+		t.Fatalf("warm result %+v (%q), cold %+v", wres, fetchdoc.DerefText(&wres), cres)
 	}
 	we, ce := eventTypes(sessionEvents(t, td, warm.Session.ID)), eventTypes(sessionEvents(t, td, cold.Session.ID))
 	if strings.Join(we, " ") != strings.Join(ce, " ") || len(we) == 0 || we[0] != rpc.EventSessionCreated {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -42,7 +43,7 @@ var steerConfirmWait = 5 * time.Second
 
 // steer types prompt into execution seq of s, which must be the running
 // one, and returns a receipt for that execution (steered:true).
-func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uint64) (*storedReceipt, error) {
+func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uint64) (*receipts.Stored, error) {
 	// One steer at a time per Session: two pastes must not interleave.
 	s.steerMu.Lock()
 	defer s.steerMu.Unlock()
@@ -73,7 +74,7 @@ func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uin
 		return nil, &rpc.Error{Code: rpc.CodeSessionBusy, SessionID: id, Message: "execution " + itoa(seq) + "'s own prompt is not acknowledged by the harness yet; nothing was typed: retry the steer"}
 	}
 	g := s.gen
-	cursor := rt.positions.mintSession(s.uid, s.markLocked())
+	cursor := rt.positions.MintSession(s.uid, s.markLocked())
 	transcript := g.transcript
 	s.mu.Unlock()
 	var from int64
@@ -93,7 +94,7 @@ func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uin
 	if transcript != "" {
 		rt.goTracked(func() { rt.watchSteer(s, g, e, transcript, from, prompt) })
 	}
-	return &storedReceipt{SessionUID: s.uid, Receipt: rpc.Receipt{
+	return &receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 		Session: s.snapshotLocked(time.Now()), ExecutionSeq: seq, Cursor: rpc.FormatPosition(cursor),
 		Submission: rpc.SubmissionConfirmed, Steered: true,
 	}}, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -116,8 +117,8 @@ func TestSteerRunningTurnFake(t *testing.T) {
 	}
 
 	_, res := td.waitResult(t, id, r.Cursor)
-	if res.ExecutionSeq != r.ExecutionSeq || res.Status != rpc.StatusCompleted || derefText(&res) != "TURN-DONE" {
-		t.Fatalf("result = %+v text %q", res, derefText(&res))
+	if res.ExecutionSeq != r.ExecutionSeq || res.Status != rpc.StatusCompleted || fetchdoc.DerefText(&res) != "TURN-DONE" {
+		t.Fatalf("result = %+v text %q", res, fetchdoc.DerefText(&res))
 	}
 	tr := fakeTranscript(t, td.env)
 	if n := strings.Count(tr, strings.ReplaceAll(fakeclaude.SteerPrefix, "\n", `\n`)+"STEER-ME now"); n != 1 {
@@ -223,16 +224,16 @@ func TestQueueRunsAsNextExecutionFake(t *testing.T) {
 
 	// Each receipt's cursor waits for its own execution's result.
 	_, res2 := td.waitResult(t, id, q1.Cursor)
-	if res2.ExecutionSeq != 2 || derefText(&res2) != "MOCK-REPLY: second" {
-		t.Fatalf("queued result = %+v %q", res2, derefText(&res2))
+	if res2.ExecutionSeq != 2 || fetchdoc.DerefText(&res2) != "MOCK-REPLY: second" {
+		t.Fatalf("queued result = %+v %q", res2, fetchdoc.DerefText(&res2))
 	}
 	_, res1 := td.waitResult(t, id, r.Cursor)
 	if res1.ExecutionSeq != 1 || res1.Status != rpc.StatusCompleted {
 		t.Fatalf("first result = %+v", res1)
 	}
 	_, res3 := td.waitResult(t, id, q2.Cursor)
-	if res3.ExecutionSeq != 3 || derefText(&res3) != "MOCK-REPLY: third" {
-		t.Fatalf("second queued result = %+v %q", res3, derefText(&res3))
+	if res3.ExecutionSeq != 3 || fetchdoc.DerefText(&res3) != "MOCK-REPLY: third" {
+		t.Fatalf("second queued result = %+v %q", res3, fetchdoc.DerefText(&res3))
 	}
 	rd = td.waitState(t, id, rpc.StateIdle)
 	if len(rd.Session.Queued) != 0 {
@@ -254,8 +255,8 @@ func TestQueueRunsAsNextExecutionFake(t *testing.T) {
 	if plain.Queued || plain.ExecutionSeq != 4 {
 		t.Fatalf("queue on an idle Session = %+v", plain)
 	}
-	if _, res := td.waitResult(t, id, plain.Cursor); derefText(&res) != "MOCK-REPLY: fourth" {
-		t.Fatalf("result = %q", derefText(&res))
+	if _, res := td.waitResult(t, id, plain.Cursor); fetchdoc.DerefText(&res) != "MOCK-REPLY: fourth" {
+		t.Fatalf("result = %q", fetchdoc.DerefText(&res))
 	}
 }
 

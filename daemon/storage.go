@@ -15,7 +15,7 @@ import (
 // once space returns, so they are not INVALID_ARGUMENT, and they are not
 // a dlgt invariant failure (INTERNAL). The message names the state
 // directory and the cause. An acceptance whose records could not be
-// stored is never acknowledged (see accept and receipts.finish).
+// stored is never acknowledged (see accept and receipts.Table.Finish).
 
 // diskCause names the environmental cause of err, if it is one: the
 // errno when it survived wrapping, else its text (bbolt formats some

@@ -1,4 +1,4 @@
-package daemon
+package receipts
 
 import (
 	"bytes"
@@ -13,17 +13,17 @@ import (
 	"github.com/dlgt-dev/dlgt/store"
 )
 
-// maxRequestID bounds the idempotency key.
-const maxRequestID = 128
+// MaxRequestID bounds the idempotency key.
+const MaxRequestID = 128
 
 // nonIdentity are the parameters that legitimately differ between retries
 // of one acceptance and so are left out of its payload identity.
 var nonIdentity = []string{"environment", "rows", "cols", "correlation_id", "request_id"}
 
-// payloadDigest is the canonical identity of an acceptance: the method and
+// Digest is the canonical identity of an acceptance: the method and
 // every other parameter, object keys sorted, arrays in order, strings
 // byte for byte.
-func payloadDigest(method string, params json.RawMessage) (string, error) {
+func Digest(method string, params json.RawMessage) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(params))
 	dec.UseNumber()
 	var m map[string]any
@@ -42,11 +42,11 @@ func payloadDigest(method string, params json.RawMessage) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// storedReceipt is a retained acceptance receipt.
-type storedReceipt struct {
+// Stored is a retained acceptance receipt.
+type Stored struct {
 	Digest string `json:"digest"`
-	// State is "" for a settled receipt, receiptProvisional while its
-	// acceptance is still running, receiptVoid when that acceptance failed
+	// State is "" for a settled receipt, StateProvisional while its
+	// acceptance is still running, StateVoid when that acceptance failed
 	// after a provisional write (a void receipt counts as absent).
 	State      string      `json:"state,omitempty"`
 	SessionUID string      `json:"session_uid"`
@@ -54,8 +54,8 @@ type storedReceipt struct {
 }
 
 const (
-	receiptProvisional = "provisional"
-	receiptVoid        = "void"
+	StateProvisional = "provisional"
+	StateVoid        = "void"
 )
 
 // acceptanceKey carries an acceptance's request_id and reservation in its
@@ -65,85 +65,85 @@ type acceptanceKey struct{}
 
 type acceptance struct {
 	id  string
-	res *reservation
+	res *Reservation
 }
 
-func withAcceptance(ctx context.Context, id string, res *reservation) context.Context {
+func WithAcceptance(ctx context.Context, id string, res *Reservation) context.Context {
 	return context.WithValue(ctx, acceptanceKey{}, acceptance{id, res})
 }
 
-// provisional stores the receipt of an acceptance whose execution was just
+// Provisional stores the receipt of an acceptance whose execution was just
 // recorded, before the prompt is delivered or the harness launched: if the
 // daemon dies before the acceptance settles, a retry of the same
 // request_id replays this receipt (its execution then has an interrupted
 // result) instead of running the prompt a second time. Best effort: a
-// failed write is reported by finish's own write.
-func (r *receipts) provisional(ctx context.Context, st storedReceipt) {
+// failed write is reported by Finish's own write.
+func (r *Table) Provisional(ctx context.Context, st Stored) {
 	a, ok := ctx.Value(acceptanceKey{}).(acceptance)
 	if !ok {
 		return
 	}
-	st.Digest, st.State = a.res.digest, receiptProvisional
+	st.Digest, st.State = a.res.digest, StateProvisional
 	data, _ := json.Marshal(st)
 	if r.db.PutReceipt(a.id, data, r.cursorOf(&st)...) == nil {
 		a.res.provisional = true
 	}
 }
 
-// reservation holds a request_id while its acceptance runs, so a
+// Reservation holds a request_id while its acceptance runs, so a
 // concurrent duplicate waits for the winner instead of acting twice.
-type reservation struct {
+type Reservation struct {
 	digest      string
 	provisional bool // a provisional receipt was stored
 	done        chan struct{}
-	stored      *storedReceipt // set on success
+	stored      *Stored // set on success
 }
 
-// receipts is the idempotency table: in-flight reservations in memory,
+// Table is the idempotency table: in-flight reservations in memory,
 // settled receipts in the store (the last 1,024 are kept).
-type receipts struct {
+type Table struct {
 	db *store.DB
 	// recorded reports whether a provisional receipt's execution was
 	// recorded on its Session; one that was not never started, so its
 	// request_id is free to run.
-	recorded func(st *storedReceipt) bool
+	Recorded func(st *Stored) bool
 	// positionOf is the stored form of a receipt's cursor, written in
 	// the receipt's own transaction.
-	positionOf func(st *storedReceipt) (store.Position, bool)
+	PositionOf func(st *Stored) (store.Position, bool)
 	// mu guards inflight and unsaved.
 	mu       sync.Mutex
-	inflight map[string]*reservation
+	inflight map[string]*Reservation
 	// unsaved are settled receipts whose store failed (disk full): a
 	// retry of the id stores the receipt then replays it, so the
 	// acceptance is acknowledged once, and only once it is stored.
-	unsaved map[string]*storedReceipt
+	unsaved map[string]*Stored
 }
 
-func newReceipts(db *store.DB) *receipts {
-	return &receipts{db: db, inflight: map[string]*reservation{}, unsaved: map[string]*storedReceipt{}}
+func New(db *store.DB) *Table {
+	return &Table{db: db, inflight: map[string]*Reservation{}, unsaved: map[string]*Stored{}}
 }
 
-func validateRequestID(id string) error {
+func ValidateRequestID(id string) error {
 	switch {
 	case id == "":
 		return rpc.InvalidField("request_id", "must not be empty")
-	case len(id) > maxRequestID:
-		return rpc.InvalidField("request_id", "longer than %d bytes", maxRequestID)
+	case len(id) > MaxRequestID:
+		return rpc.InvalidField("request_id", "longer than %d bytes", MaxRequestID)
 	}
 	return nil
 }
 
-var errDifferentPayload = rpc.InvalidField("request_id", "was already used with a different payload; choose a new request_id")
+var ErrDifferentPayload = rpc.InvalidField("request_id", "was already used with a different payload; choose a new request_id")
 
-// reserve returns either a settled receipt to replay, or a reservation the
-// caller must settle with finish.
-func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, error) {
+// Reserve returns either a settled receipt to replay, or a reservation the
+// caller must settle with Finish.
+func (r *Table) Reserve(id, digest string) (*Stored, *Reservation, error) {
 	for {
 		r.mu.Lock()
 		if res, ok := r.inflight[id]; ok {
 			r.mu.Unlock()
 			if res.digest != digest {
-				return nil, nil, errDifferentPayload
+				return nil, nil, ErrDifferentPayload
 			}
 			<-res.done
 			if res.stored != nil {
@@ -154,11 +154,11 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 		if st, ok := r.unsaved[id]; ok {
 			defer r.mu.Unlock()
 			if st.Digest != digest {
-				return nil, nil, errDifferentPayload
+				return nil, nil, ErrDifferentPayload
 			}
 			data, _ := json.Marshal(st)
 			if err := r.db.PutReceipt(id, data, r.cursorOf(st)...); err != nil {
-				return nil, nil, &errUnsavedReceipt{st: st, err: err}
+				return nil, nil, &ErrUnsaved{Stored: st, Err: err}
 			}
 			delete(r.unsaved, id)
 			return st, nil, nil
@@ -166,11 +166,11 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 		data, err := r.db.GetReceipt(id)
 		if err == nil {
 			r.mu.Unlock()
-			var st storedReceipt
+			var st Stored
 			if err := json.Unmarshal(data, &st); err != nil {
 				return nil, nil, err
 			}
-			if st.State == receiptVoid || (st.State == receiptProvisional && r.recorded != nil && !r.recorded(&st)) {
+			if st.State == StateVoid || (st.State == StateProvisional && r.Recorded != nil && !r.Recorded(&st)) {
 				// Nothing ran under this id: it is free, as after a failed
 				// acceptance. Re-check for a concurrent retry first.
 				r.mu.Lock()
@@ -178,13 +178,13 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 					r.mu.Unlock()
 					continue
 				}
-				res := &reservation{digest: digest, done: make(chan struct{})}
+				res := &Reservation{digest: digest, done: make(chan struct{})}
 				r.inflight[id] = res
 				r.mu.Unlock()
 				return nil, res, nil
 			}
 			if st.Digest != digest {
-				return nil, nil, errDifferentPayload
+				return nil, nil, ErrDifferentPayload
 			}
 			return &st, nil, nil
 		}
@@ -192,19 +192,19 @@ func (r *receipts) reserve(id, digest string) (*storedReceipt, *reservation, err
 			r.mu.Unlock()
 			return nil, nil, err
 		}
-		res := &reservation{digest: digest, done: make(chan struct{})}
+		res := &Reservation{digest: digest, done: make(chan struct{})}
 		r.inflight[id] = res
 		r.mu.Unlock()
 		return nil, res, nil
 	}
 }
 
-// finish settles a reservation: a success is stored, a failure stores
+// Finish settles a reservation: a success is stored, a failure stores
 // nothing so the same id may be retried.
-func (r *receipts) finish(id string, res *reservation, st *storedReceipt) error {
+func (r *Table) Finish(id string, res *Reservation, st *Stored) error {
 	var err error
 	if st == nil && res.provisional {
-		data, _ := json.Marshal(storedReceipt{Digest: res.digest, State: receiptVoid})
+		data, _ := json.Marshal(Stored{Digest: res.digest, State: StateVoid})
 		r.db.PutReceipt(id, data)
 	}
 	if st != nil {
@@ -226,22 +226,22 @@ func (r *receipts) finish(id string, res *reservation, st *storedReceipt) error 
 
 // cursorOf is what a write of st carries besides it: its cursor's
 // position, when held.
-func (r *receipts) cursorOf(st *storedReceipt) []store.Position {
-	if r.positionOf == nil {
+func (r *Table) cursorOf(st *Stored) []store.Position {
+	if r.PositionOf == nil {
 		return nil
 	}
-	if p, ok := r.positionOf(st); ok {
+	if p, ok := r.PositionOf(st); ok {
 		return []store.Position{p}
 	}
 	return nil
 }
 
-// errUnsavedReceipt is a retry of an acceptance whose receipt still
+// ErrUnsaved is a retry of an acceptance whose receipt still
 // cannot be stored.
-type errUnsavedReceipt struct {
-	st  *storedReceipt
-	err error
+type ErrUnsaved struct {
+	Stored *Stored
+	Err    error
 }
 
-func (e *errUnsavedReceipt) Error() string { return e.err.Error() }
-func (e *errUnsavedReceipt) Unwrap() error { return e.err }
+func (e *ErrUnsaved) Error() string { return e.Err.Error() }
+func (e *ErrUnsaved) Unwrap() error { return e.Err }

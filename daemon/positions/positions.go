@@ -1,15 +1,14 @@
-package daemon
+package positions
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )
@@ -17,9 +16,9 @@ import (
 // Position retention bounds of the contract. They are variables so tests
 // can lower them.
 var (
-	positionsPerSession = 64
-	positionsAll        = 256
-	positionsTotal      = 4096
+	PerSession = 64
+	PerAll     = 256
+	Total      = 4096
 )
 
 // Persistence of positions (see docs/rpc.md, "Positions across daemon
@@ -31,45 +30,15 @@ var (
 // receipt. A position minted but not yet stored when the daemon died is
 // lost: its number answers CURSOR_EXPIRED, never another window.
 var (
-	positionReserveBlock uint64 = 1024
-	positionFlushDelay          = 100 * time.Millisecond
-	positionRetryDelay          = time.Second
+	ReserveBlock uint64 = 1024
+	FlushDelay          = 100 * time.Millisecond
+	RetryDelay          = time.Second
 )
 
-// sessionMark is the watermark vector of one Session: how far a reader
-// has received each component. Offsets record a partially delivered
-// final_text or stable row. Every component is numbered durably (event
-// seqs, execution seqs, committed row ids, epochs), so a mark means the
-// same thing in every daemon lifetime.
-type sessionMark struct {
-	Event   uint64 `json:"e,omitempty"`  // last global event seq delivered for this Session
-	Result  uint64 `json:"r,omitempty"`  // last execution seq whose result was delivered whole
-	TextOff int    `json:"t,omitempty"`  // bytes of result Result+1's final_text delivered
-	Row     uint64 `json:"w,omitempty"`  // last stable row id delivered whole
-	RowOff  int    `json:"wo,omitempty"` // bytes of row Row+1 delivered
-	Epoch   uint64 `json:"p,omitempty"`  // screen epoch the reader has seen
-}
-
-// allMark is the watermark state of an all:true position: one mark per
-// Session that still exists and carries state, and, while the cursorless
-// enumeration is in progress, the Sessions still to enumerate.
-type allMark struct {
-	marks       map[string]sessionMark // by Session uid; never mutated after minting
-	enumerating bool
-	enum        []string // uids still to enumerate, in order
-}
-
-// settledOver reports that m is past its enumeration and has a mark for
-// as many Sessions as a list of n: the shape in which a delta over that
-// list can leave m as it is.
-func (m *allMark) settledOver(n int) bool {
-	return len(m.marks) == n && !m.enumerating && len(m.enum) == 0
-}
-
-// position is one minted, immutable observation point.
-type position struct {
-	mark sessionMark
-	all  *allMark // for the all scope
+// Position is one minted, immutable observation point.
+type Position struct {
+	Mark fetchdoc.Mark
+	All  *fetchdoc.AllMark // for the all scope
 	// next is the position minted by the first advancing fetch from this
 	// one; replays are bounded by its mark, so they return the same window.
 	// Guarded by positions.mu.
@@ -91,7 +60,7 @@ type scopeKey struct {
 // the vector of a held position returns that position instead of minting.
 type dedupKey struct {
 	scope string
-	mark  sessionMark
+	mark  fetchdoc.Mark
 	all   string // the all scope: allKey of the allMark
 }
 
@@ -100,12 +69,12 @@ type fifoEntry struct {
 	stamp uint64
 }
 
-const allScope = "*all"
+const AllScope = "*all"
 
-// positions mints and retains fetch positions per scope. Each scope
+// Table mints and retains fetch positions per scope. Each scope
 // numbers independently; the least recently minted (or reused) positions
 // are dropped beyond the per-scope and global caps.
-type positions struct {
+type Table struct {
 	db  *store.DB // nil: nothing is stored
 	log *slog.Logger
 
@@ -113,7 +82,7 @@ type positions struct {
 	mu       sync.Mutex
 	last     map[string]uint64 // last number handed out, per scope
 	reserved map[string]uint64 // durably reserved through, per scope
-	held     map[scopeKey]*position
+	held     map[scopeKey]*Position
 	byMark   map[dedupKey]uint64
 	order    map[string][]uint64 // per scope, least recently touched first
 	fifo     []fifoEntry         // global, least recently touched first (stale entries skipped)
@@ -122,101 +91,74 @@ type positions struct {
 	armed    bool                  // a flush is scheduled
 	closed   bool
 	flushMu  sync.Mutex // serializes flushes, so an older batch never lands after a newer
-
-	// shares holds the renderings long-polls woken by a change share;
-	// allShares those of all:true long polls.
-	shares    fetchShares
-	allShares allShares
 }
 
-func newPositions() *positions {
-	return &positions{last: map[string]uint64{}, reserved: map[string]uint64{}, held: map[scopeKey]*position{},
-		byMark: map[dedupKey]uint64{}, order: map[string][]uint64{}, dirty: map[scopeKey]struct{}{},
-		shares: fetchShares{by: map[string]map[shareKey]*shareEntry{}}}
+// New is a table storing to db (nil: nothing is stored),
+// logging to log.
+func New(db *store.DB, log *slog.Logger) *Table {
+	return &Table{db: db, log: log, last: map[string]uint64{}, reserved: map[string]uint64{}, held: map[scopeKey]*Position{},
+		byMark: map[dedupKey]uint64{}, order: map[string][]uint64{}, dirty: map[scopeKey]struct{}{}}
 }
 
 // storedPosition is a position's stored form.
 type storedPosition struct {
-	Mark *sessionMark `json:"m,omitempty"`
-	All  *storedAll   `json:"a,omitempty"`
-	Next uint64       `json:"n,omitempty"`
+	Mark *fetchdoc.Mark `json:"m,omitempty"`
+	All  *storedAll     `json:"a,omitempty"`
+	Next uint64         `json:"n,omitempty"`
 }
 
 type storedAll struct {
-	Marks       map[string]sessionMark `json:"marks"`
-	Enumerating bool                   `json:"enumerating,omitempty"`
-	Enum        []string               `json:"enum,omitempty"`
-}
-
-// allKey is a canonical encoding of a: equal for equal allMarks, and a
-// few times cheaper than the JSON of 256 marks (every all:true mint
-// computes it).
-func allKey(a *allMark) string {
-	uids := slices.Sorted(maps.Keys(a.marks))
-	b := make([]byte, 0, 1+len(uids)*32+len(a.enum)*16)
-	b = append(b, byte(boolInt(a.enumerating)))
-	for _, uid := range uids {
-		m := a.marks[uid]
-		b = binary.AppendUvarint(b, uint64(len(uid)))
-		b = append(b, uid...)
-		for _, v := range []uint64{m.Event, m.Result, uint64(m.TextOff), m.Row, uint64(m.RowOff), m.Epoch} {
-			b = binary.AppendUvarint(b, v)
-		}
-	}
-	b = binary.AppendUvarint(b, uint64(len(a.enum)))
-	for _, uid := range a.enum {
-		b = binary.AppendUvarint(b, uint64(len(uid)))
-		b = append(b, uid...)
-	}
-	return string(b)
+	Marks       map[string]fetchdoc.Mark `json:"marks"`
+	Enumerating bool                     `json:"enumerating,omitempty"`
+	Enum        []string                 `json:"enum,omitempty"`
 }
 
 // encodeLocked is p's stored form. ps.mu held.
-func encodeLocked(p *position) []byte {
+func encodeLocked(p *Position) []byte {
 	sp := storedPosition{Next: p.next}
-	if p.all != nil {
-		sp.All = &storedAll{Marks: p.all.marks, Enumerating: p.all.enumerating, Enum: p.all.enum}
+	if p.All != nil {
+		sp.All = &storedAll{Marks: p.All.Marks, Enumerating: p.All.Enumerating, Enum: p.All.Enum}
 	} else {
-		m := p.mark
+		m := p.Mark
 		sp.Mark = &m
 	}
 	b, _ := json.Marshal(sp)
 	return b
 }
 
-func decodePosition(data []byte) (*position, error) {
+func decodePosition(data []byte) (*Position, error) {
 	var sp storedPosition
 	if err := json.Unmarshal(data, &sp); err != nil {
 		return nil, err
 	}
-	p := &position{next: sp.Next, nextSet: sp.Next != 0}
+	p := &Position{next: sp.Next, nextSet: sp.Next != 0}
 	switch {
 	case sp.All != nil:
 		marks := sp.All.Marks
 		if marks == nil {
-			marks = map[string]sessionMark{}
+			marks = map[string]fetchdoc.Mark{}
 		}
-		p.all = &allMark{marks: marks, enumerating: sp.All.Enumerating, enum: sp.All.Enum}
+		p.All = &fetchdoc.AllMark{Marks: marks, Enumerating: sp.All.Enumerating, Enum: sp.All.Enum}
 	case sp.Mark != nil:
-		p.mark = *sp.Mark
+		p.Mark = *sp.Mark
 	default:
 		return nil, errors.New("position has neither a mark nor an all mark")
 	}
 	return p, nil
 }
 
-func dedupKeyOf(scope string, p *position) dedupKey {
-	if p.all != nil {
-		return dedupKey{scope: scope, all: allKey(p.all)}
+func dedupKeyOf(scope string, p *Position) dedupKey {
+	if p.All != nil {
+		return dedupKey{scope: scope, all: fetchdoc.AllKey(p.All)}
 	}
-	return dedupKey{scope: scope, mark: p.mark}
+	return dedupKey{scope: scope, mark: p.Mark}
 }
 
-// load restores the positions a previous daemon stored: numbering resumes
+// Load restores the positions a previous daemon stored: numbering resumes
 // after every scope's reservation, and positions of scopes that no longer
 // exist (exists false) are deleted. Retention applies as if they had been
 // minted in number order.
-func (ps *positions) load(exists func(scope string) bool) error {
+func (ps *Table) Load(exists func(scope string) bool) error {
 	st, err := ps.db.LoadPositions()
 	if err != nil {
 		return err
@@ -225,14 +167,14 @@ func (ps *positions) load(exists func(scope string) bool) error {
 	defer ps.mu.Unlock()
 	gone := map[string]bool{}
 	for scope, r := range st.Reserved {
-		if scope != allScope && !exists(scope) {
+		if scope != AllScope && !exists(scope) {
 			gone[scope] = true
 			continue
 		}
 		ps.last[scope], ps.reserved[scope] = r, r
 	}
 	for _, sp := range st.Positions {
-		if gone[sp.Scope] || (sp.Scope != allScope && !exists(sp.Scope)) {
+		if gone[sp.Scope] || (sp.Scope != AllScope && !exists(sp.Scope)) {
 			gone[sp.Scope] = true
 			continue
 		}
@@ -252,25 +194,33 @@ func (ps *positions) load(exists func(scope string) bool) error {
 			ps.log.Warn("deleting stored positions of a deleted Session", "scope", scope, "err", err)
 		}
 	}
-	ps.armLocked(positionFlushDelay)
+	ps.armLocked(FlushDelay)
 	return nil
 }
 
-func (ps *positions) mintSession(uid string, m sessionMark) uint64 {
-	return ps.mint(uid, &position{mark: m})
+func (ps *Table) MintSession(uid string, m fetchdoc.Mark) uint64 {
+	return ps.Mint(uid, &Position{Mark: m})
 }
 
-func (ps *positions) mint(scope string, p *position) uint64 {
+func (ps *Table) Mint(scope string, p *Position) uint64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	n, _ := ps.mintLocked(scope, p)
 	return n
 }
 
+// MintHeld is Mint, returning the held position too (p, or the held one
+// with p's watermark vector).
+func (ps *Table) MintHeld(scope string, p *Position) (uint64, *Position) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.mintLocked(scope, p)
+}
+
 // mintLocked returns the position of p's watermark vector in scope: the
 // held position with that vector, touched, or else p under the scope's
 // next number. ps.mu held.
-func (ps *positions) mintLocked(scope string, p *position) (uint64, *position) {
+func (ps *Table) mintLocked(scope string, p *Position) (uint64, *Position) {
 	key := dedupKeyOf(scope, p)
 	if n, ok := ps.byMark[key]; ok {
 		k := scopeKey{scope, n}
@@ -281,7 +231,7 @@ func (ps *positions) mintLocked(scope string, p *position) (uint64, *position) {
 	}
 	n := ps.last[scope] + 1
 	if ps.db != nil && n > ps.reserved[scope] {
-		through := n - 1 + positionReserveBlock
+		through := n - 1 + ReserveBlock
 		if err := ps.db.ReservePositions(scope, through); err != nil {
 			// The number is handed out anyway: refusing the fetch would not
 			// make the state directory writable. Only a crash before a
@@ -301,7 +251,7 @@ func (ps *positions) mintLocked(scope string, p *position) (uint64, *position) {
 }
 
 // insertLocked holds p as k, the most recently touched. ps.mu held.
-func (ps *positions) insertLocked(k scopeKey, p *position) {
+func (ps *Table) insertLocked(k scopeKey, p *Position) {
 	if p.dedup == (dedupKey{}) {
 		p.dedup = dedupKeyOf(k.scope, p)
 	}
@@ -316,7 +266,7 @@ func (ps *positions) insertLocked(k scopeKey, p *position) {
 }
 
 // touchLocked makes held position k the most recently touched. ps.mu held.
-func (ps *positions) touchLocked(k scopeKey, p *position) {
+func (ps *Table) touchLocked(k scopeKey, p *Position) {
 	ps.stamp++
 	p.stamp = ps.stamp
 	o := ps.order[k.scope]
@@ -329,16 +279,16 @@ func (ps *positions) touchLocked(k scopeKey, p *position) {
 
 // retainLocked drops the least recently touched positions beyond the
 // scope's bound and the global one. ps.mu held.
-func (ps *positions) retainLocked(scope string) {
-	limit := positionsPerSession
-	if scope == allScope {
-		limit = positionsAll
+func (ps *Table) retainLocked(scope string) {
+	limit := PerSession
+	if scope == AllScope {
+		limit = PerAll
 	}
 	for len(ps.order[scope]) > limit {
 		ps.dropLocked(scopeKey{scope, ps.order[scope][0]})
 		ps.order[scope] = ps.order[scope][1:]
 	}
-	for len(ps.held) > positionsTotal && len(ps.fifo) > 0 {
+	for len(ps.held) > Total && len(ps.fifo) > 0 {
 		e := ps.fifo[0]
 		ps.fifo = ps.fifo[1:]
 		if p, ok := ps.held[e.k]; ok && p.stamp == e.stamp {
@@ -354,8 +304,8 @@ func (ps *positions) retainLocked(scope string) {
 
 // compactLocked keeps the FIFO from growing with entries already dropped
 // or touched again since. ps.mu held.
-func (ps *positions) compactLocked() {
-	if len(ps.fifo) <= 2*positionsTotal {
+func (ps *Table) compactLocked() {
+	if len(ps.fifo) <= 2*Total {
 		return
 	}
 	kept := ps.fifo[:0]
@@ -368,7 +318,7 @@ func (ps *positions) compactLocked() {
 }
 
 // dropLocked forgets held position k (the caller fixes order). ps.mu held.
-func (ps *positions) dropLocked(k scopeKey) {
+func (ps *Table) dropLocked(k scopeKey) {
 	p := ps.held[k]
 	if p == nil {
 		return
@@ -381,12 +331,12 @@ func (ps *positions) dropLocked(k scopeKey) {
 }
 
 // markDirtyLocked schedules k's store (or deletion). ps.mu held.
-func (ps *positions) markDirtyLocked(k scopeKey) {
+func (ps *Table) markDirtyLocked(k scopeKey) {
 	if ps.db == nil || ps.closed {
 		return
 	}
 	ps.dirty[k] = struct{}{}
-	if len(ps.dirty) > 4*positionsTotal {
+	if len(ps.dirty) > 4*Total {
 		// The store keeps failing: forget pending deletions (a stale
 		// record still names its own window, and the next load applies
 		// retention again).
@@ -396,11 +346,11 @@ func (ps *positions) markDirtyLocked(k scopeKey) {
 			}
 		}
 	}
-	ps.armLocked(positionFlushDelay)
+	ps.armLocked(FlushDelay)
 }
 
 // armLocked schedules a flush unless one is scheduled. ps.mu held.
-func (ps *positions) armLocked(after time.Duration) {
+func (ps *Table) armLocked(after time.Duration) {
 	if ps.armed || ps.closed || len(ps.dirty) == 0 {
 		return
 	}
@@ -409,14 +359,14 @@ func (ps *positions) armLocked(after time.Duration) {
 		ps.mu.Lock()
 		ps.armed = false
 		ps.mu.Unlock()
-		ps.flush()
+		ps.Flush()
 	})
 }
 
-// flush stores every unsaved position and deletes every dropped one, in
+// Flush stores every unsaved position and deletes every dropped one, in
 // one transaction. A failed batch is retried later (never after the
 // store closed).
-func (ps *positions) flush() error {
+func (ps *Table) Flush() error {
 	if ps.db == nil {
 		return nil
 	}
@@ -445,23 +395,23 @@ func (ps *positions) flush() error {
 	for _, sp := range batch {
 		ps.dirty[scopeKey{sp.Scope, sp.N}] = struct{}{}
 	}
-	ps.armLocked(positionRetryDelay)
+	ps.armLocked(RetryDelay)
 	ps.mu.Unlock()
 	return err
 }
 
-// close stores what is unsaved; later mints are not stored.
-func (ps *positions) close() error {
-	err := ps.flush()
+// Close stores what is unsaved; later mints are not stored.
+func (ps *Table) Close() error {
+	err := ps.Flush()
 	ps.mu.Lock()
 	ps.closed = true
 	ps.mu.Unlock()
 	return err
 }
 
-// stored is the stored form of held position n of scope, for a write that
+// Stored is the stored form of held position n of scope, for a write that
 // must carry it (a receipt naming it as its cursor).
-func (ps *positions) stored(scope string, n uint64) (store.Position, bool) {
+func (ps *Table) Stored(scope string, n uint64) (store.Position, bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p := ps.held[scopeKey{scope, n}]
@@ -471,9 +421,9 @@ func (ps *positions) stored(scope string, n uint64) (store.Position, bool) {
 	return store.Position{Scope: scope, N: n, Data: encodeLocked(p)}, true
 }
 
-// get resolves (scope, n). A number never minted, or dropped, is
+// Get resolves (scope, n). A number never minted, or dropped, is
 // CURSOR_EXPIRED.
-func (ps *positions) get(scope string, n uint64) (*position, error) {
+func (ps *Table) Get(scope string, n uint64) (*Position, error) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	p, ok := ps.held[scopeKey{scope, n}]
@@ -489,15 +439,15 @@ func (ps *positions) get(scope string, n uint64) (*position, error) {
 // freshCursor says how to go on after CURSOR_EXPIRED in scope.
 func freshCursor(scope string) string {
 	cmd := "dlgt session fetch SESSION"
-	if scope == allScope {
+	if scope == AllScope {
 		cmd = "dlgt session fetch --all"
 	}
 	return "take a fresh cursor: fetch without one (" + cmd + "), which returns the current state, the latest result and a new cursor"
 }
 
-// successor returns the position the first advancing fetch from p minted,
+// Successor returns the position the first advancing fetch from p minted,
 // if it is still held: a replay of p is bounded by it.
-func (ps *positions) successor(scope string, p *position) (uint64, *position) {
+func (ps *Table) Successor(scope string, p *Position) (uint64, *Position) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if !p.nextSet {
@@ -510,10 +460,10 @@ func (ps *positions) successor(scope string, p *position) (uint64, *position) {
 	return p.next, np
 }
 
-// advance mints next (the position a fetch from `from` reached, or the
+// Advance mints next (the position a fetch from `from` reached, or the
 // held one with its watermark vector) and links it as from's successor
 // unless another fetch already did.
-func (ps *positions) advance(scope string, from, next *position) uint64 {
+func (ps *Table) Advance(scope string, from, next *Position) uint64 {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	n, _ := ps.mintLocked(scope, next)
@@ -524,4 +474,27 @@ func (ps *positions) advance(scope string, from, next *position) uint64 {
 		}
 	}
 	return n
+}
+
+// LastMinted is the last number handed out in scope.
+func (ps *Table) LastMinted(scope string) uint64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.last[scope]
+}
+
+// NextOf is the number of p's successor (0: none yet).
+func (ps *Table) NextOf(p *Position) uint64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return p.next
+}
+
+// DropUnsaved forgets every position not yet stored and stores nothing
+// more, as if the daemon had died before the batch: for crash tests.
+func (ps *Table) DropUnsaved() {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.closed = true
+	clear(ps.dirty)
 }

@@ -3,7 +3,7 @@
 // row at a UTF-8 boundary, and fit, which names a workable max_bytes when a
 // budget cannot carry one piece of progress.
 
-package daemon
+package fetchdoc
 
 import (
 	"errors"
@@ -19,34 +19,34 @@ var errTooSmall = errors.New("max_bytes too small for one piece of progress")
 // fit runs build at the requested budget. When the budget cannot carry
 // one piece of progress it fails with INVALID_ARGUMENT naming a max_bytes
 // verified by rendering at it (and at it minus workableSlack).
-func fit[T any](fr *fetchReq, build func(*fetchReq) (T, error)) (T, error) {
+func Fit[T any](fr *Req, build func(*Req) (T, error)) (T, error) {
 	d, err := build(fr)
 	if !errors.Is(err, errTooSmall) {
 		return d, err
 	}
 	var zero T
 	ok := func(c int) bool {
-		if c < 1 || c > fetchHardBytes {
+		if c < 1 || c > HardBytes {
 			return false
 		}
 		f := *fr
-		f.maxBytes, f.budget = c, c-cliWrapper
+		f.MaxBytes, f.Budget = c, c-CLIWrapper
 		_, err := build(&f)
 		return err == nil
 	}
-	works := func(c int) bool { return ok(c) && (c-workableSlack <= fr.maxBytes || ok(c-workableSlack)) }
+	works := func(c int) bool { return ok(c) && (c-workableSlack <= fr.MaxBytes || ok(c-workableSlack)) }
 	hi := 0
-	for c := fr.maxBytes; c < fetchHardBytes; {
-		c = min(fetchHardBytes, c+max(256, c/2))
+	for c := fr.MaxBytes; c < HardBytes; {
+		c = min(HardBytes, c+max(256, c/2))
 		if works(c) {
 			hi = c
 			break
 		}
 	}
 	if hi == 0 {
-		return zero, rpc.InvalidField("max_bytes", "no max_bytes up to %d can carry this response", fetchHardBytes)
+		return zero, rpc.InvalidField("max_bytes", "no max_bytes up to %d can carry this response", HardBytes)
 	}
-	for lo := fr.maxBytes; lo+1 < hi; {
+	for lo := fr.MaxBytes; lo+1 < hi; {
 		mid := lo + (hi-lo)/2
 		if works(mid) {
 			hi = mid
@@ -56,13 +56,13 @@ func fit[T any](fr *fetchReq, build func(*fetchReq) (T, error)) (T, error) {
 	}
 	// The named value must itself have been rendered, with its slack.
 	if !ok(hi) || !ok(hi-workableSlack) {
-		hi = min(fetchHardBytes, hi+workableSlack)
+		hi = min(HardBytes, hi+workableSlack)
 	}
 	return zero, &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "max_bytes", WorkableMaxBytes: hi,
-		Message: "max_bytes " + itoa(uint64(fr.maxBytes)) + " is too small for this response's envelope plus one chunk; " + itoa(uint64(hi)) + " works"}
+		Message: "max_bytes " + rpc.FormatPosition(uint64(fr.MaxBytes)) + " is too small for this response's envelope plus one chunk; " + rpc.FormatPosition(uint64(hi)) + " works"}
 }
 
-func jsonLen(v any) int {
+func JSONLen(v any) int {
 	b, _ := rpc.Marshal(v)
 	return len(b)
 }
@@ -70,7 +70,7 @@ func jsonLen(v any) int {
 // jsonStrLen is jsonLen(s) without rendering: the wire encoding escapes
 // '"', '\\' and control bytes, U+2028/U+2029, and replaces invalid UTF-8
 // with \ufffd (HTML characters are not escaped).
-func jsonStrLen(s string) int {
+func JSONStrLen(s string) int {
 	n := 2
 	for i := 0; i < len(s); {
 		b := s[i]
@@ -102,34 +102,34 @@ func jsonStrLen(s string) int {
 
 // chunkSizer returns jsonLen(withChunk(r, t, off, c)) as a function of
 // (t, c), rendering the result only once per c.
-func chunkSizer(r rpc.Result, off int) func(string, bool) int {
+func ChunkSizer(r rpc.Result, off int) func(string, bool) int {
 	var fixed [2]int
 	empty := ""
 	return func(t string, c bool) int {
 		if t == "" && r.FinalText == nil {
-			return jsonLen(withChunk(r, t, off, c)) // final_text stays null
+			return JSONLen(WithChunk(r, t, off, c)) // final_text stays null
 		}
-		i := boolInt(c)
+		i := BoolInt(c)
 		if fixed[i] == 0 {
 			r2 := r
 			r2.FinalText = &empty
-			fixed[i] = jsonLen(withChunk(r2, "", off, c)) - len(`""`)
+			fixed[i] = JSONLen(WithChunk(r2, "", off, c)) - len(`""`)
 		}
-		return fixed[i] + jsonStrLen(t)
+		return fixed[i] + JSONStrLen(t)
 	}
 }
 
 // worstSize is the size of a document of env with the longest reason and
 // cursor.
 func worstSize(env rpc.Runtime, gaps []rpc.Gap, buckets []rpc.FetchSession) int {
-	return jsonLen(newDocument(env, rpc.ReasonPageFull, true, gaps, ^uint64(0), buckets))
+	return JSONLen(newDocument(env, rpc.ReasonPageFull, true, gaps, ^uint64(0), buckets))
 }
 
 // minChunk is the room one piece of progress needs: a fragment with a
 // few bytes of text.
 const minChunk = 96
 
-func boolInt(b bool) int {
+func BoolInt(b bool) int {
 	if b {
 		return 1
 	}
@@ -137,7 +137,7 @@ func boolInt(b bool) int {
 }
 
 // withChunk renders result r carrying text[off:] piece.
-func withChunk(r rpc.Result, piece string, off int, complete bool) rpc.Result {
+func WithChunk(r rpc.Result, piece string, off int, complete bool) rpc.Result {
 	if r.FinalText != nil || piece != "" {
 		p := piece
 		r.FinalText = &p
@@ -187,14 +187,14 @@ func fitChunk(res rpc.Result, text string, whole bool, off, room int) (rpc.Resul
 	if r.Prompt != nil && off > 0 {
 		r.Prompt = nil
 	}
-	if r.Prompt != nil && jsonStrLen(*r.Prompt) > room/2 {
-		cut, _, _ := fitText(*r.Prompt, true, func(t string, _ bool) int { return jsonStrLen(t) }, room/2)
+	if r.Prompt != nil && JSONStrLen(*r.Prompt) > room/2 {
+		cut, _, _ := fitText(*r.Prompt, true, func(t string, _ bool) int { return JSONStrLen(t) }, room/2)
 		r.Prompt, r.PromptTruncated = &cut, true
 	}
-	piece, complete, ok := fitText(text, whole, chunkSizer(r, off), room)
+	piece, complete, ok := fitText(text, whole, ChunkSizer(r, off), room)
 	if !ok && r.Prompt != nil {
 		r.Prompt, r.PromptTruncated = nil, false
-		piece, complete, ok = fitText(text, whole, chunkSizer(r, off), room)
+		piece, complete, ok = fitText(text, whole, ChunkSizer(r, off), room)
 	}
 	return r, piece, complete, ok
 }

@@ -3,7 +3,7 @@
 // results, stable rows), bounded by a replay's successor and by the
 // budget, and the bounded baseline a cursorless fetch or a gap returns.
 
-package daemon
+package fetchdoc
 
 import (
 	"encoding/json"
@@ -13,15 +13,15 @@ import (
 )
 
 // delta is one Session's part of a fetch document under construction.
-type delta struct {
-	bucket  rpc.FetchSession
-	mark    sessionMark
-	hasMore bool
-	gaps    []rpc.Gap
+type Delta struct {
+	Bucket  rpc.FetchSession
+	Mark    Mark
+	HasMore bool
+	Gaps    []rpc.Gap
 }
 
-func (d *delta) document(env rpc.Runtime, reason string, cursor uint64) *rpc.FetchDocument {
-	return newDocument(env, reason, d.hasMore, d.gaps, cursor, []rpc.FetchSession{d.bucket})
+func (d *Delta) Document(env rpc.Runtime, reason string, cursor uint64) *rpc.FetchDocument {
+	return newDocument(env, reason, d.HasMore, d.Gaps, cursor, []rpc.FetchSession{d.Bucket})
 }
 
 // newDocument is a fetch document of the daemon env.
@@ -41,18 +41,18 @@ func newDocument(env rpc.Runtime, reason string, hasMore bool, gaps []rpc.Gap, c
 // bucketOf starts st's bucket: the snapshot and, withScreen, the live
 // screen (live rows beyond the bound dropped from the top; a reset when
 // the epoch moved since from).
-func bucketOf(st *sessionState, from sessionMark, withScreen bool) rpc.FetchSession {
-	b := rpc.FetchSession{Session: st.session, Events: []rpc.Event{}, Results: []rpc.Result{}, Gaps: []rpc.Gap{}}
+func bucketOf(st *State, from Mark, withScreen bool) rpc.FetchSession {
+	b := rpc.FetchSession{Session: st.Session, Events: []rpc.Event{}, Results: []rpc.Result{}, Gaps: []rpc.Gap{}}
 	if withScreen {
-		live := st.live
-		sc := &rpc.Screen{Epoch: st.epoch, Stable: []string{}, Live: []string{}}
-		if from.Epoch != 0 && st.epoch != from.Epoch {
+		live := st.Live
+		sc := &rpc.Screen{Epoch: st.Epoch, Stable: []string{}, Live: []string{}}
+		if from.Epoch != 0 && st.Epoch != from.Epoch {
 			sc.Reset = true
-			r := st.resetReason
+			r := st.ResetReason
 			sc.ResetReason = &r
 		}
-		if len(live) > fetchLiveRows {
-			live, sc.LiveTruncated = live[len(live)-fetchLiveRows:], true
+		if len(live) > liveRows {
+			live, sc.LiveTruncated = live[len(live)-liveRows:], true
 		}
 		if live != nil {
 			sc.Live = live // resliced, never written: st stays as taken
@@ -65,36 +65,36 @@ func bucketOf(st *sessionState, from sessionMark, withScreen bool) rpc.FetchSess
 // skeletonOf starts a delta: the Session snapshot and live screen, fitted
 // to the budget (live rows are dropped from the top first). It fails with
 // errTooSmall when even the envelope plus one chunk cannot fit.
-func skeletonOf(env rpc.Runtime, st *sessionState, from sessionMark, fr *fetchReq, gaps, top []rpc.Gap) (*delta, int, error) {
-	d := &delta{mark: from, bucket: bucketOf(st, from, fr.screen), gaps: top}
+func skeletonOf(env rpc.Runtime, st *State, from Mark, fr *Req, gaps, top []rpc.Gap) (*Delta, int, error) {
+	d := &Delta{Mark: from, Bucket: bucketOf(st, from, fr.Screen), Gaps: top}
 	if gaps != nil {
-		d.bucket.Gaps = gaps
+		d.Bucket.Gaps = gaps
 	}
-	d.mark.Epoch = st.epoch
-	size := worstSize(env, d.gaps, []rpc.FetchSession{d.bucket})
-	for size+minChunk > fr.budget && d.bucket.Screen != nil && len(d.bucket.Screen.Live) > 0 {
-		sc := d.bucket.Screen
+	d.Mark.Epoch = st.Epoch
+	size := worstSize(env, d.Gaps, []rpc.FetchSession{d.Bucket})
+	for size+minChunk > fr.Budget && d.Bucket.Screen != nil && len(d.Bucket.Screen.Live) > 0 {
+		sc := d.Bucket.Screen
 		cut := max(1, len(sc.Live)/4)
 		sc.Live = sc.Live[cut:]
 		sc.LiveTruncated = true
-		size = worstSize(env, d.gaps, []rpc.FetchSession{d.bucket})
+		size = worstSize(env, d.Gaps, []rpc.FetchSession{d.Bucket})
 	}
-	if size+minChunk > fr.budget {
+	if size+minChunk > fr.Budget {
 		return nil, 0, errTooSmall
 	}
-	return d, fr.budget - size, nil
+	return d, fr.Budget - size, nil
 }
 
 // deltaOf is what happened after from (st read from it), bounded by upto
 // (a replay) and by the budget.
-func deltaOf(env rpc.Runtime, st *sessionState, from sessionMark, upto *sessionMark, fr *fetchReq) (*delta, error) {
+func DeltaOf(env rpc.Runtime, st *State, from Mark, upto *Mark, fr *Req) (*Delta, error) {
 	d, room, err := skeletonOf(env, st, from, fr, nil, nil)
 	if err != nil {
 		return nil, err
 	}
 	full, cut := false, false
 	add := func(n int, count int) bool {
-		cost := n + boolInt(count > 0) // the comma
+		cost := n + BoolInt(count > 0) // the comma
 		if cost > room {
 			full = true
 			return false
@@ -104,25 +104,25 @@ func deltaOf(env rpc.Runtime, st *sessionState, from sessionMark, upto *sessionM
 	}
 
 	// Events, in seq order.
-	for i, e := range st.events {
+	for i, e := range st.Events {
 		if upto != nil && e.Seq > upto.Event {
 			cut = true
 			break
 		}
-		if i == fetchMaxEvents {
+		if i == MaxEvents {
 			full = true
 			break
 		}
 		var ev rpc.Event
 		if json.Unmarshal(e.Data, &ev) != nil {
-			d.mark.Event = e.Seq
+			d.Mark.Event = e.Seq
 			continue
 		}
-		if !add(jsonLen(ev), len(d.bucket.Events)) {
+		if !add(JSONLen(ev), len(d.Bucket.Events)) {
 			break
 		}
-		d.bucket.Events = append(d.bucket.Events, ev)
-		d.mark.Event = e.Seq
+		d.Bucket.Events = append(d.Bucket.Events, ev)
+		d.Mark.Event = e.Seq
 	}
 
 	// Results, chunking a long final_text. Components advance
@@ -131,17 +131,17 @@ func deltaOf(env rpc.Runtime, st *sessionState, from sessionMark, upto *sessionM
 	// workable max_bytes keeps working when an unchunkable event arrives
 	// ahead of the chunk it was verified with).
 	nres := 0
-	addResults(st.results, from, upto, &d.mark, &d.bucket.Results, &nres, &room, &full, &cut)
+	addResults(st.Results, from, upto, &d.Mark, &d.Bucket.Results, &nres, &room, &full, &cut)
 
 	// Stable rows: fragment_before, whole rows, fragment_after.
-	if d.bucket.Screen != nil && fr.stableCap > 0 {
-		addRows(st.rows, d, from, upto, fr, &room, &full, &cut)
+	if d.Bucket.Screen != nil && fr.StableCap > 0 {
+		addRows(st.Rows, d, from, upto, fr, &room, &full, &cut)
 	}
-	d.hasMore = full || cut
-	if d.hasMore && d.mark == from {
+	d.HasMore = full || cut
+	if d.HasMore && d.Mark == from {
 		return nil, errTooSmall
 	}
-	if worstSize(env, d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
+	if worstSize(env, d.Gaps, []rpc.FetchSession{d.Bucket}) > fr.Budget {
 		return nil, errTooSmall // accounting slip: never emit an oversized document
 	}
 	return d, nil
@@ -149,7 +149,7 @@ func deltaOf(env rpc.Runtime, st *sessionState, from sessionMark, upto *sessionM
 
 // addResults appends the results in rs (ascending, seq > from.Result) to
 // out, chunking a final_text that does not fit, and advances mark.
-func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, out *[]rpc.Result, nres, room *int, full, cut *bool) {
+func addResults(rs []store.Result, from Mark, upto, mark *Mark, out *[]rpc.Result, nres, room *int, full, cut *bool) {
 	for _, r := range rs {
 		if r.Seq <= mark.Result {
 			continue
@@ -158,7 +158,7 @@ func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, ou
 			*cut = true
 			return
 		}
-		if *nres >= fetchMaxResults {
+		if *nres >= MaxResults {
 			*full = true
 			return
 		}
@@ -171,7 +171,7 @@ func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, ou
 		if r.Seq == from.Result+1 {
 			off = from.TextOff
 		}
-		text := derefText(&res)
+		text := DerefText(&res)
 		end := len(text)
 		if upto != nil && r.Seq == upto.Result+1 {
 			end = upto.TextOff
@@ -179,14 +179,14 @@ func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, ou
 		if off > end {
 			off = end
 		}
-		comma := boolInt(len(*out) > 0)
+		comma := BoolInt(len(*out) > 0)
 		res, piece, complete, ok := fitChunk(res, text[off:end], end == len(text), off, *room-comma)
 		if !ok {
 			*full = true
 			return
 		}
-		chunk := withChunk(res, piece, off, complete)
-		*room -= jsonLen(chunk) + comma
+		chunk := WithChunk(res, piece, off, complete)
+		*room -= JSONLen(chunk) + comma
 		*out = append(*out, chunk)
 		*nres++
 		if complete {
@@ -204,9 +204,9 @@ func addResults(rs []store.Result, from sessionMark, upto, mark *sessionMark, ou
 }
 
 // addRows adds the stable rows read after from (rows) to d's screen.
-func addRows(rows []store.Row, d *delta, from sessionMark, upto *sessionMark, fr *fetchReq, room *int, full, cut *bool) {
-	sc := d.bucket.Screen
-	limit := fr.stableCap
+func addRows(rows []store.Row, d *Delta, from Mark, upto *Mark, fr *Req, room *int, full, cut *bool) {
+	sc := d.Bucket.Screen
+	limit := fr.StableCap
 	if len(rows) == 0 {
 		return
 	}
@@ -230,17 +230,17 @@ func addRows(rows []store.Row, d *delta, from sessionMark, upto *sessionMark, fr
 		frag := &rpc.Fragment{RowID: r.ID, Offset: off}
 		piece, complete, ok := fitText(r.Text[off:end], end == len(r.Text), func(t string, c bool) int {
 			frag.Text, frag.Complete = t, c
-			return jsonLen(frag) + len(`,"fragment_before":`)
+			return JSONLen(frag) + len(`,"fragment_before":`)
 		}, *room)
 		if !ok {
 			*full = true
 			return
 		}
 		frag.Text, frag.Complete = piece, complete
-		*room -= jsonLen(frag) + len(`,"fragment_before":`)
+		*room -= JSONLen(frag) + len(`,"fragment_before":`)
 		sc.FragmentBefore = frag
 		if !complete {
-			d.mark.RowOff = off + len(piece)
+			d.Mark.RowOff = off + len(piece)
 			if end == len(r.Text) {
 				*full = true
 			} else {
@@ -248,7 +248,7 @@ func addRows(rows []store.Row, d *delta, from sessionMark, upto *sessionMark, fr
 			}
 			return
 		}
-		d.mark.Row, d.mark.RowOff = r.ID, 0
+		d.Mark.Row, d.Mark.RowOff = r.ID, 0
 		start = 1
 	}
 	for _, r := range rows[start:] {
@@ -264,24 +264,24 @@ func addRows(rows []store.Row, d *delta, from sessionMark, upto *sessionMark, fr
 		if upto != nil && r.ID == upto.Row+1 {
 			partialEnd = upto.RowOff
 		}
-		cost := jsonStrLen(r.Text) + boolInt(len(sc.Stable) > 0)
+		cost := JSONStrLen(r.Text) + BoolInt(len(sc.Stable) > 0)
 		if partialEnd == len(r.Text) && cost <= *room {
 			*room -= cost
 			sc.Stable = append(sc.Stable, r.Text)
-			d.mark.Row = r.ID
+			d.Mark.Row = r.ID
 			continue
 		}
 		// Chunk this row mid-line into fragment_after.
 		frag := &rpc.Fragment{RowID: r.ID}
 		piece, _, ok := fitText(r.Text[:partialEnd], false, func(t string, _ bool) int {
 			frag.Text = t
-			return jsonLen(frag) + len(`,"fragment_after":`)
+			return JSONLen(frag) + len(`,"fragment_after":`)
 		}, *room)
 		if ok {
 			frag.Text = piece
-			*room -= jsonLen(frag) + len(`,"fragment_after":`)
+			*room -= JSONLen(frag) + len(`,"fragment_after":`)
 			sc.FragmentAfter = frag
-			d.mark.RowOff = len(piece)
+			d.Mark.RowOff = len(piece)
 		}
 		if partialEnd < len(r.Text) && ok && len(piece) == partialEnd {
 			*cut = true
@@ -296,31 +296,31 @@ func addRows(rows []store.Row, d *delta, from sessionMark, upto *sessionMark, fr
 // takeStep on a gap): current state, the latest retained result, a stable
 // tail, the live screen, and a mark of everything recorded so far (less
 // any part of the latest result that did not fit).
-func baselineOf(env rpc.Runtime, st *sessionState, fr *fetchReq, gaps, top []rpc.Gap) (*delta, error) {
-	mark := st.cur
+func BaselineOf(env rpc.Runtime, st *State, fr *Req, gaps, top []rpc.Gap) (*Delta, error) {
+	mark := st.Cur
 	d, room, err := skeletonOf(env, st, mark, fr, gaps, top)
 	if err != nil {
 		return nil, err
 	}
-	if d.bucket.Screen != nil && gaps != nil {
+	if d.Bucket.Screen != nil && gaps != nil {
 		for _, g := range gaps {
 			if g.Component == "screen" {
-				d.bucket.Screen.Reset = true
+				d.Bucket.Screen.Reset = true
 				r := "retention_overrun"
-				d.bucket.Screen.ResetReason = &r
+				d.Bucket.Screen.ResetReason = &r
 			}
 		}
 	}
-	if st.latestErr != nil {
-		return nil, st.latestErr
+	if st.LatestErr != nil {
+		return nil, st.LatestErr
 	}
-	baselineResult(st.latest, st.latestEnd, &mark, &d.bucket, &room, &d.hasMore)
-	if d.bucket.Screen != nil && fr.stableCap > 0 {
-		tail := st.tail
+	baselineResult(st.Latest, st.LatestEnd, &mark, &d.Bucket, &room, &d.HasMore)
+	if d.Bucket.Screen != nil && fr.StableCap > 0 {
+		tail := st.Tail
 		// Keep the newest rows that fit.
 		i := len(tail)
 		for i > 0 {
-			cost := jsonStrLen(tail[i-1].Text) + boolInt(i < len(tail))
+			cost := JSONStrLen(tail[i-1].Text) + BoolInt(i < len(tail))
 			if cost > room {
 				break
 			}
@@ -328,11 +328,11 @@ func baselineOf(env rpc.Runtime, st *sessionState, fr *fetchReq, gaps, top []rpc
 			i--
 		}
 		for _, r := range tail[i:] {
-			d.bucket.Screen.Stable = append(d.bucket.Screen.Stable, r.Text)
+			d.Bucket.Screen.Stable = append(d.Bucket.Screen.Stable, r.Text)
 		}
 	}
-	d.mark = mark
-	if worstSize(env, d.gaps, []rpc.FetchSession{d.bucket}) > fr.budget {
+	d.Mark = mark
+	if worstSize(env, d.Gaps, []rpc.FetchSession{d.Bucket}) > fr.Budget {
 		return nil, errTooSmall
 	}
 	return d, nil
@@ -342,23 +342,23 @@ func baselineOf(env rpc.Runtime, st *sessionState, fr *fetchReq, gaps, top []rpc
 // (a replay: the one to reproduce, of which end bytes of final_text; end
 // -1: all), to b. A final_text that does not fit is chunked and mark is
 // set back to continue it.
-func baselineResult(res *rpc.Result, end int, mark *sessionMark, b *rpc.FetchSession, room *int, hasMore *bool) {
+func baselineResult(res *rpc.Result, end int, mark *Mark, b *rpc.FetchSession, room *int, hasMore *bool) {
 	if res == nil {
 		return
 	}
-	text := derefText(res)
+	text := DerefText(res)
 	if end < 0 || end > len(text) {
 		end = len(text)
 	}
-	comma := boolInt(len(b.Results) > 0)
+	comma := BoolInt(len(b.Results) > 0)
 	r, piece, complete, ok := fitChunk(*res, text[:end], end == len(text), 0, *room-comma)
 	if !ok {
 		mark.Result, mark.TextOff = res.ExecutionSeq-1, 0
 		*hasMore = true
 		return
 	}
-	chunk := withChunk(r, piece, 0, complete)
-	*room -= jsonLen(chunk) + comma
+	chunk := WithChunk(r, piece, 0, complete)
+	*room -= JSONLen(chunk) + comma
 	b.Results = append(b.Results, chunk)
 	if complete {
 		if mark.Result < res.ExecutionSeq {
@@ -370,7 +370,7 @@ func baselineResult(res *rpc.Result, end int, mark *sessionMark, b *rpc.FetchSes
 	}
 }
 
-func derefText(r *rpc.Result) string {
+func DerefText(r *rpc.Result) string {
 	if r.FinalText == nil {
 		return ""
 	}

@@ -3,7 +3,7 @@
 // deltas of the Sessions that changed (allDelta), with lifecycle events as
 // one ascending prefix across Sessions.
 
-package daemon
+package fetchdoc
 
 import (
 	"encoding/json"
@@ -15,19 +15,19 @@ import (
 )
 
 // allDoc is an all:true document under construction.
-type allDoc struct {
-	buckets []rpc.FetchSession
-	gaps    []rpc.Gap
-	next    *allMark
-	hasMore bool
-	gap     bool
+type AllDoc struct {
+	Buckets []rpc.FetchSession
+	Gaps    []rpc.Gap
+	Next    *AllMark
+	HasMore bool
+	Gap     bool
 }
 
-func (a *allDoc) document(env rpc.Runtime, reason string, cursor uint64) *rpc.FetchDocument {
-	return newDocument(env, reason, a.hasMore, a.gaps, cursor, a.buckets)
+func (a *AllDoc) Document(env rpc.Runtime, reason string, cursor uint64) *rpc.FetchDocument {
+	return newDocument(env, reason, a.HasMore, a.Gaps, cursor, a.Buckets)
 }
 
-func anyResults(bs []rpc.FetchSession) bool {
+func AnyResults(bs []rpc.FetchSession) bool {
 	for _, b := range bs {
 		if len(b.Results) > 0 {
 			return true
@@ -36,14 +36,14 @@ func anyResults(bs []rpc.FetchSession) bool {
 	return false
 }
 
-func sameAllMark(a, b *allMark) bool {
+func SameAllMark(a, b *AllMark) bool {
 	if a == b {
 		return true
 	}
-	return a.enumerating == b.enumerating && slices.Equal(a.enum, b.enum) && sameMarks(a.marks, b.marks)
+	return a.Enumerating == b.Enumerating && slices.Equal(a.Enum, b.Enum) && sameMarks(a.Marks, b.Marks)
 }
 
-func sameMarks(a, b map[string]sessionMark) bool {
+func sameMarks(a, b map[string]Mark) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -56,56 +56,56 @@ func sameMarks(a, b map[string]sessionMark) bool {
 }
 
 // enumInput is what one page of the enumeration is computed from.
-type enumInput struct {
-	todo   []string                 // Sessions still to enumerate, in order
-	marks  map[string]sessionMark   // marks of the Sessions earlier pages enumerated
-	states map[string]*sessionState // the next fetchAllPage of todo (latest, earlier)
+type EnumInput struct {
+	Todo   []string          // Sessions still to enumerate, in order
+	Marks  map[string]Mark   // marks of the Sessions earlier pages enumerated
+	States map[string]*State // the next fetchAllPage of todo (latest, earlier)
 	// newest is, when the enumeration may end on this page, each
 	// Session's newest retained result (absent: none).
-	newest map[string]uint64
+	Newest map[string]uint64
 }
 
 // enumPage is one page of the cursorless all:true enumeration: a baseline
 // bucket for each of the next (up to 32) Sessions. upto bounds a replay.
-func enumPage(env rpc.Runtime, in *enumInput, upto *allMark, fr *fetchReq) (*allDoc, error) {
-	next := &allMark{marks: make(map[string]sessionMark, len(in.marks)+fetchAllPage), enumerating: true}
-	for uid, m := range in.marks {
-		next.marks[uid] = m
+func EnumPage(env rpc.Runtime, in *EnumInput, upto *AllMark, fr *Req) (*AllDoc, error) {
+	next := &AllMark{Marks: make(map[string]Mark, len(in.Marks)+AllPage), Enumerating: true}
+	for uid, m := range in.Marks {
+		next.Marks[uid] = m
 	}
-	a := &allDoc{next: next}
-	room := fr.budget - worstSize(env, nil, nil)
+	a := &AllDoc{Next: next}
+	room := fr.Budget - worstSize(env, nil, nil)
 	if room < minChunk {
 		return nil, errTooSmall
 	}
 	taken := 0
 	nres := 0
-	for _, uid := range in.todo {
-		if taken == fetchAllPage {
+	for _, uid := range in.Todo {
+		if taken == AllPage {
 			break
 		}
 		if upto != nil {
-			if _, ok := upto.marks[uid]; !ok {
+			if _, ok := upto.Marks[uid]; !ok {
 				break // the replayed page ended here
 			}
 		}
-		st := in.states[uid]
-		b := bucketOf(st, sessionMark{}, false)
-		cost := jsonLen(b) + boolInt(taken > 0)
+		st := in.States[uid]
+		b := bucketOf(st, Mark{}, false)
+		cost := JSONLen(b) + BoolInt(taken > 0)
 		if cost > room {
 			break
 		}
-		mark := st.cur
+		mark := st.Cur
 		if upto != nil {
-			mark = upto.marks[uid]
+			mark = upto.Marks[uid]
 		}
 		r := room - cost
 		more := false
-		if nres < fetchMaxResults || taken == 0 {
-			if st.latestErr != nil {
-				return nil, st.latestErr
+		if nres < MaxResults || taken == 0 {
+			if st.LatestErr != nil {
+				return nil, st.LatestErr
 			}
-			baselineResult(st.latest, st.latestEnd, &mark, &b, &r, &more)
-		} else if st.earlier {
+			baselineResult(st.Latest, st.LatestEnd, &mark, &b, &r, &more)
+		} else if st.Earlier {
 			break // this Session's result belongs on the next page
 		}
 		if more && taken > 0 && len(b.Results) == 0 {
@@ -113,30 +113,30 @@ func enumPage(env rpc.Runtime, in *enumInput, upto *allMark, fr *fetchReq) (*all
 		}
 		nres += len(b.Results)
 		room = r
-		a.buckets = append(a.buckets, b)
-		next.marks[uid] = mark
+		a.Buckets = append(a.Buckets, b)
+		next.Marks[uid] = mark
 		taken++
 		if more {
-			a.hasMore = true
+			a.HasMore = true
 		}
 	}
-	if taken == 0 && len(in.todo) > 0 {
+	if taken == 0 && len(in.Todo) > 0 {
 		return nil, errTooSmall
 	}
-	next.enum = append([]string{}, in.todo[taken:]...)
-	if len(next.enum) > 0 {
-		a.hasMore = true
+	next.Enum = append([]string{}, in.Todo[taken:]...)
+	if len(next.Enum) > 0 {
+		a.HasMore = true
 	} else {
 		// Every Session is enumerated, but a result an earlier page
 		// delivered only in part (or deferred) is data beyond the cursor
 		// too. The enumeration finishes with the first page that leaves
 		// none: until then its position stays enumerating (with no
 		// Sessions left to list), and its pages are baseline pages.
-		next.enum = nil
-		a.hasMore = a.hasMore || resultsOwed(next.marks, in.newest)
-		next.enumerating = a.hasMore
+		next.Enum = nil
+		a.HasMore = a.HasMore || resultsOwed(next.Marks, in.Newest)
+		next.Enumerating = a.HasMore
 	}
-	if worstSize(env, a.gaps, a.buckets) > fr.budget {
+	if worstSize(env, a.Gaps, a.Buckets) > fr.Budget {
 		return nil, errTooSmall
 	}
 	return a, nil
@@ -145,7 +145,7 @@ func enumPage(env rpc.Runtime, in *enumInput, upto *allMark, fr *fetchReq) (*all
 // resultsOwed reports whether any Session of marks has a retained result
 // beyond its mark: a final_text delivered only in part, or a result left for
 // a later page.
-func resultsOwed(marks map[string]sessionMark, newest map[string]uint64) bool {
+func resultsOwed(marks map[string]Mark, newest map[string]uint64) bool {
 	for uid, m := range marks {
 		if m.TextOff > 0 || newest[uid] > m.Result {
 			return true
@@ -156,17 +156,17 @@ func resultsOwed(marks map[string]sessionMark, newest map[string]uint64) bool {
 
 // allEntry is one Session of an all:true delta: its reader's mark and,
 // unless its change marks say nothing is new, its state.
-type allEntry struct {
-	uid   string
-	from  sessionMark
-	known bool          // the reader's position has a mark for it
-	st    *sessionState // nil: nothing new
+type AllEntry struct {
+	UID   string
+	From  Mark
+	Known bool   // the reader's position has a mark for it
+	St    *State // nil: nothing new
 }
 
 // allPending is one Session's unread state in an all:true delta.
 type allPending struct {
-	e       *allEntry
-	upto    *sessionMark
+	e       *AllEntry
+	upto    *Mark
 	events  []store.Event
 	results []store.Result
 	gaps    []rpc.Gap
@@ -177,45 +177,45 @@ type allPending struct {
 // allDelta returns the Sessions that changed since prev: events as one
 // strictly ascending prefix across Sessions, then results. upto bounds a
 // replay.
-func allDelta(env rpc.Runtime, entries []allEntry, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
-	return allDeltaOf(env, entries, false, prev, upto, fr)
+func allDelta(env rpc.Runtime, entries []AllEntry, prev, upto *AllMark, fr *Req) (*AllDoc, error) {
+	return AllDeltaOf(env, entries, false, prev, upto, fr)
 }
 
 // allDeltaOf is allDelta, or, quiet (see takeAllDelta; entries then nil),
 // the same document for entries that would all be known and unmoved.
-func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *allMark, fr *fetchReq) (*allDoc, error) {
+func AllDeltaOf(env rpc.Runtime, entries []AllEntry, quiet bool, prev, upto *AllMark, fr *Req) (*AllDoc, error) {
 	var pend []*allPending
 	beyond := false // a replay leaves a result beyond its window
-	same := quiet || prev.settledOver(len(entries))
+	same := quiet || prev.SettledOver(len(entries))
 	for i := range entries {
 		e := &entries[i]
-		same = same && e.known
-		if e.st == nil {
+		same = same && e.Known
+		if e.St == nil {
 			continue
 		}
 		p := &allPending{e: e, first: ^uint64(0)}
 		if upto != nil {
-			if m, ok := upto.marks[e.uid]; ok {
+			if m, ok := upto.Marks[e.UID]; ok {
 				p.upto = &m
 			} else {
-				from := e.from
+				from := e.From
 				p.upto = &from
 			}
 		}
 		// all:true carries no screen, so row eviction is no gap for it.
-		p.gaps, p.top = gapsOf(e.from, false, e.st.retained())
+		p.gaps, p.top = Gaps(e.From, false, e.St.Retained())
 		if len(p.gaps)+len(p.top) > 0 {
 			p.first = 0
 			pend = append(pend, p)
 			continue
 		}
-		for _, ev := range e.st.events {
+		for _, ev := range e.St.Events {
 			if p.upto != nil && ev.Seq > p.upto.Event {
 				break
 			}
 			p.events = append(p.events, ev)
 		}
-		p.results = e.st.results
+		p.results = e.St.Results
 		if p.upto != nil {
 			// A replay: a result beyond the window it reproduces is not
 			// pending in it (nor takes room on the page), only data
@@ -235,63 +235,63 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 	}
 	next := prev // nothing pending, the same Sessions: prev is never mutated
 	if !same || len(pend) > 0 {
-		next = &allMark{marks: make(map[string]sessionMark, len(entries))}
+		next = &AllMark{Marks: make(map[string]Mark, len(entries))}
 		for _, e := range entries {
-			next.marks[e.uid] = e.from
+			next.Marks[e.UID] = e.From
 		}
 	}
 	// Sessions with the earliest pending events lead the page.
 	sort.SliceStable(pend, func(i, j int) bool { return pend[i].first < pend[j].first })
-	a := &allDoc{next: next}
+	a := &AllDoc{Next: next}
 	everyone := pend
-	if len(pend) > fetchAllPage {
-		pend, a.hasMore = pend[:fetchAllPage], true
+	if len(pend) > AllPage {
+		pend, a.HasMore = pend[:AllPage], true
 	}
-	room := fr.budget - worstSize(env, nil, nil)
+	room := fr.Budget - worstSize(env, nil, nil)
 	if room < minChunk {
 		return nil, errTooSmall
 	}
 	type slot struct {
 		p *allPending
 		b rpc.FetchSession
-		m sessionMark
+		m Mark
 	}
 	var slots []*slot
 	included := map[string]*slot{}
 	for _, p := range pend {
-		st := p.e.st
-		sl := &slot{p: p, b: bucketOf(st, p.e.from, false), m: p.e.from}
+		st := p.e.St
+		sl := &slot{p: p, b: bucketOf(st, p.e.From, false), m: p.e.From}
 		if len(p.gaps)+len(p.top) > 0 {
 			// A gap: a bounded baseline for this Session, fresh marks.
-			sl.m = st.cur
+			sl.m = st.Cur
 			if p.gaps != nil {
 				sl.b.Gaps = p.gaps
 			}
 		}
-		cost := jsonLen(sl.b) + boolInt(len(slots) > 0)
+		cost := JSONLen(sl.b) + BoolInt(len(slots) > 0)
 		if cost+minChunk/2 > room {
-			a.hasMore = true
+			a.HasMore = true
 			break
 		}
 		room -= cost
 		if len(p.gaps)+len(p.top) > 0 {
-			a.gap = true
+			a.Gap = true
 			for _, g := range p.top {
-				if !slices.Contains(a.gaps, g) {
-					c := jsonLen(g) + boolInt(len(a.gaps) > 0)
+				if !slices.Contains(a.Gaps, g) {
+					c := JSONLen(g) + BoolInt(len(a.Gaps) > 0)
 					room -= c
-					a.gaps = append(a.gaps, g)
+					a.Gaps = append(a.Gaps, g)
 				}
 			}
-			if st.latestErr != nil {
-				return nil, st.latestErr
+			if st.LatestErr != nil {
+				return nil, st.LatestErr
 			}
 			more := false
-			baselineResult(st.latest, st.latestEnd, &sl.m, &sl.b, &room, &more)
-			a.hasMore = a.hasMore || more
+			baselineResult(st.Latest, st.LatestEnd, &sl.m, &sl.b, &room, &more)
+			a.HasMore = a.HasMore || more
 		}
 		slots = append(slots, sl)
-		included[p.e.uid] = sl
+		included[p.e.UID] = sl
 	}
 	// Events: one ascending prefix of everything pending, stopping at the
 	// first event of a Session not on this page.
@@ -307,7 +307,7 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 	sort.Slice(all, func(i, j int) bool { return all[i].Seq < all[j].Seq })
 	limit := ^uint64(0)
 	for _, p := range everyone {
-		if len(p.events) == fetchMaxEvents+1 || (p.upto == nil && len(p.events) > fetchMaxEvents) {
+		if len(p.events) == MaxEvents+1 || (p.upto == nil && len(p.events) > MaxEvents) {
 			limit = min(limit, p.events[len(p.events)-1].Seq)
 		}
 	}
@@ -318,8 +318,8 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 			full = true
 			break
 		}
-		sl := included[owner[e.Seq].e.uid]
-		if sl == nil || nev == fetchMaxEvents {
+		sl := included[owner[e.Seq].e.UID]
+		if sl == nil || nev == MaxEvents {
 			full = true
 			break
 		}
@@ -328,7 +328,7 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 			sl.m.Event = e.Seq
 			continue
 		}
-		c := jsonLen(ev) + boolInt(len(sl.b.Events) > 0)
+		c := JSONLen(ev) + BoolInt(len(sl.b.Events) > 0)
 		if c > room {
 			full = true
 			break
@@ -345,54 +345,54 @@ func allDeltaOf(env rpc.Runtime, entries []allEntry, quiet bool, prev, upto *all
 			continue
 		}
 		cut, rfull := false, false
-		addResults(sl.p.results, sl.p.e.from, sl.p.upto, &sl.m, &sl.b.Results, &nres, &room, &rfull, &cut)
+		addResults(sl.p.results, sl.p.e.From, sl.p.upto, &sl.m, &sl.b.Results, &nres, &room, &rfull, &cut)
 		if rfull {
 			full = true
-			if nres >= fetchMaxResults {
+			if nres >= MaxResults {
 				break
 			}
 		}
 	}
 	// Buckets that did not advance are dropped; the rest commit.
 	for _, sl := range slots {
-		if sl.m == sl.p.e.from && len(sl.p.gaps)+len(sl.p.top) == 0 {
+		if sl.m == sl.p.e.From && len(sl.p.gaps)+len(sl.p.top) == 0 {
 			if len(sl.p.events) > 0 || len(sl.p.results) > 0 {
-				a.hasMore = true
+				a.HasMore = true
 			}
 			continue
 		}
-		a.buckets = append(a.buckets, sl.b)
-		next.marks[sl.p.e.uid] = sl.m
+		a.Buckets = append(a.Buckets, sl.b)
+		next.Marks[sl.p.e.UID] = sl.m
 		// Anything of this Session left unread?
 		if len(sl.p.events) > 0 && sl.m.Event < sl.p.events[len(sl.p.events)-1].Seq {
-			a.hasMore = true
+			a.HasMore = true
 		}
 		if len(sl.p.results) > 0 && (sl.m.Result < sl.p.results[len(sl.p.results)-1].Seq) && (sl.p.upto == nil || sl.m != *sl.p.upto) {
-			a.hasMore = true
+			a.HasMore = true
 		}
 	}
 	for _, p := range everyone {
-		if included[p.e.uid] == nil {
-			a.hasMore = true
+		if included[p.e.UID] == nil {
+			a.HasMore = true
 		}
 	}
 	if full || beyond {
-		a.hasMore = true
+		a.HasMore = true
 	}
-	if prev.enumerating {
+	if prev.Enumerating {
 		// The enumeration finishing (prev has no Sessions left to list,
 		// so next is a new mark): it stays one while anything is left
 		// beyond the cursor. A replay ends where the original did.
-		next.enumerating = a.hasMore
-		if upto != nil && sameMarks(next.marks, upto.marks) {
-			next.enumerating = upto.enumerating
-			a.hasMore = a.hasMore || upto.enumerating
+		next.Enumerating = a.HasMore
+		if upto != nil && sameMarks(next.Marks, upto.Marks) {
+			next.Enumerating = upto.Enumerating
+			a.HasMore = a.HasMore || upto.Enumerating
 		}
 	}
-	if a.hasMore && sameAllMark(next, prev) {
+	if a.HasMore && SameAllMark(next, prev) {
 		return nil, errTooSmall
 	}
-	if worstSize(env, a.gaps, a.buckets) > fr.budget {
+	if worstSize(env, a.Gaps, a.Buckets) > fr.Budget {
 		return nil, errTooSmall
 	}
 	return a, nil

@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A Codex rollout file (codex-cli 0.171.0 shape): the final text of the
+// turn that carried the prompt is recovered when the Stop hook has none.
+func TestCodexRecoverFromRollout(t *testing.T) {
+	lines := `{"type":"session_meta","payload":{"id":"t1"}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>\n</environment_context>"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"first"}]}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"REPLY-1"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"second\nprompt"}]}}
+{"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{}"}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"REPLY-2"}]}}
+{"type":"event_msg","payload":{"type":"task_complete","last_agent_message":"REPLY-2"}}
+`
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if text, ok := (Codex{}).LastReply(path, "second\nprompt"); !ok || text != "REPLY-2" {
+		t.Fatalf("got %q %v", text, ok)
+	}
+	if _, ok := (Codex{}).LastReply(path, "never sent"); ok {
+		t.Fatal("recovered text for a prompt that is not in the rollout")
+	}
+}
+
+// A Claude Code transcript: the last assistant text after the prompt's
+// user entry, text blocks joined; a reply to an earlier prompt is not it.
+func TestClaudeLastReply(t *testing.T) {
+	lines := `{"type":"user","message":{"role":"user","content":"first"}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"ONE"}]}}
+{"type":"user","message":{"role":"user","content":"second  \r\n"}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","name":"x"}]}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"TWO"},{"type":"text","text":"lines"}]}}
+`
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if text, ok := (Claude{}).LastReply(path, "second"); !ok || text != "TWO\nlines" {
+		t.Fatalf("got %q %v", text, ok)
+	}
+	if _, ok := (Claude{}).LastReply(filepath.Join(t.TempDir(), "missing"), "second"); ok {
+		t.Fatal("a missing transcript gave a reply")
+	}
+	var _ ReplyReader = Gemini{}
+}
+
+func TestPromptMatches(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+		ok        bool
+	}{
+		{"a\r\nb ", "a\nb", true},
+		{"a\rb", "a\nb", true},
+		{"a b", "a\nb", false},
+	} {
+		if PromptMatches(tc.got, tc.want) != tc.ok {
+			t.Errorf("PromptMatches(%q, %q) = %v", tc.got, tc.want, !tc.ok)
+		}
+	}
+}
