@@ -151,7 +151,7 @@ func (Gemini) ValidateOptions(opts []string) error {
 		if !ok {
 			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
 		}
-		if !optionKey.MatchString(key) {
+		if !optionKey().MatchString(key) {
 			return rpc.InvalidField(field, "%q is not an option name", key)
 		}
 		if geminiManaged[key] {
