@@ -106,23 +106,7 @@ func runE2ESteer(t *testing.T, row steerRow) {
 		if res.ExecutionSeq != r.ExecutionSeq || res.Status != rpc.StatusCompleted || fetchdoc.DerefText(&res) != row.steered {
 			t.Fatalf("the turn's result = %+v %q, want execution %d's %s", res, fetchdoc.DerefText(&res), r.ExecutionSeq, row.steered)
 		}
-		// The first request carrying the steer is the turn's next one:
-		// the turn's prompt, the tool's result, then the steer.
-		var carried *mockapi.Request
-		for _, q := range mock.Requests() {
-			if strings.Contains(string(q.Body), "STEER-ME now") {
-				carried = &q
-				break
-			}
-		}
-		if carried == nil {
-			t.Fatal("no model request carried the steer")
-		}
-		body := string(carried.Body)
-		turn, out, st := strings.Index(body, "STEER-TURN"), strings.Index(body, row.toolOutput), strings.Index(body, "STEER-ME now")
-		if turn < 0 || out < turn || st < out {
-			t.Fatalf("the request carrying the steer is not the turn's next one (prompt at %d, tool output at %d, steer at %d): %.2000s", turn, out, st, body)
-		}
+		carried := steerCarrier(t, mock, row.toolOutput)
 		t.Logf("latency: steer sent -> in the model's request %v (the tool's sleep included)", carried.Received.Sub(sent).Round(time.Millisecond))
 		// The CLI's own record (transcript, rollout) shows it too.
 		waitSteerSeen(t, e.td, id, r.ExecutionSeq)
@@ -177,4 +161,24 @@ func runE2ESteer(t *testing.T, row steerRow) {
 	if n := e.waitPrompt(t, "QUEUED-NEXT please"); n != 1 {
 		t.Fatalf("the queued prompt reached the model %d times, want once", n)
 	}
+}
+
+// steerCarrier returns the first request of mock that carried the steer
+// "STEER-ME now", and fails unless it is the steered turn's next one: the
+// turn's prompt, the tool's result (toolOutput marks it), then the steer.
+func steerCarrier(t *testing.T, mock *mockapi.Server, toolOutput string) *mockapi.Request {
+	t.Helper()
+	for _, q := range mock.Requests() {
+		if !strings.Contains(string(q.Body), "STEER-ME now") {
+			continue
+		}
+		body := string(q.Body)
+		turn, out, st := strings.Index(body, "STEER-TURN"), strings.Index(body, toolOutput), strings.Index(body, "STEER-ME now")
+		if turn < 0 || out < turn || st < out {
+			t.Fatalf("the request carrying the steer is not the turn's next one (prompt at %d, tool output at %d, steer at %d): %.2000s", turn, out, st, body)
+		}
+		return &q
+	}
+	t.Fatal("no model request carried the steer")
+	return nil
 }
