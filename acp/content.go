@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	sdk "github.com/coder/acp-go-sdk"
@@ -77,12 +78,14 @@ func uriPath(u string) string {
 	return u
 }
 
-var backticks = regexp.MustCompile("`{3,}")
+// The package's patterns compile on first use: every dlgt command links
+// this package, and most never render ACP content (docs/design.md).
+var backticks = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`{3,}") })
 
 // fenceFor is a Markdown fence longer than any run of backticks in text.
 func fenceFor(text string) string {
 	n := 3
-	for _, m := range backticks.FindAllString(text, -1) {
+	for _, m := range backticks().FindAllString(text, -1) {
 		if len(m) >= n {
 			n = len(m) + 1
 		}
@@ -117,7 +120,7 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-var nonKey = regexp.MustCompile(`[^a-z0-9_-]+`)
+var nonKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9_-]+`) })
 
 // mcpOptions are the harness options that give the editor's MCP servers
 // to one launch of a harness that takes servers per launch (Claude Code:
@@ -209,7 +212,7 @@ func headerMap(hs []sdk.HttpHeader) map[string]string {
 
 // codexName is a server name as a Codex config key segment.
 func codexName(name string) string {
-	n := strings.Trim(nonKey.ReplaceAllString(strings.ToLower(name), "_"), "_")
+	n := strings.Trim(nonKey().ReplaceAllString(strings.ToLower(name), "_"), "_")
 	if n == "" {
 		n = "server"
 	}

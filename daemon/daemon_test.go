@@ -169,7 +169,7 @@ func TestRunLayoutStatusAndCancel(t *testing.T) {
 	if err := callDaemon(t, c, rpc.MethodDaemonStatus, struct{}{}, &st); err != nil {
 		t.Fatalf("status: %v", err)
 	}
-	if st.Version != statedir.Version || st.Commit != statedir.Commit || st.PID != os.Getpid() || st.Socket != p.Socket || st.Home != p.Home || st.InstanceID == "" || st.Connections != 1 {
+	if st.Version != statedir.Version || st.Commit != statedir.CommitID() || st.PID != os.Getpid() || st.Socket != p.Socket || st.Home != p.Home || st.InstanceID == "" || st.Connections != 1 {
 		t.Fatalf("status %+v", st)
 	}
 	// Strict params on internal methods too.

@@ -584,7 +584,7 @@ func (rt *runtime) harness(name string) (harness.Harness, error) {
 
 func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (rpc.DaemonStatus, error) {
 	st := rpc.DaemonStatus{
-		Version: statedir.Version, Commit: statedir.Commit, PID: os.Getpid(), InstanceID: rt.instanceID,
+		Version: statedir.Version, Commit: statedir.CommitID(), PID: os.Getpid(), InstanceID: rt.instanceID,
 		Socket: rt.paths.Socket, Home: rt.paths.Home,
 		UptimeMS: time.Since(rt.startedAt).Milliseconds(),
 	}

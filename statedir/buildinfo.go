@@ -1,21 +1,26 @@
 package statedir
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"sync"
+)
 
-// A dlgt built with `go build` or `go install` from a git checkout (the
-// go command records the revision by default) reports that revision as
-// its Commit when no -ldflags set one, so `dlgt version`, `daemon status`
-// and doctor tell builds apart.
-func init() {
+// CommitID is Commit, or, for a dlgt built with `go build` or `go install`
+// from a git checkout (the go command records the revision by default)
+// and no -ldflags setting Commit, that revision, so `dlgt version`,
+// `daemon status` and doctor tell builds apart. It reads the build
+// information on first use, not at every command's start (docs/design.md).
+var CommitID = sync.OnceValue(func() string {
 	if Commit != "unknown" {
-		return
+		return Commit
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if c := commitOf(bi.Settings); c != "" {
-			Commit = c
+			return c
 		}
 	}
-}
+	return Commit
+})
 
 // commitOf is the short revision the build settings record ("" when
 // none), with "-dirty" when the working tree had changes.

@@ -44,7 +44,7 @@ func TestVersion(t *testing.T) {
 	if code := run([]string{"version"}, e); code != exitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
-	want := `{"ok":true,"version":` + quote(statedir.Version) + `,"commit":` + quote(statedir.Commit) + "}\n"
+	want := `{"ok":true,"version":` + quote(statedir.Version) + `,"commit":` + quote(statedir.CommitID()) + "}\n"
 	if out.String() != want {
 		t.Fatalf("stdout %q, want %q", out, want)
 	}
@@ -55,7 +55,7 @@ func TestVersion(t *testing.T) {
 
 func TestVersionText(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code := run([]string{"version", "-o", "text"}, e); code != exitOK || out.String() != "dlgt "+statedir.Version+" (commit "+statedir.Commit+")\n" {
+	if code := run([]string{"version", "-o", "text"}, e); code != exitOK || out.String() != "dlgt "+statedir.Version+" (commit "+statedir.CommitID()+")\n" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 }

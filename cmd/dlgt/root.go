@@ -316,7 +316,7 @@ func newRootCommand(e *env) *cobra.Command {
 		OK      bool   `json:"ok"`
 		Version string `json:"version"`
 		Commit  string `json:"commit"`
-	}{true, statedir.Version, statedir.Commit})
+	}{true, statedir.Version, statedir.CommitID()})
 	root.SetVersionTemplate(string(ver) + "\n")
 	markUsage(root)
 	e.registerCompletions(root)

@@ -23,13 +23,13 @@ func newVersionCommand(e *env) *cobra.Command {
 				return printFailure(cmd, err)
 			}
 			if text {
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "dlgt %s (commit %s)\n", statedir.Version, statedir.Commit)
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "dlgt %s (commit %s)\n", statedir.Version, statedir.CommitID())
 				return err
 			}
 			return printOK(cmd, struct {
 				Version string `json:"version"`
 				Commit  string `json:"commit"`
-			}{statedir.Version, statedir.Commit})
+			}{statedir.Version, statedir.CommitID()})
 		},
 	}
 	addPretty(cmd)
