@@ -36,7 +36,7 @@ type steerRow struct {
 	name    string
 	harness string
 	options []string
-	rig     func(t *testing.T) (*e2eRig, *mockapi.Server)
+	rig     func(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server)
 	steers  bool
 	// steered is the turn's final text after a steer: the mock's answer
 	// to the request that carried it.
@@ -49,9 +49,9 @@ type steerRow struct {
 var steerRows = []steerRow{
 	{name: "claude", harness: "claude", options: e2eClaudeCLI.runOptions, steers: true,
 		// Claude Code puts the steer in the tool result's user message.
-		steered: "TURN-DONE", toolOutput: `"tool_result"`, rig: func(t *testing.T) (*e2eRig, *mockapi.Server) {
+		steered: "TURN-DONE", toolOutput: `"tool_result"`, rig: func(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
 			mark := newE2EMark(t)
-			mock, env := e2eClaudeEnv(t, steerScript)
+			mock, env := e2eClaudeEnv(t, script)
 			addMark(env, mark)
 			bin := env["DLGT_CLAUDE_BIN"]
 			return &e2eRig{env: env, mark: mark, requests: mockRequests(mock),
@@ -59,8 +59,8 @@ var steerRows = []steerRow{
 		}},
 	{name: "codex", harness: "codex", steers: true,
 		// Codex sends it as a user message after the function call output.
-		steered: "STEERED-DONE", toolOutput: `"function_call_output"`, rig: func(t *testing.T) (*e2eRig, *mockapi.Server) { return codexRigMock(t, steerScript) }},
-	{name: "gemini", harness: "gemini", rig: func(t *testing.T) (*e2eRig, *mockapi.Server) { return geminiRigMock(t, steerScript) }},
+		steered: "STEERED-DONE", toolOutput: `"function_call_output"`, rig: codexRigMock},
+	{name: "gemini", harness: "gemini", rig: geminiRigMock},
 }
 
 func TestE2ESteer(t *testing.T) {
@@ -70,7 +70,7 @@ func TestE2ESteer(t *testing.T) {
 }
 
 func runE2ESteer(t *testing.T, row steerRow) {
-	e, mock := row.rig(t)
+	e, mock := row.rig(t, steerScript)
 	e.td = startTestDaemonWith(t, e.env)
 	cwd := t.TempDir()
 	var r rpc.Receipt
