@@ -184,11 +184,14 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	s.mu.Lock()
 	cancelled = t.cancelled
 	s.mu.Unlock()
-	switch {
-	case res.Status == rpc.StatusCompleted && !cancelled:
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-	case res.Status == rpc.StatusCanceled || cancelled:
-		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	if sr, ok := stopReason(res, cancelled); ok {
+		resp := sdk.PromptResponse{StopReason: sr}
+		if res.Status != rpc.StatusCompleted && res.Error != nil && sr != sdk.StopReasonCancelled {
+			// The harness ended the turn as failed for that reason: what
+			// it said, for an editor that shows it.
+			resp.Meta = map[string]any{"dlgt": map[string]any{"status": res.Status, "error": res.Error}}
+		}
+		return resp, nil
 	}
 	msg := "the turn ended " + res.Status
 	data := map[string]any{"status": res.Status}
@@ -197,6 +200,25 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		data["dlgt_code"] = res.Error.Code
 	}
 	return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: msg, Data: data}
+}
+
+// stopReason is the prompt's stopReason for result r (false: the turn
+// failed, an error): cancelled after a cancel; max_tokens or refusal when
+// the result's stop_reason says so, whatever its status (Claude Code ends
+// such a turn with an API error, so its result is failed); end_turn for
+// any other completed turn.
+func stopReason(r rpc.Result, cancelled bool) (sdk.StopReason, bool) {
+	switch {
+	case r.Status == rpc.StatusCanceled || cancelled:
+		return sdk.StopReasonCancelled, true
+	case r.StopReason == rpc.StopMaxTokens:
+		return sdk.StopReasonMaxTokens, true
+	case r.StopReason == rpc.StopRefusal:
+		return sdk.StopReasonRefusal, true
+	case r.Status == rpc.StatusCompleted:
+		return sdk.StopReasonEndTurn, true
+	}
+	return "", false
 }
 
 // releaseSpare stops the spare the daemon starts to replace the one the
