@@ -115,11 +115,19 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
+	steer, err := wantsSteer(p.Meta)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
 	t := &turn{}
 	s.mu.Lock()
 	if s.turn != nil {
+		ref := s.ref
 		s.mu.Unlock()
-		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32600, Message: fmt.Sprintf("a prompt is already running in session %s: wait for its answer or send session/cancel", p.SessionId)}
+		if steer && ref != "" {
+			return a.steer(ctx, s, ref, text)
+		}
+		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32600, Message: fmt.Sprintf("a prompt is already running in session %s: wait for its answer or send session/cancel (or send this one with _meta {\"dlgt\": {\"steer\": true}} to steer the running turn)", p.SessionId)}
 	}
 	s.turn = t
 	launch, ref, stopped := s.launch, s.ref, s.stopped
@@ -200,6 +208,43 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		data["dlgt_code"] = res.Error.Code
 	}
 	return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: msg, Data: data}
+}
+
+// wantsSteer reports whether a prompt's _meta asks to steer the running
+// turn: {"dlgt": {"steer": true}}. Any other shape under "dlgt" is bad
+// params; other keys are not dlgt's and are ignored.
+func wantsSteer(meta map[string]any) (bool, error) {
+	v, ok := meta["dlgt"]
+	if !ok {
+		return false, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false, invalidParams(`_meta.dlgt must be an object, e.g. {"steer": true}`)
+	}
+	st, ok := m["steer"]
+	if !ok {
+		return false, nil
+	}
+	b, ok := st.(bool)
+	if !ok {
+		return false, invalidParams("_meta.dlgt.steer must be true or false")
+	}
+	return b, nil
+}
+
+// steer types text into the turn running in the Session (session.send
+// steer, the execution session.read shows active) and answers at once:
+// end_turn with _meta.dlgt {steered: true, execution_seq}. What the
+// harness answers comes in that turn's answer, to the prompt that runs
+// it. A harness that takes no steer (Gemini CLI), or a turn that ended
+// meanwhile, is dlgt's INVALID_ARGUMENT (-32602): nothing was typed.
+func (a *agent) steer(ctx context.Context, s *session, ref, text string) (sdk.PromptResponse, error) {
+	r, err := s.cl.SessionSteer(ctx, ref, text, "acp-"+randHex(16))
+	if err != nil {
+		return sdk.PromptResponse{}, acpError(err)
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Meta: map[string]any{"dlgt": map[string]any{"steered": true, "execution_seq": r.ExecutionSeq}}}, nil
 }
 
 // stopReason is the prompt's stopReason for result r (false: the turn
