@@ -251,6 +251,11 @@ func TestRealClaudeStopReasons(t *testing.T) {
 		if err != nil || rd.Result == nil {
 			t.Fatalf("session.read: %+v, %v", rd, err)
 		}
+		// Claude Code failed the cut and refused turns: the answer says
+		// what it reported.
+		if m, _ := r.Meta["dlgt"].(map[string]any); (c.want != sdk.StopReasonEndTurn) != (m["status"] == rpc.StatusFailed && rd.Result.Error != nil) {
+			t.Errorf("%s: _meta %v with result %s %+v", c.prompt, r.Meta, rd.Result.Status, rd.Result.Error)
+		}
 		t.Logf("%s: status %s stop_reason %q usage %s error %+v", c.prompt, rd.Result.Status, rd.Result.StopReason, rd.Result.Usage, rd.Result.Error)
 	}
 }
