@@ -259,3 +259,29 @@ func TestRealClaudeStopReasons(t *testing.T) {
 		t.Logf("%s: status %s stop_reason %q usage %s error %+v", c.prompt, rd.Result.Status, rd.Result.StopReason, rd.Result.Usage, rd.Result.Error)
 	}
 }
+
+// TestRealCodexCut: Codex records a reply cut at the token limit only as
+// its turn's error text, so the prompt is a JSON-RPC error with that
+// message and no stop_reason is claimed.
+func TestRealCodexCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLIs")
+	}
+	script := mockapi.Script{mockapi.Prefix("ACP-CUT", mockapi.Reply{Text: "PARTIAL", StopReason: mockapi.StopMaxTokens})}
+	env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
+	realRows[1].setup(t, env, script)
+	w := newWorldEnv(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
+	defer cancel()
+	e := w.connectWith(acp.Options{Launch: realRows[1].spec(false), Version: "test"})
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+	_, err := e.prompt(ctx, id, "ACP-CUT please")
+	rd, rerr := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)})
+	if rerr != nil || rd.Result == nil {
+		t.Fatalf("session.read: %+v, %v", rd, rerr)
+	}
+	if code(err) != -32603 || !strings.Contains(err.Error(), "max_output_tokens") || rd.Result.StopReason != "" {
+		t.Errorf("prompt: %v; result %s stop_reason %q error %+v", err, rd.Result.Status, rd.Result.StopReason, rd.Result.Error)
+	}
+}
