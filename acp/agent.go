@@ -109,6 +109,9 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 			case harness.MCPCodexTOML:
 				caps.McpCapabilities = sdk.McpCapabilities{Http: true}
 			}
+			// A prompt with _meta {"dlgt": {"steer": true}} while one
+			// runs steers it, where the harness takes steers.
+			caps.Meta = map[string]any{"dlgt": map[string]any{"steer": d.Harness.Info().Capabilities.Steering}}
 		}
 	}
 	return sdk.InitializeResponse{

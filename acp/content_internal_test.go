@@ -8,6 +8,7 @@ import (
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/rpc"
 )
 
 // The editor's MCP servers become harness options each harness accepts.
@@ -52,5 +53,33 @@ func TestMCPOptions(t *testing.T) {
 	opts, skipped = mcpOptions(harness.MCPGeminiJSON, servers)
 	if len(opts) != 0 || len(skipped) != 3 {
 		t.Errorf("gemini: %q, skipped %q; want none passed", opts, skipped)
+	}
+}
+
+// A result's stop_reason becomes the prompt's stopReason whatever its
+// status; a cancel wins; a failed result without one is an error.
+func TestStopReasonOfResult(t *testing.T) {
+	cases := []struct {
+		status, stop string
+		cancelled    bool
+		want         sdk.StopReason
+		ok           bool
+	}{
+		{rpc.StatusCompleted, "", false, sdk.StopReasonEndTurn, true},
+		{rpc.StatusCompleted, "", true, sdk.StopReasonCancelled, true},
+		{rpc.StatusCanceled, "", false, sdk.StopReasonCancelled, true},
+		{rpc.StatusCanceled, rpc.StopMaxTokens, false, sdk.StopReasonCancelled, true},
+		{rpc.StatusCompleted, rpc.StopMaxTokens, false, sdk.StopReasonMaxTokens, true},
+		{rpc.StatusFailed, rpc.StopMaxTokens, false, sdk.StopReasonMaxTokens, true},
+		{rpc.StatusFailed, rpc.StopRefusal, false, sdk.StopReasonRefusal, true},
+		{rpc.StatusCompleted, "pause_turn", false, sdk.StopReasonEndTurn, true},
+		{rpc.StatusFailed, "", false, "", false},
+		{rpc.StatusInterrupted, "", false, "", false},
+	}
+	for _, c := range cases {
+		got, ok := stopReason(rpc.Result{Status: c.status, StopReason: c.stop}, c.cancelled)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s/%q/cancelled %v: %q %v, want %q %v", c.status, c.stop, c.cancelled, got, ok, c.want, c.ok)
+		}
 	}
 }

@@ -214,3 +214,74 @@ func checkRealToolCall(t *testing.T, ups []toolUpdate) {
 		t.Errorf("tool updates %+v", ups)
 	}
 }
+
+// TestRealClaudeStopReasons: a Claude Code turn its model cuts at the
+// output token limit, or refuses, answers max_tokens or refusal (the
+// result's stop_reason, from the transcript), not end_turn or an error.
+func TestRealClaudeStopReasons(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLIs")
+	}
+	script := mockapi.Script{
+		mockapi.Prefix("ACP-CUT", mockapi.Reply{Text: "PARTIAL", StopReason: mockapi.StopMaxTokens}),
+		mockapi.Prefix("ACP-REFUSE", mockapi.Reply{Text: "NO", StopReason: mockapi.StopRefusal}),
+	}
+	env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
+	realRows[0].setup(t, env, script)
+	w := newWorldEnv(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
+	defer cancel()
+	e := w.connectWith(acp.Options{Launch: realRows[0].spec(false), Version: "test"})
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+	for _, c := range []struct {
+		prompt string
+		want   sdk.StopReason
+	}{
+		{"ACP-HELLO first", sdk.StopReasonEndTurn},
+		{"ACP-CUT please", sdk.StopReasonMaxTokens},
+		{"ACP-REFUSE please", sdk.StopReasonRefusal},
+		{"ACP-HELLO again", sdk.StopReasonEndTurn},
+	} {
+		r, err := e.prompt(ctx, id, c.prompt)
+		if err != nil || r.StopReason != c.want {
+			t.Errorf("%s: %+v, %v; want %s", c.prompt, r, err, c.want)
+		}
+		rd, err := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)})
+		if err != nil || rd.Result == nil {
+			t.Fatalf("session.read: %+v, %v", rd, err)
+		}
+		// Claude Code failed the cut and refused turns: the answer says
+		// what it reported.
+		if m, _ := r.Meta["dlgt"].(map[string]any); (c.want != sdk.StopReasonEndTurn) != (m["status"] == rpc.StatusFailed && rd.Result.Error != nil) {
+			t.Errorf("%s: _meta %v with result %s %+v", c.prompt, r.Meta, rd.Result.Status, rd.Result.Error)
+		}
+		t.Logf("%s: status %s stop_reason %q usage %s error %+v", c.prompt, rd.Result.Status, rd.Result.StopReason, rd.Result.Usage, rd.Result.Error)
+	}
+}
+
+// TestRealCodexCut: Codex records a reply cut at the token limit only as
+// its turn's error text, so the prompt is a JSON-RPC error with that
+// message and no stop_reason is claimed.
+func TestRealCodexCut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLIs")
+	}
+	script := mockapi.Script{mockapi.Prefix("ACP-CUT", mockapi.Reply{Text: "PARTIAL", StopReason: mockapi.StopMaxTokens})}
+	env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
+	realRows[1].setup(t, env, script)
+	w := newWorldEnv(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
+	defer cancel()
+	e := w.connectWith(acp.Options{Launch: realRows[1].spec(false), Version: "test"})
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+	_, err := e.prompt(ctx, id, "ACP-CUT please")
+	rd, rerr := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)})
+	if rerr != nil || rd.Result == nil {
+		t.Fatalf("session.read: %+v, %v", rd, rerr)
+	}
+	if code(err) != -32603 || !strings.Contains(err.Error(), "max_output_tokens") || rd.Result.StopReason != "" {
+		t.Errorf("prompt: %v; result %s stop_reason %q error %+v", err, rd.Result.Status, rd.Result.StopReason, rd.Result.Error)
+	}
+}

@@ -115,11 +115,19 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	if err != nil {
 		return sdk.PromptResponse{}, err
 	}
+	steer, err := wantsSteer(p.Meta)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
 	t := &turn{}
 	s.mu.Lock()
 	if s.turn != nil {
+		ref := s.ref
 		s.mu.Unlock()
-		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32600, Message: fmt.Sprintf("a prompt is already running in session %s: wait for its answer or send session/cancel", p.SessionId)}
+		if steer && ref != "" {
+			return a.steer(ctx, s, ref, text)
+		}
+		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32600, Message: fmt.Sprintf("a prompt is already running in session %s: wait for its answer or send session/cancel (or send this one with _meta {\"dlgt\": {\"steer\": true}} to steer the running turn)", p.SessionId)}
 	}
 	s.turn = t
 	launch, ref, stopped := s.launch, s.ref, s.stopped
@@ -184,11 +192,14 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 	s.mu.Lock()
 	cancelled = t.cancelled
 	s.mu.Unlock()
-	switch {
-	case res.Status == rpc.StatusCompleted && !cancelled:
-		return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
-	case res.Status == rpc.StatusCanceled || cancelled:
-		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	if sr, ok := stopReason(res, cancelled); ok {
+		resp := sdk.PromptResponse{StopReason: sr}
+		if res.Status != rpc.StatusCompleted && res.Error != nil && sr != sdk.StopReasonCancelled {
+			// The harness ended the turn as failed for that reason: what
+			// it said, for an editor that shows it.
+			resp.Meta = map[string]any{"dlgt": map[string]any{"status": res.Status, "error": res.Error}}
+		}
+		return resp, nil
 	}
 	msg := "the turn ended " + res.Status
 	data := map[string]any{"status": res.Status}
@@ -197,6 +208,62 @@ func (a *agent) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptRespon
 		data["dlgt_code"] = res.Error.Code
 	}
 	return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: msg, Data: data}
+}
+
+// wantsSteer reports whether a prompt's _meta asks to steer the running
+// turn: {"dlgt": {"steer": true}}. Any other shape under "dlgt" is bad
+// params; other keys are not dlgt's and are ignored.
+func wantsSteer(meta map[string]any) (bool, error) {
+	v, ok := meta["dlgt"]
+	if !ok {
+		return false, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false, invalidParams(`_meta.dlgt must be an object, e.g. {"steer": true}`)
+	}
+	st, ok := m["steer"]
+	if !ok {
+		return false, nil
+	}
+	b, ok := st.(bool)
+	if !ok {
+		return false, invalidParams("_meta.dlgt.steer must be true or false")
+	}
+	return b, nil
+}
+
+// steer types text into the turn running in the Session (session.send
+// steer, the execution session.read shows active) and answers at once:
+// end_turn with _meta.dlgt {steered: true, execution_seq}. What the
+// harness answers comes in that turn's answer, to the prompt that runs
+// it. A harness that takes no steer (Gemini CLI), or a turn that ended
+// meanwhile, is dlgt's INVALID_ARGUMENT (-32602): nothing was typed.
+func (a *agent) steer(ctx context.Context, s *session, ref, text string) (sdk.PromptResponse, error) {
+	r, err := s.cl.SessionSteer(ctx, ref, text, "acp-"+randHex(16))
+	if err != nil {
+		return sdk.PromptResponse{}, acpError(err)
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn, Meta: map[string]any{"dlgt": map[string]any{"steered": true, "execution_seq": r.ExecutionSeq}}}, nil
+}
+
+// stopReason is the prompt's stopReason for result r (false: the turn
+// failed, an error): cancelled after a cancel; max_tokens or refusal when
+// the result's stop_reason says so, whatever its status (Claude Code ends
+// such a turn with an API error, so its result is failed); end_turn for
+// any other completed turn.
+func stopReason(r rpc.Result, cancelled bool) (sdk.StopReason, bool) {
+	switch {
+	case r.Status == rpc.StatusCanceled || cancelled:
+		return sdk.StopReasonCancelled, true
+	case r.StopReason == rpc.StopMaxTokens:
+		return sdk.StopReasonMaxTokens, true
+	case r.StopReason == rpc.StopRefusal:
+		return sdk.StopReasonRefusal, true
+	case r.Status == rpc.StatusCompleted:
+		return sdk.StopReasonEndTurn, true
+	}
+	return "", false
 }
 
 // releaseSpare stops the spare the daemon starts to replace the one the

@@ -432,10 +432,11 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	if e == nil {
 		return nil
 	}
+	usage, stop := s.execTurnLocked(e)
 	res := &rpc.Result{
 		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
 		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
-		Usage: s.execUsageLocked(e), Diff: rt.diffSummaryLocked(s),
+		Usage: usage, Diff: rt.diffSummaryLocked(s), StopReason: stop,
 	}
 	if status == rpc.StatusCompleted || text != "" {
 		t := text

@@ -69,47 +69,53 @@ func usageRangeLocked(e *execution, path, turn string) (from int64, ok bool) {
 	}
 }
 
-// readTurnUsage reads the turn's usage from path at offset from, and how
-// far the transcript has recorded the turn.
-func readTurnUsage(src harness.UsageSource, path string, from int64, turn string) (*rpc.Usage, harness.TurnState) {
+// readTurnUsage reads the turn's usage from path at offset from, how far
+// the transcript has recorded the turn, and the turn's stop reason where
+// the harness's transcript keeps one (harness.StopReasonSource).
+func readTurnUsage(src harness.UsageSource, path string, from int64, turn string) (*rpc.Usage, harness.TurnState, string) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, harness.TurnUnseen
+		return nil, harness.TurnUnseen, ""
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || fi.Size() < from {
-		return nil, harness.TurnUnseen // replaced since: the turn's lines are not there
+		return nil, harness.TurnUnseen, "" // replaced since: the turn's lines are not there
 	}
 	if _, err := f.Seek(from, io.SeekStart); err != nil {
-		return nil, harness.TurnUnseen
+		return nil, harness.TurnUnseen, ""
 	}
-	return src.TurnUsage(io.LimitReader(f, maxTranscriptScan), turn)
+	r := io.LimitReader(f, maxTranscriptScan)
+	if ss, ok := src.(harness.StopReasonSource); ok {
+		return ss.TurnEnd(r, turn)
+	}
+	u, st := src.TurnUsage(r, turn)
+	return u, st, ""
 }
 
 // turnBeingWritten reports whether a Stop waits for the transcript: only
 // while it shows the turn open (its prompt written, its end not); st is
 // the turn's state in it.
 func turnBeingWritten(src harness.UsageSource, path string, from int64, turn string) (wait bool, st harness.TurnState) {
-	_, st = readTurnUsage(src, path, from, turn)
+	_, st, _ = readTurnUsage(src, path, from, turn)
 	return st == harness.TurnOpen, st
 }
 
-// execUsageLocked is e's usage as a result's usage value; nil (JSON null)
-// when there is none. s.mu held.
-func (s *session) execUsageLocked(e *execution) json.RawMessage {
+// execTurnLocked is e's usage as a result's usage value (nil, JSON null,
+// when there is none) and its stop reason ("" when none). s.mu held.
+func (s *session) execTurnLocked(e *execution) (json.RawMessage, string) {
 	src, ok := s.h.(harness.UsageSource)
 	if !ok || s.gen == nil {
-		return nil
+		return nil, ""
 	}
 	from, ok := usageRangeLocked(e, s.gen.transcript, e.turnID)
 	if !ok {
-		return nil
+		return nil, ""
 	}
-	u, _ := readTurnUsage(src, s.gen.transcript, from, e.turnID)
+	u, _, stop := readTurnUsage(src, s.gen.transcript, from, e.turnID)
 	if u == nil {
-		return nil
+		return nil, stop
 	}
-	return u.JSON()
+	return u.JSON(), stop
 }
 
 // awaitTurnRecorded holds a Stop hook of generation launchID while the

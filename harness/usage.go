@@ -27,6 +27,15 @@ type UsageSource interface {
 	TurnUsage(r io.Reader, turnID string) (u *rpc.Usage, state TurnState)
 }
 
+// StopReasonSource is a UsageSource whose transcript also records why
+// the turn's model stopped. TurnEnd is TurnUsage with that reason:
+// rpc.StopMaxTokens or rpc.StopRefusal when the turn's last model
+// response says so, "" for a normal end or when nothing says.
+type StopReasonSource interface {
+	UsageSource
+	TurnEnd(r io.Reader, turnID string) (u *rpc.Usage, state TurnState, stopReason string)
+}
+
 // TurnState is how far a transcript has recorded one turn.
 type TurnState int
 
@@ -164,7 +173,40 @@ type claudeUsageData struct {
 // user line carrying its promptId (the prompt, or a tool result) until
 // then.
 func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
+	u, st, _ := claudeTurn(r, turnID)
+	return u, st
+}
+
+// TurnEnd implements StopReasonSource: TurnUsage, and the stop_reason of
+// the turn's last model message when it is max_tokens or refusal. Claude
+// Code 2.1.332 answers a message cut at the token limit by asking the
+// model to go on (a meta user line of the same promptId), up to three
+// times, then writes its own API error message (stop_reason
+// stop_sequence); a refused message is retried once, then it writes its
+// own error message (stop_reason refusal). The last message the model
+// wrote says why the turn stopped: a continuation that ended normally
+// leaves no reason, its own error messages change none, except a refusal
+// it wrote itself.
+func (Claude) TurnEnd(r io.Reader, turnID string) (*rpc.Usage, TurnState, string) {
+	return claudeTurn(r, turnID)
+}
+
+// claudeStop is a Messages API stop_reason as a result's stop_reason:
+// only max_tokens and refusal say more than a normal end.
+func claudeStop(sr string) string {
+	switch sr {
+	case "max_tokens":
+		return rpc.StopMaxTokens
+	case "refusal":
+		return rpc.StopRefusal
+	}
+	return ""
+}
+
+// claudeTurn reads turnID's usage, state and stop reason.
+func claudeTurn(r io.Reader, turnID string) (*rpc.Usage, TurnState, string) {
 	var (
+		stop     string
 		current  string // promptId of the turn the next assistant line belongs to
 		order    []string
 		byID     = map[string]*claudeUsageData{}
@@ -195,7 +237,13 @@ func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
 			u := l.Message.Usage
 			if l.IsAPIErrorMessage || l.Message.Model == "<synthetic>" {
 				recorded = true
+				if sr := l.Message.StopReason; sr != nil && *sr == "refusal" {
+					stop = rpc.StopRefusal
+				}
 				return
+			}
+			if sr := l.Message.StopReason; sr != nil && *sr != "" {
+				stop = claudeStop(*sr)
 			}
 			if sr := l.Message.StopReason; sr != nil && *sr != "" && *sr != "tool_use" {
 				recorded = true
@@ -235,7 +283,7 @@ func (Claude) TurnUsage(r io.Reader, turnID string) (*rpc.Usage, TurnState) {
 	case seen:
 		state = TurnOpen
 	}
-	return sum.result(), state
+	return sum.result(), state, stop
 }
 
 // ---- Codex ----------------------------------------------------------------

@@ -312,3 +312,53 @@ func TestUsageJSONRoundTrip(t *testing.T) {
 		t.Fatalf("wire shape %s, want %s", u.JSON(), want)
 	}
 }
+
+// TurnEnd's stop reason, from Claude Code 2.1.332's own transcripts of a
+// reply cut at the token limit (the mock answering max_tokens each time:
+// three continuations, then Claude Code's error message) and of a refused
+// one (retried once, then its error message): the last model message's
+// max_tokens or refusal; a continuation that ended normally, a tool call,
+// a normal turn say nothing.
+func TestClaudeTurnStopReason(t *testing.T) {
+	cut := readFixture(t, "claude-stop-max-tokens.jsonl")
+	refused := readFixture(t, "claude-stop-refusal.jsonl")
+	usage := readFixture(t, "claude-usage.jsonl")
+	firstLine := func(data []byte, sub string) []byte {
+		i := bytes.Index(data, []byte(sub))
+		if i < 0 {
+			t.Fatalf("fixture has no %q", sub)
+		}
+		return data[:bytes.IndexByte(data[i:], '\n')+i+1]
+	}
+	// The cut message continued, and the continuation ended normally.
+	recovered := append([]byte(nil), firstLine(cut, `"stop_reason":"max_tokens"`)...)
+	cont := fixtureLine(t, cut, `"isMeta":true`)
+	reply := fixtureLine(t, cut, `"stop_reason":"max_tokens"`)
+	reply["message"].(map[string]any)["stop_reason"] = "end_turn"
+	reply["message"].(map[string]any)["id"] = "msg_continued"
+	recovered = append(recovered, jsonLine(t, cont)+jsonLine(t, reply)...)
+	cases := []struct {
+		name string
+		data []byte
+		turn string
+		want string
+	}{
+		{"cut three times, then Claude Code's error", cut, "", rpc.StopMaxTokens},
+		{"cut once, still open", firstLine(cut, `"stop_reason":"max_tokens"`), "", rpc.StopMaxTokens},
+		{"cut, then continued to its end", recovered, "", ""},
+		{"refused, retried, Claude Code's error", refused, "", rpc.StopRefusal},
+		{"refused once", firstLine(refused, `"stop_reason":"refusal"`), "", rpc.StopRefusal},
+		{"another turn", cut, "no-such-prompt", ""},
+		{"a tool call, then end_turn", usage, claudeTurn1, ""},
+		{"after the tool call only", firstLine(usage, `"stop_reason":"tool_use"`), claudeTurn1, ""},
+	}
+	for _, c := range cases {
+		_, _, got := Claude{}.TurnEnd(bytes.NewReader(c.data), c.turn)
+		if got != c.want {
+			t.Errorf("%s: stop reason %q, want %q", c.name, got, c.want)
+		}
+	}
+	if u, st, _ := (Claude{}).TurnEnd(bytes.NewReader(cut), ""); st != TurnEnded || u == nil || u.Requests != 4 {
+		t.Errorf("cut turn: state %v usage %s, want ended, 4 requests", st, u.JSON())
+	}
+}

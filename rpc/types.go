@@ -501,7 +501,21 @@ type Result struct {
 	Prompt *string `json:"prompt,omitempty"`
 	// PromptTruncated (an extension): Prompt is only the prompt's start.
 	PromptTruncated bool `json:"prompt_truncated,omitempty"`
+	// StopReason (an extension) is why the turn's model stopped, as the
+	// harness's own transcript recorded it, when it says more than a
+	// normal end: StopMaxTokens or StopRefusal. Absent otherwise (a turn
+	// that ended normally, or a harness whose transcript keeps no stop
+	// reason).
+	StopReason string `json:"stop_reason,omitempty"`
 }
+
+// A result's stop_reason values.
+const (
+	// StopMaxTokens: the model's answer was cut by its output token limit.
+	StopMaxTokens = "max_tokens"
+	// StopRefusal: the model (or the provider's safety system) refused.
+	StopRefusal = "refusal"
+)
 
 // Usage is what one execution cost, summed over the model requests its
 // turn made as the harness recorded them in the Session's own transcript

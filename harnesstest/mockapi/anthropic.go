@@ -218,6 +218,9 @@ func (s *Server) streamAnthropic(w http.ResponseWriter, r *http.Request, model s
 	}
 	block := obj{"type": "text", "text": ""}
 	stop := "end_turn"
+	if reply.StopReason != "" {
+		stop = reply.StopReason
+	}
 	if toolCall {
 		block = obj{"type": "tool_use", "id": s.nextID("toolu_mock"), "name": call.Name, "input": obj{}}
 		stop = "tool_use"

@@ -78,7 +78,21 @@ type Reply struct {
 	// turn's prompt, so the mock keeps no state and a retried request gets
 	// the same answer. At most MaxAgentSteps calls are made per turn.
 	Agent func(results []string) (next *ToolCall, final string)
+
+	// StopReason, when set, is the stop reason of the reply's text
+	// message instead of the normal one: Claude's stop_reason (StopMaxTokens,
+	// StopRefusal); for Codex, StopMaxTokens answers response.incomplete
+	// with incomplete_details.reason max_output_tokens. Ignored by the
+	// Gemini server.
+	StopReason string
 }
+
+// StopMaxTokens and StopRefusal are the Messages API's stop reasons of a
+// reply cut by the output token limit and of one the model refused.
+const (
+	StopMaxTokens = "max_tokens"
+	StopRefusal   = "refusal"
+)
 
 // DefaultChunk is the default number of runes per streamed text delta.
 const DefaultChunk = 16

@@ -549,3 +549,28 @@ func TestClosedServerRefuses(t *testing.T) {
 		t.Fatal("closed server still answers")
 	}
 }
+
+// Reply.StopReason ends Claude's message with that stop_reason, and cuts
+// Codex's response (response.incomplete, max_output_tokens).
+func TestReplyStopReason(t *testing.T) {
+	script := mockapi.Script{
+		mockapi.Prefix("cut", mockapi.Reply{Text: "PART", StopReason: mockapi.StopMaxTokens}),
+		mockapi.Prefix("refuse", mockapi.Reply{Text: "NO", StopReason: mockapi.StopRefusal}),
+	}
+	claude := mockapi.NewAnthropic(t, script)
+	for prompt, want := range map[string]string{"cut it": "max_tokens", "refuse it": "refusal", "other": "end_turn"} {
+		if got := stopReason(stream(t, claude.URL()+"/v1/messages", claudeBody(prompt))); got != want {
+			t.Errorf("%s: stop_reason %v, want %s", prompt, got, want)
+		}
+	}
+	codex := mockapi.NewResponses(t, script)
+	evs := stream(t, codex.URL()+"/v1/responses", codexBody("cut it"))
+	last := evs[len(evs)-1]
+	if last.Name != "response.incomplete" || get(last.Data, "response", "status") != "incomplete" ||
+		get(last.Data, "response", "incomplete_details", "reason") != "max_output_tokens" || responsesText(evs) != "PART" {
+		t.Errorf("cut: %s", last.Raw)
+	}
+	if evs = stream(t, codex.URL()+"/v1/responses", codexBody("other")); evs[len(evs)-1].Name != "response.completed" {
+		t.Errorf("other: %s", evs[len(evs)-1].Raw)
+	}
+}

@@ -222,14 +222,20 @@ func (s *Server) streamResponses(w http.ResponseWriter, r *http.Request, model s
 		item, pieces = s.responsesMessage(e, reply)
 	}
 
+	done := "response.completed"
 	resp["status"] = "completed"
+	if reply.StopReason == StopMaxTokens {
+		// The Responses API's form of a reply cut at the token limit.
+		resp["status"], done = "incomplete", "response.incomplete"
+		resp["incomplete_details"] = obj{"reason": "max_output_tokens"}
+	}
 	resp["output"] = []any{item}
 	resp["usage"] = obj{
 		"input_tokens": 10, "input_tokens_details": obj{"cached_tokens": 0},
 		"output_tokens": len(pieces) + 1, "output_tokens_details": obj{"reasoning_tokens": 0},
 		"total_tokens": len(pieces) + 11,
 	}
-	e.event("response.completed", obj{"type": "response.completed", "response": resp})
+	e.event(done, obj{"type": done, "response": resp})
 }
 
 // responsesMessage streams an assistant message item carrying reply.Text and
