@@ -144,22 +144,7 @@ func (Gemini) Models(includeHidden bool) rpc.ModelListResult {
 
 // ValidateOptions checks KEY=VALUE entries; each becomes --KEY=VALUE
 // (approval-mode=default, say, or policy=FILE).
-func (Gemini) ValidateOptions(opts []string) error {
-	for i, o := range opts {
-		key, _, ok := strings.Cut(o, "=")
-		field := fmt.Sprintf("harness_options[%d]", i)
-		if !ok {
-			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
-		}
-		if !optionKey().MatchString(key) {
-			return rpc.InvalidField(field, "%q is not an option name", key)
-		}
-		if geminiManaged[key] {
-			return rpc.InvalidField(field, "--%s is managed by dlgt and cannot be passed", key)
-		}
-	}
-	return nil
-}
+func (Gemini) ValidateOptions(opts []string) error { return validateFlagOptions(opts, geminiManaged) }
 
 func hasApprovalMode(opts []string) bool {
 	for _, o := range opts {
