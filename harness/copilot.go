@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -518,8 +519,9 @@ type copilotHook struct {
 //   - notification permission_prompt: blocked on the approval dialog
 //     (answered with its keys, AnswerKeys).
 //   - preToolUse, postToolUse: activity.
-//   - agentStop: the turn's end; its text is the last assistant message
-//     of the session log after the turn's prompt.
+//   - agentStop: the turn's end; its text is the turn's last assistant
+//     message in the session log, read by the daemon through LastReply
+//     once the log records it (Copilot writes it after the hook runs).
 //   - sessionEnd.
 func (Copilot) ParseHook(event string, payload []byte) (Evidence, error) {
 	if t := bytes.TrimSpace(payload); len(t) == 0 || t[0] != '{' {
@@ -555,10 +557,9 @@ func (Copilot) ParseHook(event string, payload []byte) (Evidence, error) {
 	case "preToolUse", "postToolUse":
 		ev.Kind, ev.Tool = KindActivity, h.ToolName
 	case "agentStop":
+		// Its text is read by the daemon (ReplyReader): Copilot 1.0.102
+		// runs agentStop before it writes the turn to its session log.
 		ev.Kind = KindStop
-		if text, ok := readCopilotFinalText(ev.Transcript); ok {
-			ev.FinalText, ev.TextSource = &text, rpc.TextSourceTranscript
-		}
 	case "sessionEnd":
 		ev.Kind, ev.Reason = KindSessionEnd, h.Reason
 	default:
@@ -592,45 +593,61 @@ type copilotUsage struct {
 	CacheWriteTokens int64 `json:"cacheWriteTokens"`
 }
 
-// maxCopilotTail bounds how much of a session log's end is read for a
-// turn's end.
-const maxCopilotTail = 32 << 20
+// maxCopilotPaste bounds the read of a paste Copilot saved to a file.
+const maxCopilotPaste = 64 << 20
 
-// readCopilotFinalText is the text of the last assistant message after
-// the last user message of the session log at path (its content as the
-// model sent it, byte for byte), or false when there is none.
-func readCopilotFinalText(path string) (string, bool) {
-	if path == "" {
-		return "", false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Size() > maxCopilotTail {
-		f.Seek(fi.Size()-maxCopilotTail, io.SeekStart)
-	}
-	text, found := "", false
-	eachLine(f, maxUsageLine, func(line []byte) {
+// LastReply implements ReplyReader for the session log: the turn is the
+// last user.message whose content is prompt (or names the file Copilot
+// saved prompt to, for a long paste); its reply is recorded once an
+// assistant.message without tool requests follows (the model's last call
+// of the turn), and is the last non-empty assistant content of the turn,
+// byte for byte as the model sent it.
+func (Copilot) LastReply(r io.Reader, prompt string) (string, bool) {
+	text, ended, in := "", false, false
+	eachLine(r, maxUsageLine, func(line []byte) {
 		if !bytes.Contains(line, []byte(`"type":"user.message"`)) && !bytes.Contains(line, []byte(`"type":"assistant.message"`)) {
 			return
 		}
-		var r copilotRecord
-		if json.Unmarshal(line, &r) != nil {
+		var rec copilotRecord
+		if json.Unmarshal(line, &rec) != nil {
 			return
 		}
-		switch r.Type {
+		switch rec.Type {
 		case "user.message":
-			text, found = "", false
+			in = rec.Data.Content != nil && copilotPromptIs(*rec.Data.Content, prompt)
+			text, ended = "", false
 		case "assistant.message":
-			if r.Data.Content != nil && *r.Data.Content != "" {
-				text, found = *r.Data.Content, true
+			if !in {
+				return
 			}
+			if rec.Data.Content != nil && *rec.Data.Content != "" {
+				text = *rec.Data.Content
+			}
+			ended = len(rec.Data.ToolRequests) == 0
 		}
 	})
-	return text, found
+	return text, ended
 }
+
+// copilotPromptIs reports whether a session log's user message content is
+// prompt: the prompt itself, or the `<pasted_content file="F" …/>` Copilot
+// writes for a long paste it saved to F, when F holds prompt.
+func copilotPromptIs(content, prompt string) bool {
+	if PromptMatches(content, prompt) {
+		return true
+	}
+	m := copilotPastedRE().FindStringSubmatch(content)
+	if m == nil || len(prompt) > maxCopilotPaste {
+		return false
+	}
+	data, err := readBounded(m[1], int64(len(prompt))+4096)
+	return err == nil && PromptMatches(string(data), prompt)
+}
+
+// copilotPastedRE is Copilot 1.0.102's reference to a paste it saved.
+var copilotPastedRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^<pasted_content file="([^"]+)" size="[^"]*" lines="\d+" />$`)
+})
 
 // ParseTranscriptLine maps the session log's records no hook reports: an
 // aborted turn ("abort": Ctrl-C while working, or Esc at the approval

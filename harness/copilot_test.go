@@ -78,8 +78,10 @@ func TestCopilotRecordedHooks(t *testing.T) {
 				t.Errorf("blocked = %+v", ev)
 			}
 		case "agentStop":
-			if !strings.HasSuffix(ev.Transcript, "/session-state/"+id+"/events.jsonl") {
-				t.Errorf("transcript %q", ev.Transcript)
+			// The text is read by the daemon once the log holds the
+			// turn (LastReply): Copilot writes it after this hook.
+			if !strings.HasSuffix(ev.Transcript, "/session-state/"+id+"/events.jsonl") || ev.FinalText != nil {
+				t.Errorf("transcript %q text %v", ev.Transcript, ev.FinalText)
 			}
 		}
 	}
@@ -96,20 +98,75 @@ func TestCopilotOtherNotification(t *testing.T) {
 	}
 }
 
-// agentStop's text is the last assistant message of the log, byte for
-// byte (markdown, blank lines and the trailing newline kept); a turn that
-// failed or was aborted has no text of its own.
-func TestCopilotFinalTextFromLog(t *testing.T) {
-	text, ok := readCopilotFinalText("testdata/copilot-session.jsonl")
-	if want := "first line\n\n  second **bold** line\nthird\n"; !ok || text != want {
-		t.Fatalf("text %q %v, want %q", text, ok, want)
+// A turn's text is the last assistant message of its turn in the log,
+// byte for byte (markdown, blank lines and the trailing newline kept),
+// matched by the turn's prompt; a turn that failed or was aborted, a
+// prompt the log does not hold and a turn whose last model call is not
+// written yet have none.
+func TestCopilotLastReply(t *testing.T) {
+	read := func(path, prompt string) (string, bool) {
+		t.Helper()
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		return Copilot{}.LastReply(f, prompt)
 	}
-	text, ok = readCopilotFinalText("testdata/copilot-tool-turn.jsonl")
-	if !ok || text != "Wrote the date to now.txt." {
+	const session, tool = "testdata/copilot-session.jsonl", "testdata/copilot-tool-turn.jsonl"
+	if text, ok := read(session, "MULTI go"); !ok || text != "first line\n\n  second **bold** line\nthird\n" {
+		t.Fatalf("text %q %v", text, ok)
+	}
+	for _, p := range []string{"FAIL please", "SLOW please", "never sent"} {
+		if text, ok := read(session, p); ok {
+			t.Errorf("%q: text %q, want none", p, text)
+		}
+	}
+	if text, ok := read(tool, "USE-TOOL now.txt please"); !ok || text != "Wrote the date to now.txt." {
 		t.Fatalf("tool turn: %q %v", text, ok)
 	}
-	if _, ok := readCopilotFinalText(filepath.Join(t.TempDir(), "none.jsonl")); ok {
-		t.Fatal("a missing log gave a text")
+	// The log cut after the tool call's message: the turn is not ended.
+	data, err := os.ReadFile(tool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	cut := ""
+	for _, l := range lines {
+		cut += l
+		if strings.Contains(l, `"type":"assistant.message"`) {
+			break
+		}
+	}
+	if text, ok := (Copilot{}).LastReply(strings.NewReader(cut), "USE-TOOL now.txt please"); ok {
+		t.Fatalf("a turn cut after its tool call gave %q", text)
+	}
+	// The same prompt earlier with its reply, then again with none yet:
+	// the earlier reply is not this turn's.
+	turn := func(prompt, reply string) string {
+		u, _ := json.Marshal(map[string]any{"type": "user.message", "data": map[string]any{"content": prompt}})
+		out := string(u) + "\n"
+		if reply != "" {
+			a, _ := json.Marshal(map[string]any{"type": "assistant.message", "data": map[string]any{"content": reply, "toolRequests": []any{}}})
+			out += string(a) + "\n"
+		}
+		return out
+	}
+	if text, ok := (Copilot{}).LastReply(strings.NewReader(turn("again", "OLD")+turn("again", "")), "again"); ok {
+		t.Fatalf("the earlier turn's reply %q taken", text)
+	}
+	// A long paste Copilot saved to a file: the user message names it.
+	paste := filepath.Join(t.TempDir(), "paste-1.txt")
+	big := strings.Repeat("BIG-PROMPT: line\n", 2000)
+	if err := os.WriteFile(paste, []byte(big), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tag := `<pasted_content file="` + paste + `" size="33.2 KB" lines="2000" />`
+	if text, ok := (Copilot{}).LastReply(strings.NewReader(turn(tag, "BIG-REPLY")), big); !ok || text != "BIG-REPLY" {
+		t.Fatalf("saved paste: %q %v", text, ok)
+	}
+	if text, ok := (Copilot{}).LastReply(strings.NewReader(turn(tag, "BIG-REPLY")), big+"more"); ok {
+		t.Fatalf("a saved paste of another prompt gave %q", text)
 	}
 }
 
