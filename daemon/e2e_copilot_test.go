@@ -64,13 +64,25 @@ func copilotUserConfig() string {
 }
 
 // copilotRig is the real Copilot CLI's environment against a mock
-// scripted by script, with every process marked. The user's COPILOT_HOME
-// (config.json with their trusted folders) must come out of the test as
-// it went in: no hook file, no session of dlgt's, no rewritten config.
+// scripted by script, with every process marked.
 func copilotRig(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
 	t.Helper()
 	bin := e2eCopilotBin(t)
 	mark := newE2EMark(t)
+	mock, env := e2eCopilotEnv(t, script)
+	addMark(env, mark)
+	return &e2eRig{env: env, mark: mark, requests: mockRequests(mock), textSource: rpc.TextSourceTranscript,
+		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
+}
+
+// e2eCopilotEnv starts a mock scripted by script and returns it with the
+// client environment that runs the real Copilot CLI offline against it.
+// The user's COPILOT_HOME (config.json with their trusted folders) must
+// come out of the test as it went in: no hook file, no session of dlgt's,
+// no rewritten config.
+func e2eCopilotEnv(t *testing.T, script mockapi.Script) (*mockapi.Server, map[string]string) {
+	t.Helper()
+	bin := e2eCopilotBin(t)
 	mock := mockapi.NewAnthropic(t, script)
 	home := t.TempDir()
 	userDir := filepath.Join(home, ".copilot")
@@ -92,9 +104,12 @@ func copilotRig(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) 
 			}
 		}
 	})
-	env := map[string]string{
-		"PATH":                      os.Getenv("PATH"),
-		"HOME":                      home,
+	return mock, map[string]string{
+		"PATH": os.Getenv("PATH"),
+		"HOME": home,
+		// Named too, so that a leader that sets HOME of its own passes
+		// the user's Copilot directory on (its default is under HOME).
+		"COPILOT_HOME":              userDir,
 		"DLGT_COPILOT_BIN":          bin,
 		"COPILOT_PROVIDER_TYPE":     "anthropic",
 		"COPILOT_PROVIDER_BASE_URL": mock.URL(),
@@ -104,9 +119,6 @@ func copilotRig(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) 
 		"GORACE":                    "atexit_sleep_ms=0",
 		"TERM":                      "xterm-256color",
 	}
-	addMark(env, mark)
-	return &e2eRig{env: env, mark: mark, requests: mockRequests(mock), textSource: rpc.TextSourceTranscript,
-		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
 }
 
 // e2eCopilotCLI is the real Copilot CLI's row.

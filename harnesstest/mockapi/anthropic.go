@@ -192,6 +192,9 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 	if call != nil && call.Name == ShellTool {
 		call = &ToolCall{Name: shellToolName(req.Tools), Input: obj{"command": call.Input["command"], "description": "mockapi tool call"}}
 	}
+	if call != nil {
+		call = &ToolCall{Name: mcpToolName(req.Tools, call.Name), Input: call.Input}
+	}
 	s.streamAnthropic(w, r, model, reply, call)
 	return rec
 }

@@ -40,14 +40,8 @@ func stripCopilotDatetime(text string) string {
 // for Copilot CLI (which has no "Bash"), else Claude Code's "Bash".
 func shellToolName(tools []json.RawMessage) string {
 	lower := false
-	for _, raw := range tools {
-		var t struct {
-			Name string `json:"name"`
-		}
-		if json.Unmarshal(raw, &t) != nil {
-			continue
-		}
-		switch t.Name {
+	for _, name := range toolNames(tools) {
+		switch name {
 		case "Bash":
 			return "Bash"
 		case "bash":
@@ -60,7 +54,45 @@ func shellToolName(tools []json.RawMessage) string {
 	return "Bash"
 }
 
+// toolNames are the names of a request's tools.
+func toolNames(tools []json.RawMessage) []string {
+	var out []string
+	for _, raw := range tools {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(raw, &t) == nil {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
 // copilotRefused reports whether a tool result is Copilot CLI's refusal
 // ("Permission denied by a PermissionRequest hook: <reason>", or by the
 // person at its dialog).
 func copilotRefused(text string) bool { return strings.HasPrefix(text, "Permission denied") }
+
+// mcpToolName is the name the request's tools give the MCP tool name
+// ("mcp__<server>__<tool>", Claude Code's form): that name when offered,
+// else Copilot CLI's "<server>-<tool>" when offered, else name as it is.
+func mcpToolName(tools []json.RawMessage, name string) string {
+	ns, tool, ok := splitMCP(name)
+	if !ok {
+		return name
+	}
+	copilot := strings.TrimPrefix(ns, "mcp__") + "-" + tool
+	found := false
+	for _, n := range toolNames(tools) {
+		switch n {
+		case name:
+			return name
+		case copilot:
+			found = true
+		}
+	}
+	if found {
+		return copilot
+	}
+	return name
+}
