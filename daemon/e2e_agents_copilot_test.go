@@ -29,7 +29,9 @@ func TestAgentsCopilotLeadsClaudeMCP(t *testing.T) {
 	// own settings.
 	claudeKeyHelper(t, r.home)
 	leader, lenv := r.copilotLeader(t, mcpLeaderPlan("claude"))
-	args := append([]string{"-p", "LEADER-TASK: delegate to claude", "--no-auto-update", "--allow-all-tools"}, r.mcpArgs(t, "copilot")...)
+	// No permission flag but --approve's --allow-tool dlgt: without it
+	// copilot -p refuses dlgt-delegate (no one to ask).
+	args := append([]string{"-p", "LEADER-TASK: delegate to claude", "--no-auto-update"}, r.mcpArgs(t, "copilot")...)
 	out := r.runLeader(t, lenv, e2eCopilotBin(t), args...)
 	r.checkDelegation(t, leader, out)
 }
