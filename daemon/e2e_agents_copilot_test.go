@@ -58,16 +58,14 @@ func (r *agentRig) copilotLeader(t *testing.T, agent func([]string) (*mockapi.To
 	return leader, lenv
 }
 
-// logLeaderOnFailure logs, should t fail, the first and last tool results
-// the leader's model got: what dlgt answered the leader.
+// logLeaderOnFailure logs how many requests the leader's model got and,
+// should t fail, the first and last tool results it got: what dlgt
+// answered the leader.
 func logLeaderOnFailure(t *testing.T, leader *mockapi.Server) {
 	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
 		reqs := leader.Requests()
-		t.Logf("the leader's model got %d requests", len(reqs))
-		if len(reqs) == 0 {
+		t.Logf("the leader's model got %d requests (at most %d tool calls in a turn)", len(reqs), mockapi.MaxAgentSteps)
+		if !t.Failed() || len(reqs) == 0 {
 			return
 		}
 		results := reqs[len(reqs)-1].ToolResults
