@@ -74,9 +74,9 @@ func TestHarnessesOfTheClient(t *testing.T) {
 	writeProfiles(t, home, "[profiles.f]\nharness = \"fake\"\n")
 	c := newClient(t, client.Options{Home: home})
 	_, err := c.LoadProfiles()
-	wantCode(t, err, rpc.CodeInvalidArgument, `profile "f": harness must be claude, codex or gemini`)
+	wantCode(t, err, rpc.CodeInvalidArgument, `profile "f": harness must be claude, codex, gemini or copilot`)
 	_, err = c.ResolveLaunch(client.LaunchSpec{Cwd: "/w"})
-	wantCode(t, err, rpc.CodeInvalidArgument, "harness: is required (claude, codex or gemini) unless the profile sets it")
+	wantCode(t, err, rpc.CodeInvalidArgument, "harness: is required (claude, codex, gemini or copilot) unless the profile sets it")
 
 	fake := harness.All()[0]
 	fake.Name = "fake"
@@ -87,7 +87,7 @@ func TestHarnessesOfTheClient(t *testing.T) {
 		t.Fatalf("with fake registered: %v %v", ps, err)
 	}
 	_, err = c.ResolveLaunch(client.LaunchSpec{Cwd: "/w"})
-	wantCode(t, err, rpc.CodeInvalidArgument, "(claude, codex, gemini or fake)")
+	wantCode(t, err, rpc.CodeInvalidArgument, "(claude, codex, gemini, copilot or fake)")
 	l, err := c.ResolveLaunch(client.LaunchSpec{Cwd: "/w", HarnessOptional: true})
 	if err != nil || l.Params.Harness != "" || l.Params.Cwd != "/w" {
 		t.Fatalf("HarnessOptional: %+v %v", l, err)

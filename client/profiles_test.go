@@ -42,7 +42,7 @@ harness = "codex"
 	}{
 		{"unknown top-level key", "[profile.review]\nharness = \"claude\"\n", "unknown key"},
 		{"unknown profile key", "[profiles.review]\nharnes = \"claude\"\n", "harnes"},
-		{"bad harness", "[profiles.review]\nharness = \"nosuch\"\n", "harness must be claude, codex or gemini"},
+		{"bad harness", "[profiles.review]\nharness = \"nosuch\"\n", "harness must be claude, codex, gemini or copilot"},
 		{"wrong type", "[profiles.review]\nharness_options = \"max-turns=3\"\n", "p.toml"},
 		{"environment value type", "[profiles.review.environment]\nA = 1\n", "p.toml"},
 		{"invalid name", "[profiles.\"my review\"]\nharness = \"claude\"\n", "invalid profile name"},
@@ -132,7 +132,7 @@ func FuzzParseProfiles(f *testing.F) {
 			if name == "" || strings.ContainsAny(name, " \t\n/") {
 				t.Fatalf("accepted profile name %q", name)
 			}
-			if p.Harness != "" && p.Harness != "claude" && p.Harness != "codex" && p.Harness != "gemini" {
+			if p.Harness != "" && p.Harness != "claude" && p.Harness != "codex" && p.Harness != "gemini" && p.Harness != "copilot" {
 				t.Fatalf("accepted harness %q", p.Harness)
 			}
 		}

@@ -28,7 +28,7 @@
 //   - daemon.go: Run: startup, the sockets, the hook-only server, shutdown.
 //   - deliver.go: prompt delivery, waiting on the harness's own output as evidence.
 //   - doc.go: this map.
-//   - evidence.go: harness hooks (internal.hook) and what they do to a Session; a final text read back through harness.ReplyReader.
+//   - evidence.go: harness hooks (internal.hook) and what they do to a Session.
 //   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
@@ -46,6 +46,7 @@
 //   - pending.go: pending requests (approvals): session.respond and internal.hook.decision.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
 //   - reads.go: session.read, session.list, events, scrollback and the raw transcript.
+//   - reply.go: a turn's final text read back from the transcript (harness.ReplyReader), waiting for a harness that writes it after its turn-end hook.
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).

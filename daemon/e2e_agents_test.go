@@ -74,7 +74,7 @@ func dlgtHookBinary(t testing.TB) string {
 }
 
 var (
-	agentSessionRe = regexp.MustCompile(`Session ((?:claude|codex|gemini):[0-9a-f-]+)`)
+	agentSessionRe = regexp.MustCompile(`Session ((?:claude|codex|gemini|copilot):[0-9a-f-]+)`)
 	agentCursorRe  = regexp.MustCompile(`(?i)cursor[^"\n]*"([0-9]+)"`)
 )
 
@@ -199,14 +199,16 @@ func newAgentRigScript(t *testing.T, counterpart string, script mockapi.Script) 
 	return r
 }
 
-// counterpartEnv starts the mock model of harness (claude, codex or
-// gemini), scripted by script, and returns it with the client environment
+// counterpartEnv starts the mock model of harness (claude, codex,
+// gemini or copilot), scripted by script, and returns it with the client environment
 // that runs the real CLI offline against it.
 func counterpartEnv(t *testing.T, harness string, script mockapi.Script) (cp *mockapi.Server, env map[string]string) {
 	t.Helper()
 	switch harness {
 	case "claude":
 		return e2eClaudeEnv(t, script)
+	case "copilot":
+		return e2eCopilotEnv(t, script)
 	case "gemini":
 		bin := e2eGeminiBin(t)
 		cp = mockapi.NewGemini(t, script)
@@ -240,7 +242,7 @@ func counterpartEnv(t *testing.T, harness string, script mockapi.Script) (cp *mo
 // mcpArgs is `dlgt mcp config` for harness, run as a user would.
 func (r *agentRig) mcpArgs(t *testing.T, harness string, extra ...string) []string {
 	t.Helper()
-	args := append([]string{"mcp", "config", "--" + harness, "--approve", "--wait-max", agentWaitMax}, extra...)
+	args := append([]string{"mcp", "config", "--harness", harness, "--approve", "--wait-max", agentWaitMax}, extra...)
 	out, err := exec.Command(r.dlgt, args...).Output()
 	if err != nil {
 		t.Fatalf("dlgt %v: %v", args, err)

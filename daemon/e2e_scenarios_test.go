@@ -35,10 +35,10 @@ import (
 //	go test -race -count=1 -run 'TestE2EScenarios/codex/DaemonKill9' ./daemon/
 
 // e2eHarnesses is the table's rows: Claude Code (e2e_claude_test.go),
-// Codex (e2e_codex_test.go), Gemini CLI (e2e_gemini_test.go) and the fake
-// Claude (e2e_claude_test.go).
-var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eGeminiCLI, &e2eFakeClaude,
-	warmRow(e2eClaudeCLI), warmRow(e2eCodexCLI)}
+// Codex (e2e_codex_test.go), Gemini CLI (e2e_gemini_test.go), GitHub
+// Copilot CLI (e2e_copilot_test.go) and the fake Claude (e2e_claude_test.go).
+var e2eHarnesses = []*e2eAdapter{&e2eClaudeCLI, &e2eClaudeCLIHTTP, &e2eCodexCLI, &e2eGeminiCLI, &e2eCopilotCLI, &e2eFakeClaude,
+	warmRow(e2eClaudeCLI), warmRow(e2eCodexCLI), warmRow(e2eCopilotCLI)}
 
 // warmRow is a's row run warm: its conversation's Session is made by a
 // create that claims a warm spare (session.warm), and every step after
@@ -101,6 +101,9 @@ type e2eCaps struct {
 	// first turn, so the next receipt may be pending under load (never
 	// lost: the PTY buffers the prompt); the result proves the delivery.
 	restartUnready bool
+	// pasteSaved: a large paste is saved to a file and the model gets
+	// `<pasted_content file="F" … />` naming it (Copilot CLI).
+	pasteSaved bool
 	// resumeCarriesHistory: a resume after kill -9 sends the model the
 	// interrupted prompt with the new one (Codex does not always: it may
 	// not have written the streaming turn to its rollout yet).
@@ -351,15 +354,21 @@ func stepLargePrompt(t *testing.T, s *e2eScenario) {
 	seq, reqID := s.next()
 	r := s.send(t, s.id, prompt, reqID)
 	s.expectText(t, s.id, r.Cursor, "BIG-REPLY", seq)
-	got := s.waitPrompts(t, func(p string) bool { return strings.Contains(p, "BIG-PROMPT:") })
+	got := s.waitPrompts(t, func(p string) bool {
+		return strings.Contains(p, "BIG-PROMPT:") || s.a.caps.pasteSaved && strings.HasPrefix(p, "<pasted_content ")
+	})
 	if len(got) != 1 {
 		t.Fatalf("the model saw %d requests with the big prompt, want 1", len(got))
 	}
 	// The text must arrive byte-exact: bare, or inside one paste tag
-	// where the harness tags pastes.
+	// where the harness tags pastes, or in the file a harness that saves
+	// large pastes names.
 	inner, ok := got[0], got[0] == prompt
-	if s.a.caps.pasteTagged {
+	switch {
+	case s.a.caps.pasteTagged:
 		inner, ok = unwrapPasteTag(got[0])
+	case s.a.caps.pasteSaved:
+		inner, ok = readSavedPaste(got[0])
 	}
 	if !ok || inner != prompt {
 		t.Fatalf("the model got %d bytes (unwrapped %v), want the %d-byte prompt byte-exact; head %q tail %q",

@@ -50,8 +50,10 @@ func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 		s.rows.Flush()
 	}
 	if ev.Kind == harness.KindStop {
-		// Its usage is read from the transcript, which may lag the hook.
+		// Its usage and, when the hook carries none, its text are read
+		// from the transcript, which may lag the hook (reply.go).
 		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
+		rt.awaitReply(ctx, s, p.LaunchID, &ev)
 	}
 	return rt.applyEvidence(s, p.LaunchID, ev)
 }
@@ -272,21 +274,19 @@ func (rt *runtime) bindLocked(s *session) {
 // maxTranscriptScan bounds the recovery read of a provider transcript.
 const maxTranscriptScan = 32 << 20
 
-// finalText picks the execution's final text: the hook's own report,
-// else the last assistant message in this session's transcript written
-// after the execution started, else nothing.
+// finalText picks the execution's final text: the hook's own report or
+// the reply read back from the transcript (awaitReply), else whatever
+// the transcript holds of the turn now, else nothing.
 func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (string, string) {
 	if ev.FinalText != nil {
 		if ev.TextSource != "" {
-			return *ev.FinalText, ev.TextSource // the adapter read its transcript
+			return *ev.FinalText, ev.TextSource // read from the transcript
 		}
 		return *ev.FinalText, rpc.TextSourceHook
 	}
-	if ev.Transcript != "" {
-		if r, ok := s.h.(harness.ReplyReader); ok {
-			if text, ok := r.LastReply(ev.Transcript, e.prompt); ok {
-				return text, rpc.TextSourceTranscript
-			}
+	if r, ok := s.h.(harness.ReplyReader); ok && ev.Transcript != "" {
+		if text, ok := readReply(r, ev.Transcript, replyFromLocked(e, ev.Transcript), e.prompt); ok {
+			return text, rpc.TextSourceTranscript
 		}
 	}
 	return "", rpc.TextSourceMissing

@@ -48,7 +48,7 @@ func TestUnknownStoredHarnessFailsSession(t *testing.T) {
 	td.start()
 	t.Cleanup(td.stop)
 
-	const want = `unknown harness "nosuch" (known: claude, codex, gemini)`
+	const want = `unknown harness "nosuch" (known: claude, codex, copilot, gemini)`
 	for _, id := range []string{"nosuch:stopped", "nosuch:busy"} {
 		r := td.read(t, id)
 		if r.Session.State != rpc.StateFailed {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -464,6 +465,28 @@ func TestTranscriptRecoveryWhenHookHasNoText(t *testing.T) {
 	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
 	if res.Status != rpc.StatusCompleted || res.FinalTextSource != rpc.TextSourceTranscript || res.FinalText == nil || *res.FinalText == "" {
 		t.Fatalf("result = %+v", res)
+	}
+}
+
+// A Stop hook with no text, whose turn the transcript records only after
+// the hook ran (its prompt and reply written 400 ms later, as GitHub
+// Copilot CLI writes its session log after its agentStop hook): the
+// result's text is read once the turn's record lands, not left missing.
+func TestTranscriptReplyWrittenAfterStop(t *testing.T) {
+	td := startTestDaemon(t)
+	r := td.create(t, "late-all-1", "hello there")
+	td.waitResult(t, r.Session.ID, r.Cursor)
+	for i, prompt := range []string{"[[noreply]] [[latetranscript 400]] written after the hook", "[[noreply]] [[latetranscript 700]] [[long 3]] again"} {
+		want := mockapi.DefaultText(prompt)
+		if i == 1 {
+			want = mockapi.Lines("MOCK-LONG", 3)
+		}
+		var rc rpc.Receipt
+		td.mustCall(rpc.MethodSessionSend, rpc.SessionSendParams{Session: r.Session.ID, Prompt: prompt, RequestID: fmt.Sprintf("late-all-%d", i+2)}, &rc)
+		_, res := td.waitResult(t, r.Session.ID, rc.Cursor)
+		if res.Status != rpc.StatusCompleted || res.FinalTextSource != rpc.TextSourceTranscript || res.FinalText == nil || *res.FinalText != want {
+			t.Fatalf("turn %d: result %+v text %q, want %q from the transcript", i+2, res, fetchdoc.DerefText(&res), want)
+		}
 	}
 }
 

@@ -39,12 +39,15 @@ const (
 )
 
 // markUsageStartLocked notes the transcript's size as e starts, when the
-// generation already named its transcript. s.mu held.
+// generation already named its transcript (for its usage, and where its
+// reply is read from: reply.go). s.mu held.
 func (s *session) markUsageStartLocked(e *execution) {
 	if s.gen == nil || s.gen.transcript == "" {
 		return
 	}
-	if _, ok := s.h.(harness.UsageSource); !ok {
+	_, usage := s.h.(harness.UsageSource)
+	_, reply := s.h.(harness.ReplyReader)
+	if !usage && !reply {
 		return
 	}
 	e.usagePath = s.gen.transcript
@@ -144,27 +147,40 @@ func (rt *runtime) awaitTurnRecorded(ctx context.Context, s *session, launchID s
 	if !ok {
 		return
 	}
+	first := true
+	recorded, waited := pollUntil(ctx, usageSettlePoll, usageSettleMax, func() bool {
+		wait, st := turnBeingWritten(src, path, from, turn)
+		if first && st == harness.TurnUnseen {
+			rt.log.Debug("the transcript holds nothing of the turn; its result is not held for usage", "session", id)
+		}
+		first = false
+		return !wait
+	})
+	switch {
+	case recorded && waited >= usageSettlePoll:
+		rt.log.Debug("Stop hook held until the transcript recorded the turn", "session", id, "waited", waited.Round(time.Millisecond))
+	case !recorded && ctx.Err() == nil:
+		rt.log.Info("the transcript did not record the turn's end; its usage may be incomplete", "session", id)
+	}
+}
+
+// pollUntil calls done every poll until it reports true, for at most max
+// or until ctx ends, and reports whether it did and how long that took.
+func pollUntil(ctx context.Context, poll, max time.Duration, done func() bool) (bool, time.Duration) {
 	start := time.Now()
-	t := time.NewTimer(0)
+	t := time.NewTimer(poll)
 	defer t.Stop()
-	for first := true; ; first = false {
-		if wait, st := turnBeingWritten(src, path, from, turn); !wait {
-			if first && st == harness.TurnUnseen {
-				rt.log.Debug("the transcript holds nothing of the turn; its result is not held for usage", "session", id)
-			}
-			if waited := time.Since(start); waited >= usageSettlePoll {
-				rt.log.Debug("Stop hook held until the transcript recorded the turn", "session", id, "waited", waited.Round(time.Millisecond))
-			}
-			return
+	for {
+		if done() {
+			return true, time.Since(start)
 		}
-		if time.Since(start) >= usageSettleMax {
-			rt.log.Info("the transcript did not record the turn's end; its usage may be incomplete", "session", id)
-			return
+		if time.Since(start) >= max {
+			return false, time.Since(start)
 		}
-		t.Reset(usageSettlePoll)
+		t.Reset(poll)
 		select {
 		case <-ctx.Done():
-			return
+			return false, time.Since(start)
 		case <-t.C:
 		}
 	}

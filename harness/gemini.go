@@ -144,22 +144,7 @@ func (Gemini) Models(includeHidden bool) rpc.ModelListResult {
 
 // ValidateOptions checks KEY=VALUE entries; each becomes --KEY=VALUE
 // (approval-mode=default, say, or policy=FILE).
-func (Gemini) ValidateOptions(opts []string) error {
-	for i, o := range opts {
-		key, _, ok := strings.Cut(o, "=")
-		field := fmt.Sprintf("harness_options[%d]", i)
-		if !ok {
-			return rpc.InvalidField(field, "%q is not KEY=VALUE", o)
-		}
-		if !optionKey().MatchString(key) {
-			return rpc.InvalidField(field, "%q is not an option name", key)
-		}
-		if geminiManaged[key] {
-			return rpc.InvalidField(field, "--%s is managed by dlgt and cannot be passed", key)
-		}
-	}
-	return nil
-}
+func (Gemini) ValidateOptions(opts []string) error { return validateFlagOptions(opts, geminiManaged) }
 
 func hasApprovalMode(opts []string) bool {
 	for _, o := range opts {
@@ -695,18 +680,27 @@ const maxGeminiTail = 32 << 20
 // user record carrying prompt (the last prompt of all when prompt is ""
 // or not found), its last model text and whether it was cancelled.
 func readGeminiTurnEnd(path, prompt string) geminiTurnEnd {
-	var end geminiTurnEnd
 	f, err := os.Open(path)
 	if err != nil || path == "" {
-		return end
+		return geminiTurnEnd{}
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.Size() > maxGeminiTail {
 		f.Seek(fi.Size()-maxGeminiTail, io.SeekStart)
 	}
-	var cur, match geminiTurnEnd
-	seen, inMatch, matched := false, false, false
-	eachLine(f, maxUsageLine, func(line []byte) {
+	match, last, matched := scanGeminiTurns(f, prompt)
+	if matched {
+		return match
+	}
+	return last
+}
+
+// scanGeminiTurns reads a transcript's turns: the end of the last one
+// whose prompt is prompt (matched), and of the last one of all.
+func scanGeminiTurns(r io.Reader, prompt string) (match, last geminiTurnEnd, matched bool) {
+	var cur geminiTurnEnd
+	seen, inMatch := false, false
+	eachLine(r, maxUsageLine, func(line []byte) {
 		var r geminiRecord
 		if json.Unmarshal(line, &r) != nil || r.Type == "" {
 			return
@@ -740,10 +734,15 @@ func readGeminiTurnEnd(path, prompt string) geminiTurnEnd {
 			match = cur
 		}
 	})
-	if matched {
-		return match
-	}
-	return cur
+	return match, cur, matched
+}
+
+// LastReply implements ReplyReader: the last model text of the turn whose
+// prompt is prompt (the AfterAgent hook reads it itself; this is the
+// daemon's read when that found none).
+func (Gemini) LastReply(r io.Reader, prompt string) (string, bool) {
+	match, _, matched := scanGeminiTurns(r, prompt)
+	return match.text, matched && match.found
 }
 
 // promptEqual compares a transcript prompt with a hook's, as the daemon

@@ -14,6 +14,7 @@ var registry = []func() Descriptor{
 	claudeDescriptor,
 	codexDescriptor,
 	geminiDescriptor,
+	copilotDescriptor,
 }
 
 // Descriptor is what the rest of dlgt knows about one harness: everything
@@ -102,6 +103,9 @@ const (
 	// MCPGeminiJSON: the user settings' "mcpServers" in settings.json;
 	// there is no per-launch form (Gemini CLI has no flag for it).
 	MCPGeminiJSON
+	// MCPCopilotJSON: an --additional-mcp-config JSON argument per
+	// launch; the user config's "mcpServers" in mcp-config.json.
+	MCPCopilotJSON
 )
 
 // All returns the registered harnesses in registry order; each call

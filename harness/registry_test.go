@@ -13,7 +13,7 @@ import (
 // display names are unique, and each descriptor agrees with its adapter.
 func TestRegistryOrderAndUniqueness(t *testing.T) {
 	all := All()
-	if got, want := Names(all), []string{"claude", "codex", "gemini"}; !slices.Equal(got, want) {
+	if got, want := Names(all), []string{"claude", "codex", "gemini", "copilot"}; !slices.Equal(got, want) {
 		t.Fatalf("Names(All()) = %v, want %v", got, want)
 	}
 	nameRE := regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
@@ -56,10 +56,10 @@ func TestFindUnknown(t *testing.T) {
 	}
 	_, err = Lookup("nosuch")
 	var ue *UnknownError
-	if !errors.As(err, &ue) || ue.Name != "nosuch" || !slices.Equal(ue.Known, []string{"claude", "codex", "gemini"}) {
+	if !errors.As(err, &ue) || ue.Name != "nosuch" || !slices.Equal(ue.Known, []string{"claude", "codex", "gemini", "copilot"}) {
 		t.Fatalf("Lookup(nosuch) = %v", err)
 	}
-	if got, want := err.Error(), `unknown harness "nosuch" (known: claude, codex, gemini)`; got != want {
+	if got, want := err.Error(), `unknown harness "nosuch" (known: claude, codex, gemini, copilot)`; got != want {
 		t.Fatalf("error %q, want %q", got, want)
 	}
 }

@@ -1,32 +1,34 @@
 package harness
 
 // Reading a turn's reply back from a provider transcript, for a turn end
-// whose hook carries no final text. Claude Code's transcript and Codex's
-// rollout are JSONL; Gemini CLI is read the same way (its adapter reports
-// the final text itself, so the scan finds nothing there but does no harm).
+// whose hook carries no final text. Claude Code's transcript, Codex's
+// rollout, Gemini CLI's session file and GitHub Copilot CLI's session log
+// are JSONL. The daemon reads the transcript from where it stood when the
+// turn started, and waits (bounded) for the turn's record to land, since a
+// harness may write it after its turn-end hook (Copilot does).
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"strings"
 )
 
 // ReplyReader is implemented by a harness whose transcript can be read
-// back for a turn's final text: LastReply is the last assistant message
-// after the user message matching prompt in the transcript at path (ok
-// false: none).
+// back for a turn's final text. LastReply reads r, the transcript from
+// where it stood when the turn started (or from its beginning when that is
+// unknown), and returns the turn's reply: the last assistant message after
+// the last user message matching prompt. ok is false while the transcript
+// holds no reply of that turn (a previous turn's reply is never taken).
 type ReplyReader interface {
-	LastReply(path, prompt string) (string, bool)
+	LastReply(r io.Reader, prompt string) (string, bool)
 }
 
 // LastReply implements ReplyReader.
-func (Claude) LastReply(path, prompt string) (string, bool) { return lastReplyJSONL(path, prompt) }
+func (Claude) LastReply(r io.Reader, prompt string) (string, bool) { return lastReplyJSONL(r, prompt) }
 
 // LastReply implements ReplyReader (rollout lines are response_items).
-func (Codex) LastReply(path, prompt string) (string, bool) { return lastReplyJSONL(path, prompt) }
-
-// LastReply implements ReplyReader.
-func (Gemini) LastReply(path, prompt string) (string, bool) { return lastReplyJSONL(path, prompt) }
+func (Codex) LastReply(r io.Reader, prompt string) (string, bool) { return lastReplyJSONL(r, prompt) }
 
 // maxReplyScan bounds the read of a transcript for a reply.
 const maxReplyScan = 32 << 20
@@ -43,13 +45,8 @@ func PromptMatches(got, want string) bool {
 // lastReplyJSONL scans a JSONL transcript for the last assistant
 // text after the last user entry carrying prompt (this execution's
 // boundary).
-func lastReplyJSONL(path, prompt string) (string, bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	dec := json.NewDecoder(&limitedReader{r: f, n: maxReplyScan})
+func lastReplyJSONL(r io.Reader, prompt string) (string, bool) {
+	dec := json.NewDecoder(&limitedReader{r: r, n: maxReplyScan})
 	inTurn, text, found := false, "", false
 	for {
 		var entry struct {
@@ -107,7 +104,7 @@ func contentText(raw json.RawMessage) string {
 }
 
 type limitedReader struct {
-	r interface{ Read([]byte) (int, error) }
+	r io.Reader
 	n int64
 }
 

@@ -1,8 +1,7 @@
 package harness
 
 import (
-	"os"
-	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -18,14 +17,10 @@ func TestCodexRecoverFromRollout(t *testing.T) {
 {"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"REPLY-2"}]}}
 {"type":"event_msg","payload":{"type":"task_complete","last_agent_message":"REPLY-2"}}
 `
-	path := filepath.Join(t.TempDir(), "rollout.jsonl")
-	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if text, ok := (Codex{}).LastReply(path, "second\nprompt"); !ok || text != "REPLY-2" {
+	if text, ok := (Codex{}).LastReply(strings.NewReader(lines), "second\nprompt"); !ok || text != "REPLY-2" {
 		t.Fatalf("got %q %v", text, ok)
 	}
-	if _, ok := (Codex{}).LastReply(path, "never sent"); ok {
+	if _, ok := (Codex{}).LastReply(strings.NewReader(lines), "never sent"); ok {
 		t.Fatal("recovered text for a prompt that is not in the rollout")
 	}
 }
@@ -39,17 +34,17 @@ func TestClaudeLastReply(t *testing.T) {
 {"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","name":"x"}]}}
 {"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"TWO"},{"type":"text","text":"lines"}]}}
 `
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if text, ok := (Claude{}).LastReply(path, "second"); !ok || text != "TWO\nlines" {
+	if text, ok := (Claude{}).LastReply(strings.NewReader(lines), "second"); !ok || text != "TWO\nlines" {
 		t.Fatalf("got %q %v", text, ok)
 	}
-	if _, ok := (Claude{}).LastReply(filepath.Join(t.TempDir(), "missing"), "second"); ok {
-		t.Fatal("a missing transcript gave a reply")
+	if _, ok := (Claude{}).LastReply(strings.NewReader(""), "second"); ok {
+		t.Fatal("an empty transcript gave a reply")
 	}
-	var _ ReplyReader = Gemini{}
+	for _, h := range []ReplyReader{Claude{}, Codex{}, Gemini{}, Copilot{}} {
+		if _, ok := h.LastReply(strings.NewReader(lines), "never sent"); ok {
+			t.Errorf("%T: a reply for a prompt that is not in the transcript", h)
+		}
+	}
 }
 
 func TestPromptMatches(t *testing.T) {

@@ -47,7 +47,7 @@ func TestCompletionDynamic(t *testing.T) {
 		{[]string{"session", "attach", "rev"}, []string{"review"}},
 		{[]string{"scrollback", "codex"}, []string{"codex:2222"}},
 		{[]string{"events", "--session", ""}, []string{"review", "claude:1111", "codex:2222"}},
-		{[]string{"session", "create", "--harness", ""}, []string{"claude", "codex", "gemini"}},
+		{[]string{"session", "create", "--harness", ""}, []string{"claude", "codex", "gemini", "copilot"}},
 		{[]string{"session", "create", "--profile", ""}, []string{"quick", "review"}},
 	} {
 		got, directive := complete(t, e, tc.args...)

@@ -49,7 +49,7 @@ func withFakeHarness(e *env) {
 // entry appears in each with nothing else changed.
 func TestCLIListsTheRegistry(t *testing.T) {
 	for _, extra := range []bool{false, true} {
-		want := []string{"claude", "codex", "gemini"}
+		want := []string{"claude", "codex", "gemini", "copilot"}
 		if extra {
 			want = append(want, "fake")
 		}
@@ -73,7 +73,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 			t.Fatalf("__complete: exit %d", code)
 		}
 		lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
-		if got := lines[:len(lines)-1]; len(got) != len(want) || (extra && got[3] != "fake\tFake Agent") || got[0] != "claude\tClaude Code" {
+		if got := lines[:len(lines)-1]; len(got) != len(want) || (extra && got[4] != "fake\tFake Agent") || got[0] != "claude\tClaude Code" {
 			t.Errorf("extra=%v: --harness completes %q, want %v", extra, got, want)
 		}
 		models, _ := complete(t, e, "session", "create", "--model", "fake-")
@@ -109,12 +109,12 @@ func TestCLIListsTheRegistry(t *testing.T) {
 		if extra && err != nil {
 			t.Errorf("profile with harness fake refused with it registered: %v", err)
 		}
-		if !extra && (err == nil || !strings.Contains(err.Error(), "harness must be claude, codex or gemini")) {
+		if !extra && (err == nil || !strings.Contains(err.Error(), "harness must be claude, codex, gemini or copilot")) {
 			t.Errorf("profile with harness fake: %v", err)
 		}
 		if extra {
 			os.WriteFile(profiles, []byte("[profiles.f]\nharness = \"nosuch\"\n"), 0o600)
-			if _, err := e.loadProfiles(); err == nil || !strings.Contains(err.Error(), "harness must be claude, codex, gemini or fake") {
+			if _, err := e.loadProfiles(); err == nil || !strings.Contains(err.Error(), "harness must be claude, codex, gemini, copilot or fake") {
 				t.Errorf("unknown profile harness with three registered: %v", err)
 			}
 		}
@@ -143,7 +143,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 
 		// the MCP server's texts and the variables a Codex leader forwards
 		if extra {
-			if s := mcp.Instructions(e.registry()); !strings.Contains(s, "(Claude Code, Codex, Gemini CLI or Fake Agent)") {
+			if s := mcp.Instructions(e.registry()); !strings.Contains(s, "(Claude Code, Codex, Gemini CLI, GitHub Copilot CLI or Fake Agent)") {
 				t.Errorf("instructions: %q", s)
 			}
 			if fw := setup.ForwardEnv(e.registry()); !slices.Contains(fw, "DLGT_FAKE_BIN") || !slices.Contains(fw, "FAKE_HOME") || !slices.Contains(fw, "FAKE_API_KEY") {
@@ -157,9 +157,11 @@ func TestCLIListsTheRegistry(t *testing.T) {
 // the same order (derived from the registry now).
 func TestMCPForwardEnvUnchanged(t *testing.T) {
 	e, _, _ := testEnv(t, nil, "")
-	want := []string{"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES", "DLGT_CLAUDE_BIN", "DLGT_CODEX_BIN", "DLGT_GEMINI_BIN",
+	want := []string{"DLGT_HOME", "DLGT_SOCKET", "DLGT_PROFILES", "DLGT_CLAUDE_BIN", "DLGT_CODEX_BIN", "DLGT_GEMINI_BIN", "DLGT_COPILOT_BIN",
 		"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CODEX_HOME",
-		"GEMINI_API_KEY", "GEMINI_CLI_HOME", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_LOCATION",
+		"COPILOT_GITHUB_TOKEN", "COPILOT_HOME", "COPILOT_MODEL", "COPILOT_OFFLINE", "COPILOT_PROVIDER_API_KEY",
+		"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE",
+		"GEMINI_API_KEY", "GEMINI_CLI_HOME", "GH_TOKEN", "GITHUB_TOKEN", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_LOCATION",
 		"GOOGLE_CLOUD_PROJECT", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "OPENAI_API_KEY",
 		"DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK"}
 	if got := setup.ForwardEnv(e.registry()); !slices.Equal(got, want) {
@@ -202,7 +204,7 @@ func TestHarnessFlags(t *testing.T) {
 		{[]string{"--harness", "codex", "--harness", "claude", "--harness", "codex"}, []string{"claude", "codex"}},
 		{[]string{"--codex"}, []string{"codex"}},
 		{[]string{"--claude", "--harness", "codex"}, []string{"claude", "codex"}},
-		{nil, []string{"claude", "codex", "gemini"}},
+		{nil, []string{"claude", "codex", "gemini", "copilot"}},
 	} {
 		code, out := runOut(false, append([]string{"skill", "install", "--check"}, tc.args...)...)
 		if got := harnessesOf(out); code != exitError || !slices.Equal(got, tc.want) {
@@ -210,7 +212,7 @@ func TestHarnessFlags(t *testing.T) {
 		}
 	}
 	code, out := runOut(false, "skill", "install", "--harness", "nosuch")
-	if code != exitError || !strings.Contains(out, `unknown harness \"nosuch\" (known: claude, codex, gemini)`) || !strings.Contains(out, "INVALID_ARGUMENT") {
+	if code != exitError || !strings.Contains(out, `unknown harness \"nosuch\" (known: claude, codex, gemini, copilot)`) || !strings.Contains(out, "INVALID_ARGUMENT") {
 		t.Errorf("--harness nosuch: exit %d %s", code, out)
 	}
 
@@ -227,7 +229,7 @@ func TestHarnessFlags(t *testing.T) {
 		{"mcp", "config", "--harness", "claude", "--codex"},
 		{"mcp", "install", "--claude", "--codex"},
 	} {
-		if code, out := runOut(false, args...); code != exitError || !strings.Contains(out, "give exactly one harness: --harness claude, codex or gemini") {
+		if code, out := runOut(false, args...); code != exitError || !strings.Contains(out, "give exactly one harness: --harness claude, codex, gemini or copilot") {
 			t.Errorf("%v: exit %d %s", args, code, out)
 		}
 	}
@@ -239,7 +241,7 @@ func TestHarnessFlags(t *testing.T) {
 	// The aliases are hidden; --harness is documented with the registry's names.
 	for _, args := range [][]string{{"skill", "install", "--help"}, {"mcp", "config", "--help"}, {"mcp", "install", "--help"}} {
 		_, help := runOut(false, args...)
-		names := "claude, codex or gemini"
+		names := "claude, codex, gemini or copilot"
 		if strings.Contains(help, "--claude") || strings.Contains(help, "--codex") || !strings.Contains(help, "--harness") || !strings.Contains(help, names) {
 			t.Errorf("%v help:\n%s", args, help)
 		}

@@ -83,7 +83,7 @@ func TestInstallHarnessesFailsClearlyOffline(t *testing.T) {
 }
 
 // fakeHarnessLayout is a bash script, `layout DIR PKG VERSION`, that lays
-// out PKG at VERSION under the npm prefix DIR as npm would for the three
+// out PKG at VERSION under the npm prefix DIR as npm would for the four
 // pinned CLIs: package.json files, the platform packages and the binaries
 // where .ci/install-harnesses looks for them. Each binary is a script that
 // appends one line to $FAKE_LOG when run ("NAME ARGS", then " stdin-tty"
@@ -114,6 +114,9 @@ case $pkg in
 	pj "$pkg" "$ver"
 	cli "$nm/$pkg/bundle/gemini.js" gemini "$ver"
 	mkdir -p "$nm/.bin"; ln -sf "../$pkg/bundle/gemini.js" "$nm/.bin/gemini" ;;
+@github/copilot)
+	pj "$pkg" "$ver"; pj "$pkg-linux-x64" "$ver"
+	cli "$nm/$pkg-linux-x64/copilot" copilot "GitHub Copilot CLI $ver." ;;
 *) echo "layout: unknown package $pkg" >&2; exit 1 ;;
 esac
 `
@@ -140,8 +143,8 @@ for p in "${pkgs[@]}"; do "$FAKE_LAYOUT" "$dir" "${p%@*}" "${p##*@}"; done
 // installHarnessesFakes writes the fake npm and layout script into a new
 // directory and returns the script's path, that directory (to put first on
 // PATH), the log the fakes append to, and the pinned versions read from
-// the script (claude, codex, gemini).
-func installHarnessesFakes(t *testing.T) (script, bin, log string, pins [3]string) {
+// the script (claude, codex, gemini, copilot).
+func installHarnessesFakes(t *testing.T) (script, bin, log string, pins [4]string) {
 	t.Helper()
 	for _, tool := range []string{"bash", "timeout", "setsid"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -157,7 +160,7 @@ func installHarnessesFakes(t *testing.T) (script, bin, log string, pins [3]strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, name := range []string{"CLAUDE_VERSION", "CODEX_VERSION", "GEMINI_VERSION"} {
+	for i, name := range []string{"CLAUDE_VERSION", "CODEX_VERSION", "GEMINI_VERSION", "COPILOT_VERSION"} {
 		m := regexp.MustCompile(`(?m)^` + name + `=(\S+)$`).FindSubmatch(text)
 		if m == nil {
 			t.Fatalf("%s sets no %s", script, name)
@@ -197,6 +200,9 @@ func TestInstallHarnessesInstalledRunsNothing(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(bin, "layout"), filepath.Join(prefix, "gemini"), "@google/gemini-cli", pins[2]).CombinedOutput(); err != nil {
 		t.Fatalf("layout gemini: %v\n%s", err, out)
 	}
+	if out, err := exec.Command(filepath.Join(bin, "layout"), filepath.Join(prefix, "copilot"), "@github/copilot", pins[3]).CombinedOutput(); err != nil {
+		t.Fatalf("layout copilot: %v\n%s", err, out)
+	}
 	cmd := exec.Command("bash", "--norc", "--noprofile", script, "--export", prefix)
 	cmd.Env = installHarnessesEnv(bin, log)
 	var stdout, stderr bytes.Buffer
@@ -206,7 +212,8 @@ func TestInstallHarnessesInstalledRunsNothing(t *testing.T) {
 	}
 	want := "export DLGT_CLAUDE_BIN=" + prefix + "/node_modules/@anthropic-ai/claude-code-linux-x64/claude\n" +
 		"export DLGT_CODEX_BIN=" + prefix + "/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex\n" +
-		"export DLGT_GEMINI_BIN=" + prefix + "/gemini/node_modules/.bin/gemini\n"
+		"export DLGT_GEMINI_BIN=" + prefix + "/gemini/node_modules/.bin/gemini\n" +
+		"export DLGT_COPILOT_BIN=" + prefix + "/copilot/node_modules/@github/copilot-linux-x64/copilot\n"
 	if stdout.String() != want {
 		t.Errorf("stdout:\n%s\nwant:\n%s", stdout.String(), want)
 	}
@@ -229,7 +236,7 @@ func TestInstallHarnessesInstalledRunsNothing(t *testing.T) {
 	}
 	calls, _ := os.ReadFile(log)
 	if got := string(calls); got != "npm config\nnpm install\nclaude --version\ncodex --version\n" {
-		t.Errorf("after an outdated Codex the script ran:\n%s\nwant npm, then claude's and codex's --version (not gemini's)", got)
+		t.Errorf("after an outdated Codex the script ran:\n%s\nwant npm, then claude's and codex's --version (not gemini's nor copilot's)", got)
 	}
 }
 
@@ -271,7 +278,8 @@ func TestInstallHarnessesProbesDetachedFromTerminal(t *testing.T) {
 	}
 	calls, _ := os.ReadFile(log)
 	lines := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	want := []string{"npm config", "npm install", "npm config", "npm install", "claude --version", "codex --version", "gemini --version"}
+	want := []string{"npm config", "npm install", "npm config", "npm install", "npm config", "npm install",
+		"claude --version", "codex --version", "gemini --version", "copilot --version"}
 	if len(lines) != len(want) {
 		t.Fatalf("calls:\n%s\nwant %q", calls, want)
 	}

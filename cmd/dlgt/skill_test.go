@@ -237,11 +237,12 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	}
 
 	code, doc, _ = runSkill(t, home, codexHome, "install")
-	if code != exitOK || !doc.OK || len(doc.Targets) != 3 {
+	if code != exitOK || !doc.OK || len(doc.Targets) != 4 {
 		t.Fatalf("install: exit %d %+v", code, doc)
 	}
 	for _, tg := range doc.Targets {
-		want := map[string]string{"claude": claudePath, "codex": codexPath, "gemini": filepath.Join(home, ".gemini", "skills", "dlgt", "SKILL.md")}[tg.Harness]
+		want := map[string]string{"claude": claudePath, "codex": codexPath, "gemini": filepath.Join(home, ".gemini", "skills", "dlgt", "SKILL.md"),
+			"copilot": filepath.Join(home, ".copilot", "skills", "dlgt", "SKILL.md")}[tg.Harness]
 		if tg.Path != want || tg.Status != setup.SkillWritten {
 			t.Errorf("target %+v, want %s written", tg, want)
 		}

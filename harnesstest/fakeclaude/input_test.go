@@ -104,8 +104,8 @@ func TestPendingEsc(t *testing.T) {
 }
 
 func TestParseScript(t *testing.T) {
-	s := parseScript("x [[tool echo [ a ] > f]] [[slow 250]] [[flood 3]] [[long 4]] [[echo]] [[noreply]] [[fail]] [[slow 9]] [[nope]] [[reply BIG REPLY]] [[notranscript]] [[lateend 120]]")
-	if !s.notranscript || s.lateEnd.Milliseconds() != 120 {
+	s := parseScript("x [[tool echo [ a ] > f]] [[slow 250]] [[flood 3]] [[long 4]] [[echo]] [[noreply]] [[fail]] [[slow 9]] [[nope]] [[reply BIG REPLY]] [[notranscript]] [[lateend 120]] [[latetranscript 340]]")
+	if !s.notranscript || s.lateEnd.Milliseconds() != 120 || s.lateAll.Milliseconds() != 340 {
 		t.Fatalf("%+v", s)
 	}
 	if !s.hasTool || s.tool != "echo [ a ] > f" || s.slow.Milliseconds() != 250 || s.flood != 3 || s.long != 4 || !s.echo || !s.noreply || !s.fail || s.crash || s.hang || !s.hasReply || s.reply != "BIG REPLY" {

@@ -41,6 +41,11 @@ type script struct {
 	// [[lateend N]]: the reply's transcript line is written N ms after
 	// Stop fires, not before (Claude Code's queued transcript writes).
 	lateEnd time.Duration
+	// [[latetranscript N]]: the turn's prompt and reply lines are both
+	// written N ms after Stop fires, so the transcript holds nothing of
+	// the turn when the hook runs (GitHub Copilot CLI writes its session
+	// log after its agentStop hook). For a turn without a tool call.
+	lateAll time.Duration
 }
 
 // directiveRE matches [[name]] and [[name ARG]]; ARG ends at the first "]]".
@@ -89,6 +94,8 @@ func parseScript(prompt string) script {
 			s.notranscript = true
 		case "lateend":
 			s.lateEnd = time.Duration(n) * time.Millisecond
+		case "latetranscript":
+			s.lateAll = time.Duration(n) * time.Millisecond
 		}
 	}
 	return s
@@ -137,7 +144,9 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	sc := parseScript(prompt)
 	f.tr.mute(sc.notranscript)
 	<-f.hooks.fire("UserPromptSubmit", "", base.with("hook_event_name", "UserPromptSubmit").with("prompt", prompt))
-	f.record(f.tr.user(prompt, promptID))
+	if sc.lateAll == 0 {
+		f.record(f.tr.user(prompt, promptID))
+	}
 
 	interrupted := func() turnResult {
 		// What the real CLI appends to the transcript on Esc.
@@ -220,15 +229,23 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 	// The transcript is written before Stop fires, so that a Stop without
 	// last_assistant_message ([[noreply]]) can be recovered from it;
 	// [[lateend N]] writes it N ms after Stop fires instead, while the
-	// hook runs.
+	// hook runs; [[latetranscript N]] writes the prompt's line then too.
 	written := make(chan struct{})
-	if sc.lateEnd > 0 {
+	switch {
+	case sc.lateAll > 0:
+		go func() {
+			defer close(written)
+			time.Sleep(sc.lateAll)
+			f.record(f.tr.user(prompt, promptID))
+			f.record(f.tr.assistant(reply, false))
+		}()
+	case sc.lateEnd > 0:
 		go func() {
 			defer close(written)
 			time.Sleep(sc.lateEnd)
 			f.record(f.tr.assistant(reply, false))
 		}()
-	} else {
+	default:
 		f.record(f.tr.assistant(reply, false))
 		close(written)
 	}

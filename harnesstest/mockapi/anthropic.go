@@ -52,13 +52,14 @@ func (m anthropicMessage) blocks() []anthropicBlock {
 }
 
 // anthropicPrompt returns the user's text in one message: the last text
-// block that is not a "<system-reminder>" Claude Code adds around it.
+// block that is not a "<system-reminder>" Claude Code adds around it,
+// without the "<current_datetime>" Copilot CLI puts before it.
 func anthropicPrompt(m anthropicMessage) (string, bool) {
 	bs := m.blocks()
 	for i := len(bs) - 1; i >= 0; i-- {
 		b := bs[i]
 		if b.Type == "text" && !strings.HasPrefix(b.Text, "<system-reminder>") {
-			return b.Text, true
+			return stripCopilotDatetime(b.Text), true
 		}
 	}
 	return "", false
@@ -75,8 +76,8 @@ func hasToolResult(m anthropicMessage) bool {
 
 // toolResults returns the texts of the tool_result blocks in the messages
 // after index from, oldest first, and whether the last one refuses the
-// call: an error result that is not a command's failure ("Exit code N");
-// its text is the reason.
+// call: an error result that is not a command's failure ("Exit code N"),
+// or Copilot CLI's "Permission denied …" result; its text is the reason.
 func (req *anthropicRequest) toolResults(from int) ([]string, bool) {
 	var out []string
 	refused := false
@@ -88,7 +89,7 @@ func (req *anthropicRequest) toolResults(from int) ([]string, bool) {
 			if b.Type == "tool_result" {
 				text := textOf(b.Content)
 				out = append(out, text)
-				refused = b.IsError && !strings.HasPrefix(text, "Exit code ")
+				refused = b.IsError && !strings.HasPrefix(text, "Exit code ") || copilotRefused(text)
 			}
 		}
 	}
@@ -184,12 +185,15 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 	case reply.Agent != nil:
 		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
 	case rec.Kind == KindPrompt && reply.Tool != "":
-		call = &ToolCall{Name: "Bash", Input: obj{"command": reply.Tool, "description": "mockapi tool call"}}
+		call = &ToolCall{Name: shellToolName(req.Tools), Input: obj{"command": reply.Tool, "description": "mockapi tool call"}}
 	case rec.Kind == KindToolResult && reply.Tool != "":
 		reply.Text = reply.afterTool(rec)
 	}
 	if call != nil && call.Name == ShellTool {
-		call = &ToolCall{Name: "Bash", Input: obj{"command": call.Input["command"], "description": "mockapi tool call"}}
+		call = &ToolCall{Name: shellToolName(req.Tools), Input: obj{"command": call.Input["command"], "description": "mockapi tool call"}}
+	}
+	if call != nil {
+		call = &ToolCall{Name: mcpToolName(req.Tools, call.Name), Input: call.Input}
 	}
 	s.streamAnthropic(w, r, model, reply, call)
 	return rec

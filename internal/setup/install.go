@@ -19,18 +19,22 @@ func Install(d harness.Descriptor, s ServerSpec, configDir func(harness.ConfigDi
 		return InstallCodex(d, s, configDir)
 	case harness.MCPGeminiJSON:
 		return InstallGemini(d, s, configDir)
+	case harness.MCPCopilotJSON:
+		return InstallCopilot(d, s, configDir)
 	}
 	return nil, rpc.Errorf(rpc.CodeInvalidArgument, "--harness %s: dlgt cannot add its MCP server to %s", d.Name, d.DisplayName)
 }
 
 // Args are the per-launch arguments that add s to one launch of d
-// (ClaudeArgs, CodexArgs); nil for a harness that takes none.
+// (ClaudeArgs, CodexArgs, CopilotArgs); nil for a harness that takes none.
 func Args(d harness.Descriptor, s ServerSpec) []string {
 	switch d.MCP {
 	case harness.MCPClaudeJSON:
 		return ClaudeArgs(s)
 	case harness.MCPCodexTOML:
 		return CodexArgs(s)
+	case harness.MCPCopilotJSON:
+		return CopilotArgs(s)
 	}
 	return nil
 }
@@ -47,6 +51,9 @@ func InstallTarget(d harness.Descriptor) string {
 	case harness.MCPGeminiJSON:
 		return d.Config.Describe() + `/settings.json, "mcpServers"."dlgt"
           (with --approve "trust": true: no confirmation for its tools)`
+	case harness.MCPCopilotJSON:
+		return d.Config.Describe() + `/mcp-config.json, "mcpServers"."dlgt"
+          (--approve adds nothing: allow its tools in Copilot itself)`
 	}
 	return ""
 }
