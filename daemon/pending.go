@@ -69,6 +69,9 @@ type pendingReq struct {
 	waited bool // that forwarder's decision wait began
 	output []byte
 	done   chan struct{} // closed when it stops waiting
+	// seq numbers the Session's requests (session.pendSeq): a fetch
+	// position's mark holds the one shown (markLocked).
+	seq uint64
 }
 
 func newPendingID() string {
@@ -105,6 +108,8 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 		},
 		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}), keys: keys,
 	}
+	s.pendSeq++
+	s.pending.seq = s.pendSeq
 }
 
 // personOwnsDialog reports whether a person holding h's terminal takes a
@@ -169,10 +174,19 @@ func (s *session) closePendingLocked(state string) {
 	}
 }
 
+// shownPendingLocked is the seq of the request the Session snapshot shows
+// (pendingSnapshotLocked), 0 when it shows none.
+func (s *session) shownPendingLocked() uint64 {
+	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked {
+		return 0
+	}
+	return s.pending.seq
+}
+
 // pendingSnapshotLocked is the open request as the Session snapshot shows
 // it: only while the Session is blocked and nobody answered it.
 func (s *session) pendingSnapshotLocked() *rpc.Pending {
-	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked {
+	if s.shownPendingLocked() == 0 {
 		return nil
 	}
 	p := s.pending.p

@@ -141,6 +141,7 @@ type session struct {
 	// pastPending the last ones closed, for a late answer's error.
 	pending     *pendingReq
 	pastPending []*pendingReq
+	pendSeq     uint64 // the last pendingReq.seq
 	// changed is closed and replaced whenever something a fetch waiter
 	// could observe changed (events, results, committed rows).
 	changed chan struct{}

@@ -71,6 +71,7 @@ func skeletonOf(env rpc.Runtime, st *State, from Mark, fr *Req, gaps, top []rpc.
 		d.Bucket.Gaps = gaps
 	}
 	d.Mark.Epoch = st.Epoch
+	d.Mark.Pending = st.Cur.Pending // the bucket's snapshot shows it
 	size := worstSize(env, d.Gaps, []rpc.FetchSession{d.Bucket})
 	for size+minChunk > fr.Budget && d.Bucket.Screen != nil && len(d.Bucket.Screen.Live) > 0 {
 		sc := d.Bucket.Screen

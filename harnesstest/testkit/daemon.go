@@ -22,10 +22,10 @@ func RunDaemon(ctx context.Context, p statedir.Paths, ready func()) error {
 	return runDaemonLog(ctx, p, ready, io.Discard)
 }
 
-// runDaemonLog is RunDaemon logging to log (Info and above).
+// runDaemonLog is RunDaemon logging to log (Debug and above).
 func runDaemonLog(ctx context.Context, p statedir.Paths, ready func(), log io.Writer) error {
 	exe, _ := os.Executable()
-	return daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelInfo})), Ready: ready,
+	return daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})), Ready: ready,
 		Options: daemon.Options{HookCommand: []string{"env", RoleEnv + "=hook", exe}, StopGrace: 2 * time.Second}})
 }
 
