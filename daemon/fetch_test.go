@@ -1073,9 +1073,21 @@ func TestFetchWakesOnAPendingRequest(t *testing.T) {
 	if d.Reason == rpc.ReasonTimeout || len(d.Sessions) != 1 || d.Sessions[0].Session.Pending == nil || d.Sessions[0].Session.Pending.Tool != "Bash" {
 		t.Fatalf("fetch after the request opened: %+v", d)
 	}
+	opened := d.Cursor
 	change(func() { s.pending.state = pendAnswered })
 	d, _ = fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": d.Cursor, "wait_ms": 20000})
 	if d.Reason == rpc.ReasonTimeout || len(d.Sessions) != 1 || d.Sessions[0].Session.Pending != nil {
 		t.Fatalf("fetch after the answer: %+v", d)
+	}
+	// A retry from before the request, once it came and went and an
+	// event followed, replays up to the position the request made (it
+	// used to be a delta cut with no progress: "no max_bytes can carry
+	// this response", on every retry).
+	s.mu.Lock()
+	rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: 1})
+	s.mu.Unlock()
+	d, _ = fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": base.Cursor})
+	if d.Cursor != opened {
+		t.Fatalf("retry from before the request: cursor %s, want %s (%+v)", d.Cursor, opened, d)
 	}
 }

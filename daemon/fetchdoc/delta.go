@@ -93,6 +93,13 @@ func DeltaOf(env rpc.Runtime, st *State, from Mark, upto *Mark, fr *Req) (*Delta
 	if err != nil {
 		return nil, err
 	}
+	if upto != nil {
+		// A replay reaches its successor's pending request, as every
+		// other component: a successor minted for a request that came
+		// and went since is reached, not left as a delta that is cut
+		// with no progress (too small for any max_bytes, every retry).
+		d.Mark.Pending = upto.Pending
+	}
 	full, cut := false, false
 	add := func(n int, count int) bool {
 		cost := n + BoolInt(count > 0) // the comma
