@@ -69,9 +69,6 @@ type pendingReq struct {
 	waited bool // that forwarder's decision wait began
 	output []byte
 	done   chan struct{} // closed when it stops waiting
-	// seq numbers the Session's requests (session.pendSeq): a fetch
-	// position's mark holds the one shown (markLocked).
-	seq uint64
 }
 
 func newPendingID() string {
@@ -108,8 +105,7 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 		},
 		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}), keys: keys,
 	}
-	s.pendSeq++
-	s.pending.seq = s.pendSeq
+	s.pendGen++
 }
 
 // personOwnsDialog reports whether a person holding h's terminal takes a
@@ -164,6 +160,7 @@ func (s *session) closePendingLocked(state string) {
 		return
 	}
 	s.pending = nil
+	s.pendGen++
 	if p.state == pendWaiting {
 		p.state = state
 		close(p.done)
@@ -174,19 +171,10 @@ func (s *session) closePendingLocked(state string) {
 	}
 }
 
-// shownPendingLocked is the seq of the request the Session snapshot shows
-// (pendingSnapshotLocked), 0 when it shows none.
-func (s *session) shownPendingLocked() uint64 {
-	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked {
-		return 0
-	}
-	return s.pending.seq
-}
-
 // pendingSnapshotLocked is the open request as the Session snapshot shows
 // it: only while the Session is blocked and nobody answered it.
 func (s *session) pendingSnapshotLocked() *rpc.Pending {
-	if s.shownPendingLocked() == 0 {
+	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked {
 		return nil
 	}
 	p := s.pending.p
@@ -447,6 +435,7 @@ func (rt *runtime) answerLocked(s *session, p rpc.SessionRespondParams, digest s
 		cur.output = out
 	}
 	cur.state = pendAnswered
+	s.pendGen++
 	close(cur.done)
 	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.p.ID, "decision", p.Decision, "keys", cur.keys)
 	res := rpc.SessionRespondResult{PendingID: cur.p.ID, Decision: p.Decision}

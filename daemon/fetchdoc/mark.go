@@ -24,8 +24,9 @@ type Mark struct {
 	Row     uint64 `json:"w,omitempty"`  // last stable row id delivered whole
 	RowOff  int    `json:"wo,omitempty"` // bytes of row Row+1 delivered
 	Epoch   uint64 `json:"p,omitempty"`  // screen epoch the reader has seen
-	// Pending is the request the reader saw pending (its seq, 0: none).
-	// A request can open or close with no event (a Session blocked by a
+	// Pending counts the changes of the Session's pending request the
+	// reader has seen (it only grows). A request can open or close with
+	// no event (a Session blocked by a
 	// Notification hook that its PermissionRequest hook overtook: the
 	// request opens after session.blocked; an answer taken before the
 	// harness moves): a change of it advances a fetch like an event.
