@@ -44,7 +44,8 @@ func childDaemonMain() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// Info: a failed test shows the child's deliveries (dumpOnFailure).
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	err = Run(ctx, Config{Paths: p, Logger: log, Ready: func() { fmt.Println("ready") },
 		Options: Options{HookCommand: []string{"env", "DLGT_TEST_ROLE=hook", exe}, StopGrace: 2 * time.Second}})
 	if err != nil {
@@ -151,6 +152,16 @@ func (d *daemonProc) start() {
 	case <-time.After(lifecycleGuard):
 		t.Fatalf("%s not ready: %s", d.name, d.log())
 	}
+}
+
+// dumpOnFailure logs the daemon's stderr (every start's) when the test
+// fails, so a failure that runs once in CI shows what the daemon did.
+func (d *daemonProc) dumpOnFailure() {
+	d.t.Cleanup(func() {
+		if d.t.Failed() && d.stderr != nil {
+			d.t.Logf("%s log:\n%s", d.name, d.log())
+		}
+	})
 }
 
 func (d *daemonProc) log() string {

@@ -155,16 +155,17 @@ func (rt *runtime) deliver(ctx context.Context, s *session, g *generation, keys 
 // deliverWith is deliver writing through write (a test plays the TUI).
 func (rt *runtime) deliverWith(ctx context.Context, s *session, g *generation, keys []harness.Keystroke, write func([]byte) (int, error)) error {
 	mark := g.out.state().chunks
+	base := rt.echoBase(s, keys, 0)
 	repasted := 0
 	for i := 0; i < len(keys); i++ {
 		k := keys[i]
 		if k.Await != nil {
-			echoed, err := rt.awaitEvidence(ctx, s, g, *k.Await, mark)
+			echoed, err := rt.awaitEvidence(ctx, s, g, *k.Await, mark, base)
 			if err != nil {
 				return err
 			}
 			if !echoed && repasted < k.Await.Repaste {
-				lost, err := rt.pasteLost(ctx, s, g, *k.Await)
+				lost, err := rt.pasteLost(ctx, s, g, *k.Await, base)
 				if err != nil {
 					return err
 				}
@@ -177,11 +178,13 @@ func (rt *runtime) deliverWith(ctx context.Context, s *session, g *generation, k
 						"session", id, "attempt", repasted)
 					i = -1 // the loop's i++ starts over at the first keystroke
 					mark = g.out.state().chunks
+					base = rt.echoBase(s, keys, 0)
 					continue
 				}
 			}
 		}
 		mark = g.out.state().chunks
+		base = rt.echoBase(s, keys, i+1)
 		if _, err := write(k.Data); err != nil {
 			return err
 		}
@@ -236,13 +239,35 @@ func (rt *runtime) retryUnconfirmedWith(ctx context.Context, s *session, g *gene
 // fallback). mark is the chunk count at the previous write: the echo must
 // come after it.
 func (rt *runtime) await(ctx context.Context, s *session, g *generation, a harness.Await, mark uint64) error {
-	_, err := rt.awaitEvidence(ctx, s, g, a, mark)
+	_, err := rt.awaitEvidence(ctx, s, g, a, mark, 0)
 	return err
 }
 
+// echoBase is how many times the echo keys[i] awaits shows on the live
+// grid now, before the write it follows (0 when it awaits none): an echo
+// is seen only once the grid shows it more often than that (echoShown).
+func (rt *runtime) echoBase(s *session, keys []harness.Keystroke, i int) int {
+	if i >= len(keys) || keys[i].Await == nil {
+		return 0
+	}
+	return rt.echoCount(s, nonEmpty(keys[i].Await.Echo))
+}
+
+// nonEmpty is ss without its empty strings.
+func nonEmpty(ss []string) []string {
+	out := ss[:0:0]
+	for _, e := range ss {
+		if e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // awaitEvidence is await, reporting also whether a.Echo was seen (true
-// when a has none).
-func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation, a harness.Await, mark uint64) (bool, error) {
+// when a has none). base is how often the echo showed on the grid at the
+// previous write (echoBase).
+func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation, a harness.Await, mark uint64, base int) (bool, error) {
 	start := time.Now()
 	s.mu.Lock()
 	id := s.rec.ID
@@ -261,12 +286,7 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 			}
 		}
 	}()
-	echo := a.Echo[:0:0]
-	for _, e := range a.Echo {
-		if e != "" {
-			echo = append(echo, e)
-		}
-	}
+	echo := nonEmpty(a.Echo)
 	echoed := len(echo) == 0
 	var echoAt time.Time // when the echo was seen (or the wait began, without one)
 	for {
@@ -279,7 +299,7 @@ func (rt *runtime) awaitEvidence(ctx context.Context, s *session, g *generation,
 			waiting = "the input box on the screen"
 		}
 		if waiting == "" && !echoed {
-			if st.chunks > mark && rt.echoShown(s, echo) {
+			if st.chunks > mark && rt.echoShown(s, echo, base) {
 				echoed = true
 			} else {
 				waiting = "the paste echoed at the cursor"
@@ -350,13 +370,8 @@ var lostWait = 10 * time.Second // a variable for the tests
 // pasteLost reports whether, once g's output has settled, the grid shows
 // one of a.Lost (the TUI's empty input box) and not a.Echo at the cursor:
 // the paste whose echo never came was dropped.
-func (rt *runtime) pasteLost(ctx context.Context, s *session, g *generation, a harness.Await) (bool, error) {
-	var echo []string
-	for _, e := range a.Echo {
-		if e != "" {
-			echo = append(echo, e)
-		}
-	}
+func (rt *runtime) pasteLost(ctx context.Context, s *session, g *generation, a harness.Await, base int) (bool, error) {
+	echo := nonEmpty(a.Echo)
 	deadline := time.NewTimer(lostWait)
 	defer deadline.Stop()
 	settle := time.NewTimer(lostSettle)
@@ -364,7 +379,7 @@ func (rt *runtime) pasteLost(ctx context.Context, s *session, g *generation, a h
 	for {
 		st := g.out.state()
 		var settleC <-chan time.Time
-		if echoed, empty := rt.echoShown(s, echo), rt.shownAnywhere(s, a.Lost); echoed || empty {
+		if echoed, empty := rt.echoShown(s, echo, base), rt.shownAnywhere(s, a.Lost); echoed || empty {
 			rest := lostSettle - time.Since(st.last)
 			if rest <= 0 {
 				return empty && !echoed, nil
@@ -386,12 +401,22 @@ func (rt *runtime) pasteLost(ctx context.Context, s *session, g *generation, a h
 }
 
 // echoShown reports whether the live grid shows one of echo on the
-// cursor's row or the row above it.
-func (rt *runtime) echoShown(s *session, echo []string) bool {
+// cursor's row or the row above it, and shows the echo strings more often
+// than base times in all: a line of the conversation that holds them (a
+// resumed Gemini CLI draws its history again, with the cursor passing the
+// end of each line) is not the paste's echo. The prompt of the
+// restart test, "the second turn, after the restart", echoes as
+// "restart", which ends the first turn's lines too: a redraw that dropped
+// the paste, caught with the cursor after such a line, passed for the
+// echo, and Enter went to an empty box (the send stayed pending).
+func (rt *runtime) echoShown(s *session, echo []string, base int) bool {
 	s.termMu.Lock()
 	live := s.screen.Live()
 	row, _ := s.screen.Cursor()
 	s.termMu.Unlock()
+	if countIn(live, echo) <= base {
+		return false
+	}
 	for r := row; r >= 0 && r >= row-1; r-- {
 		if r >= len(live) {
 			continue
@@ -403,6 +428,28 @@ func (rt *runtime) echoShown(s *session, echo []string) bool {
 		}
 	}
 	return false
+}
+
+// echoCount is how many times the live grid shows the strings of echo.
+func (rt *runtime) echoCount(s *session, echo []string) int {
+	if len(echo) == 0 {
+		return 0
+	}
+	s.termMu.Lock()
+	live := s.screen.Live()
+	s.termMu.Unlock()
+	return countIn(live, echo)
+}
+
+// countIn counts the occurrences of the strings of ss in rows.
+func countIn(rows, ss []string) int {
+	n := 0
+	for _, row := range rows {
+		for _, e := range ss {
+			n += strings.Count(row, e)
+		}
+	}
+	return n
 }
 
 // shownAnywhere reports whether the live grid shows one of shown (empty

@@ -415,21 +415,55 @@ func TestDeliverRepasteWaitsForTheBoxAfterABlankScreen(t *testing.T) {
 	rt, s, g, logs := deliveryRig()
 	play(s, g, emptyBox)
 	u := &tuiInput{s: s, g: g, drop: func(n int) bool { return n == 1 }}
-	redrawn := make(chan struct{})
-	u.blank = func() {
-		play(s, g, "\x1b[2J\x1b[H")
-		go func() {
-			time.Sleep(3 * lostSettle)
-			play(s, g, emptyBox)
-			close(redrawn)
-		}()
-	}
+	redrawn := u.redrawOnDrop("\x1b[2J\x1b[H", emptyBox, 3*lostSettle)
 	if err := rt.deliverWith(context.Background(), s, g, deliveryKeys(2), u.write); err != nil {
 		t.Fatal(err)
 	}
 	<-redrawn
+	u.wantPastedTwice(t, logs)
+}
+
+// redrawOnDrop makes a dropped paste draw first at once and screen after
+// d; the channel is closed once screen is drawn.
+func (u *tuiInput) redrawOnDrop(first, screen string, d time.Duration) <-chan struct{} {
+	redrawn := make(chan struct{})
+	u.blank = func() {
+		play(u.s, u.g, first)
+		go func() {
+			time.Sleep(d)
+			play(u.s, u.g, screen)
+			close(redrawn)
+		}()
+	}
+	return redrawn
+}
+
+// wantPastedTwice checks that the input was written twice from Ctrl-U,
+// then Enter once.
+func (u *tuiInput) wantPastedTwice(t *testing.T, logs *logBuffer) {
+	t.Helper()
 	want := []string{"\x15", "\x1b[200~fix the WORD\x1b[201~", "\x15", "\x1b[200~fix the WORD\x1b[201~", "\r"}
 	if got := u.written(); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("wrote %q, want %q; log:\n%s", got, want, logs)
 	}
+}
+
+// A resumed Gemini CLI draws its conversation again after a paste it
+// dropped: a line of that conversation ending in the prompt's echo token,
+// with the cursor after it, is not the paste's echo (the grid shows the
+// token no more often than before the paste). The paste is written again
+// once the empty box is back, not followed by an Enter into that box.
+func TestDeliverEchoIsNotAConversationLine(t *testing.T) {
+	const history = "\x1b[2J\x1b[H\x1b[?2004h> an earlier turn that ended in WORD"
+	const screen = history + "\r\n > Type your message\r\x1b[3C"
+	rt, s, g, logs := deliveryRig()
+	play(s, g, screen)
+	u := &tuiInput{s: s, g: g, drop: func(n int) bool { return n == 1 }}
+	// The cursor stops after "WORD" a while.
+	redrawn := u.redrawOnDrop(history, screen, 100*time.Millisecond)
+	if err := rt.deliverWith(context.Background(), s, g, deliveryKeys(2), u.write); err != nil {
+		t.Fatal(err)
+	}
+	<-redrawn
+	u.wantPastedTwice(t, logs)
 }

@@ -57,13 +57,15 @@ func rtLeaderPlan(before func()) func([]string) (*mockapi.ToolCall, string) {
 // eventClock records when this process saw each event of the daemon.
 type eventClock struct {
 	mu  sync.Mutex
-	at  map[string]time.Time // first arrival of each event type
+	at  map[string]time.Time    // first arrival of each event type
+	by  map[[2]string]time.Time // first arrival of each event type, by session
 	err error
 }
 
+// followEvents records the daemon's events on socket until the test ends.
 func followEvents(t *testing.T, socket string) *eventClock {
 	t.Helper()
-	ec := &eventClock{at: map[string]time.Time{}}
+	ec := &eventClock{at: map[string]time.Time{}, by: map[[2]string]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := rpc.Dial(ctx, socket)
 	if err != nil {
@@ -95,6 +97,9 @@ func followEvents(t *testing.T, socket string) *eventClock {
 			if _, ok := ec.at[ev.Type]; !ok {
 				ec.at[ev.Type] = now
 			}
+			if k := [2]string{ev.SessionID, ev.Type}; ec.by[k].IsZero() {
+				ec.by[k] = now
+			}
 			ec.mu.Unlock()
 		}
 	}()
@@ -105,6 +110,13 @@ func (ec *eventClock) get(typ string) time.Time {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	return ec.at[typ]
+}
+
+// getFor is when session's first event typ arrived (zero: never).
+func (ec *eventClock) getFor(session, typ string) time.Time {
+	ec.mu.Lock()
+	defer ec.mu.Unlock()
+	return ec.by[[2]string{session, typ}]
 }
 
 // rtStep is one step of the timeline and who spends that time.

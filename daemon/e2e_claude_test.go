@@ -312,8 +312,11 @@ func TestE2EClaudeQueuedPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// dlgt's own Stop hook reports the turn's end at once; this one keeps
-	// Claude Code ending the turn for a second more.
-	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"sleep 1"}]}]}}`
+	// Claude Code ending the turn for five seconds more, the window the
+	// send must land in. With one second the send came after it in 2 of 3
+	// runs at a load average of 20 to 30 (the daemon may hold the Stop up
+	// to usageSettleMax for the transcript, and the hooks run together).
+	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"sleep 5"}]}]}}`
 	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -185,59 +184,18 @@ type headlessBench struct {
 	cp               *mockapi.Server
 	env              []string
 	cwd              string
-
-	mu     sync.Mutex
-	events []hlEvent // the daemon's session events, as they arrived
-}
-
-type hlEvent struct {
-	typ, session string
-	at           time.Time
+	clock            *eventClock // the daemon's events (follow)
 }
 
 // follow records the daemon's events until the test ends.
 func (b *headlessBench) follow(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	c, err := rpc.Dial(ctx, b.envValue("DLGT_SOCKET"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	zero := uint64(0)
-	_, next, err := c.Subscribe(ctx, rpc.MethodEventSubscribe, rpc.EventReadParams{After: &zero})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); c.Close(); <-done })
-	go func() {
-		defer close(done)
-		for {
-			line, err := next()
-			now := time.Now()
-			if err != nil {
-				return
-			}
-			var ev rpc.Event
-			if json.Unmarshal(line, &ev) == nil {
-				b.mu.Lock()
-				b.events = append(b.events, hlEvent{ev.Type, ev.SessionID, now})
-				b.mu.Unlock()
-			}
-		}
-	}()
+	b.clock = followEvents(t, b.envValue("DLGT_SOCKET"))
 }
 
 // eventAt is when session's first event typ arrived (zero: never).
 func (b *headlessBench) eventAt(session, typ string) time.Time {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, ev := range b.events {
-		if ev.session == session && ev.typ == typ {
-			return ev.at
-		}
-	}
-	return time.Time{}
+	return b.clock.getFor(session, typ)
 }
 
 func newHeadlessBench(t *testing.T, h, dlgt string) *headlessBench {

@@ -22,6 +22,7 @@ func TestE2EReceiptAcrossDaemonRestart(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			e := a.start(t)
 			td, cd := startChildFor(t, e)
+			cd.dumpOnFailure()
 			const p1, p2 = "the first turn, before a daemon restart", "the second turn, after the restart"
 			create := rpc.SessionCreateParams{Title: "e2e receipt across a restart", Harness: a.harness, Cwd: t.TempDir(),
 				Prompt: p1, RequestID: a.name + "-rr-1", Environment: e.env}

@@ -15,7 +15,7 @@ var eventsEvictedThrough = func(db *store.DB) uint64 { return db.EventsEvictedTh
 // markLocked is the watermark of everything recorded for s so far.
 // s.mu held.
 func (s *session) markLocked() fetchdoc.Mark {
-	m := fetchdoc.Mark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent}
+	m := fetchdoc.Mark{Row: s.rows.Committed(), Epoch: s.rec.Epoch, Event: s.lastEvent, Pending: s.pendGen}
 	m.Result = s.rec.LastExecSeq
 	if s.exec != nil {
 		m.Result = s.exec.seq - 1

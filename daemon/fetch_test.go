@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/daemon/positions"
+	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
@@ -1036,5 +1037,57 @@ func TestFetchUntilResultPastItsResult(t *testing.T) {
 	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": past.Cursor})
 	if d.Reason != rpc.ReasonSnapshot && d.Reason != rpc.ReasonTimeout || len(d.Sessions) > 0 && len(d.Sessions[0].Results) != 0 {
 		t.Fatalf("a plain fetch from it: %+v", d)
+	}
+}
+
+// A request that opens on a Session already blocked (its Notification
+// hook overtook its PermissionRequest hook, so session.blocked came with
+// no request) wakes a fetch waiting from before it, which shows it; so
+// does its answer, taken before the harness moves. dlgt acp follows a
+// Session this way and never asked the editor (the acp test
+// TestLateAnswerChangesNothing timed out waiting for the request).
+func TestFetchWakesOnAPendingRequest(t *testing.T) {
+	rt := newFetchRuntime(t)
+	s := addSession(t, rt, "a")
+	startExec(rt, s)
+	s.mu.Lock()
+	rt.transitionLocked(s, stBlocked, rpc.Event{Type: rpc.EventSessionBlocked, ExecutionSeq: 1, Reason: "permission"})
+	s.mu.Unlock()
+	base, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a"})
+	if p := base.Sessions[0].Session.Pending; p != nil {
+		t.Fatalf("pending before the request: %+v", p)
+	}
+	change := func(f func()) {
+		go func() {
+			time.Sleep(50 * time.Millisecond)
+			s.mu.Lock()
+			f()
+			s.notifyLocked()
+			s.mu.Unlock()
+		}()
+	}
+	change(func() {
+		rt.openPendingLocked(s, "l1", harness.Evidence{Kind: harness.KindBlocked, Answerable: true, Tool: "Bash", Input: "ls"})
+	})
+	d, _ := fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": base.Cursor, "wait_ms": 20000})
+	if d.Reason == rpc.ReasonTimeout || len(d.Sessions) != 1 || d.Sessions[0].Session.Pending == nil || d.Sessions[0].Session.Pending.Tool != "Bash" {
+		t.Fatalf("fetch after the request opened: %+v", d)
+	}
+	opened := d.Cursor
+	change(func() { s.pending.state, s.pendGen = pendAnswered, s.pendGen+1 }) // as answerLocked
+	d, _ = fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": d.Cursor, "wait_ms": 20000})
+	if d.Reason == rpc.ReasonTimeout || len(d.Sessions) != 1 || d.Sessions[0].Session.Pending != nil {
+		t.Fatalf("fetch after the answer: %+v", d)
+	}
+	// A retry from before the request, once it came and went and an
+	// event followed, replays up to the position the request made (it
+	// used to be a delta cut with no progress: "no max_bytes can carry
+	// this response", on every retry).
+	s.mu.Lock()
+	rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: 1})
+	s.mu.Unlock()
+	d, _ = fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": base.Cursor})
+	if d.Cursor != opened {
+		t.Fatalf("retry from before the request: cursor %s, want %s (%+v)", d.Cursor, opened, d)
 	}
 }

@@ -105,6 +105,7 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 		},
 		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}), keys: keys,
 	}
+	s.pendGen++
 }
 
 // personOwnsDialog reports whether a person holding h's terminal takes a
@@ -159,6 +160,7 @@ func (s *session) closePendingLocked(state string) {
 		return
 	}
 	s.pending = nil
+	s.pendGen++
 	if p.state == pendWaiting {
 		p.state = state
 		close(p.done)
@@ -433,6 +435,7 @@ func (rt *runtime) answerLocked(s *session, p rpc.SessionRespondParams, digest s
 		cur.output = out
 	}
 	cur.state = pendAnswered
+	s.pendGen++
 	close(cur.done)
 	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.p.ID, "decision", p.Decision, "keys", cur.keys)
 	res := rpc.SessionRespondResult{PendingID: cur.p.ID, Decision: p.Decision}

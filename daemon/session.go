@@ -141,6 +141,12 @@ type session struct {
 	// pastPending the last ones closed, for a late answer's error.
 	pending     *pendingReq
 	pastPending []*pendingReq
+	// pendGen counts the changes of pending (opened, answered, closed):
+	// a fetch position's mark holds it (markLocked). It only grows, so a
+	// mark never repeats an earlier one (equal marks share a position,
+	// and a repeat made two positions each other's successor: a fetch
+	// loop that never reached the result).
+	pendGen uint64
 	// changed is closed and replaced whenever something a fetch waiter
 	// could observe changed (events, results, committed rows).
 	changed chan struct{}

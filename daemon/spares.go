@@ -400,14 +400,14 @@ func (rt *runtime) launchSpare(sp *spare) {
 	if err == nil && prompter {
 		// Nothing reports before the first turn: ready once the TUI
 		// takes a paste, as delivery would wait for.
-		_, err = rt.awaitEvidence(sp.ctx, s, g, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0)
+		_, err = rt.awaitEvidence(sp.ctx, s, g, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0, 0)
 		if err == nil && !g.out.state().pasteMode {
 			err = fmt.Errorf("the harness did not turn bracketed paste on within %s", lo.timeout)
 		}
 		// A TUI that takes a paste before it can run a turn (Codex):
 		// ready once it can (harness.SpareReadier).
 		if r, ok := s.h.(harness.SpareReadier); ok && err == nil {
-			_, err = rt.awaitEvidence(sp.ctx, s, g, r.SpareReady(), 0)
+			_, err = rt.awaitEvidence(sp.ctx, s, g, r.SpareReady(), 0, 0)
 		}
 	}
 	rt.mu.Lock()

@@ -57,19 +57,37 @@ func (s *session) markUsageStartLocked(e *execution) {
 }
 
 // usageRangeLocked is where e's turn is in the transcript path: from
-// offset from, with the provider's turn id turn. Without a start position
-// (the transcript was named during the turn, as Codex does for a new
-// thread's first turn) the whole transcript is read, which needs the turn
-// id to find the turn. s.mu held.
-func usageRangeLocked(e *execution, path, turn string) (from int64, ok bool) {
+// offset from, with the provider's turn id turn. own: from is where the
+// transcript stood when e started, so e's turn is the first one there.
+// Without that start position (the transcript was named during the turn,
+// as Codex does for a new thread's first turn) the whole transcript is
+// read, which needs the turn id to find the turn. s.mu held.
+func usageRangeLocked(e *execution, path, turn string) (from int64, own, ok bool) {
 	switch {
 	case path == "":
-		return 0, false
+		return 0, false, false
 	case path == e.usagePath:
-		return e.usageFrom, true
+		return e.usageFrom, true, true
 	default:
-		return 0, turn != ""
+		return 0, false, turn != ""
 	}
+}
+
+// readExecUsage is readTurnUsage for an execution's range (usageRangeLocked).
+// When the range starts at the execution's own start and holds nothing of
+// turn, the turn it does hold is the execution's: the id was another
+// turn's. Claude Code runs UserPromptSubmit for a prompt it took while its
+// previous turn was ending with that turn's prompt_id; the daemon leaves
+// such an id to the turn's end when it names the turn that just ended
+// (applyEvidence), and this covers one it could not tell: the FollowUp
+// steps of TestE2EDeliveryEvidence/claude and /claude-warm, sent as the
+// previous result arrived, once had usage null in CI.
+func readExecUsage(src harness.UsageSource, path string, from int64, turn string, own bool) (*rpc.Usage, harness.TurnState, string) {
+	u, st, stop := readTurnUsage(src, path, from, turn)
+	if st == harness.TurnUnseen && own && turn != "" {
+		return readTurnUsage(src, path, from, "")
+	}
+	return u, st, stop
 }
 
 // readTurnUsage reads the turn's usage from path at offset from, how far
@@ -97,9 +115,9 @@ func readTurnUsage(src harness.UsageSource, path string, from int64, turn string
 
 // turnBeingWritten reports whether a Stop waits for the transcript: only
 // while it shows the turn open (its prompt written, its end not); st is
-// the turn's state in it.
-func turnBeingWritten(src harness.UsageSource, path string, from int64, turn string) (wait bool, st harness.TurnState) {
-	_, st, _ = readTurnUsage(src, path, from, turn)
+// the turn's state in it (readExecUsage).
+func turnBeingWritten(src harness.UsageSource, path string, from int64, turn string, own bool) (wait bool, st harness.TurnState) {
+	_, st, _ = readExecUsage(src, path, from, turn, own)
 	return st == harness.TurnOpen, st
 }
 
@@ -110,11 +128,11 @@ func (s *session) execTurnLocked(e *execution) (json.RawMessage, string) {
 	if !ok || s.gen == nil {
 		return nil, ""
 	}
-	from, ok := usageRangeLocked(e, s.gen.transcript, e.turnID)
+	from, own, ok := usageRangeLocked(e, s.gen.transcript, e.turnID)
 	if !ok {
 		return nil, ""
 	}
-	u, _, stop := readTurnUsage(src, s.gen.transcript, from, e.turnID)
+	u, _, stop := readExecUsage(src, s.gen.transcript, from, e.turnID, own)
 	if u == nil {
 		return nil, stop
 	}
@@ -142,14 +160,14 @@ func (rt *runtime) awaitTurnRecorded(ctx context.Context, s *session, launchID s
 	if turn == "" {
 		turn = ev.TurnID
 	}
-	from, ok := usageRangeLocked(e, path, turn)
+	from, own, ok := usageRangeLocked(e, path, turn)
 	s.mu.Unlock()
 	if !ok {
 		return
 	}
 	first := true
 	recorded, waited := pollUntil(ctx, usageSettlePoll, usageSettleMax, func() bool {
-		wait, st := turnBeingWritten(src, path, from, turn)
+		wait, st := turnBeingWritten(src, path, from, turn, own)
 		if first && st == harness.TurnUnseen {
 			rt.log.Debug("the transcript holds nothing of the turn; its result is not held for usage", "session", id)
 		}

@@ -157,6 +157,7 @@ func TestTurnBeingWritten(t *testing.T) {
 		{"prompt written, no turn id", earlier + prompt(turn), int64(len(earlier)), "", harness.Claude{}, true},
 		{"after a tool call", prompt(turn) + reply(turn, "tool_use"), 0, turn, harness.Claude{}, true},
 		{"nothing of the turn", earlier, int64(len(earlier)), turn, harness.Claude{}, false},
+		{"the turn since the start under another id", earlier + prompt(turn), int64(len(earlier)), "stale", harness.Claude{}, true},
 		{"only another turn", earlier, 0, turn, harness.Claude{}, false},
 		{"empty transcript", "", 0, turn, harness.Claude{}, false},
 		{"end written", prompt(turn) + reply(turn, "end_turn"), 0, turn, harness.Claude{}, false},
@@ -168,11 +169,44 @@ func TestTurnBeingWritten(t *testing.T) {
 		if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if got, st := turnBeingWritten(c.src, path, c.from, c.turnID); got != c.want {
+		if got, st := turnBeingWritten(c.src, path, c.from, c.turnID, c.from > 0); got != c.want {
 			t.Errorf("%s: waits %v (turn %v), want %v", c.name, got, st, c.want)
 		}
 	}
-	if wait, _ := turnBeingWritten(harness.Claude{}, filepath.Join(dir, "missing.jsonl"), 0, turn); wait {
+	if wait, _ := turnBeingWritten(harness.Claude{}, filepath.Join(dir, "missing.jsonl"), 0, turn, true); wait {
 		t.Error("no transcript file: waits, want not")
+	}
+}
+
+// A result's usage is its own turn's even when the turn id the daemon took
+// names another turn (Claude Code's UserPromptSubmit for a prompt taken
+// while the previous turn was ending names that turn): from where the
+// transcript stood when the execution started, the turn there is its own.
+func TestExecUsageUnderAnotherTurnsID(t *testing.T) {
+	line := func(m map[string]any) string {
+		b, _ := json.Marshal(m)
+		return string(b) + "\n"
+	}
+	turn := func(id string, out int) string {
+		return line(map[string]any{"type": "user", "promptId": id, "uuid": "u-" + id, "message": map[string]any{"role": "user", "content": "hi"}}) +
+			line(map[string]any{"type": "assistant", "uuid": "a-" + id, "message": map[string]any{
+				"id": "msg_" + id, "model": "claude-opus-5-5", "stop_reason": "end_turn",
+				"usage": map[string]any{"input_tokens": 10, "output_tokens": out},
+			}})
+	}
+	earlier := turn("earlier", 2)
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	if err := os.WriteFile(path, []byte(earlier+turn("own", 3)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &session{h: harness.Claude{}, gen: &generation{transcript: path}}
+	want := rpc.Usage{InputTokens: 10, OutputTokens: 3, TotalTokens: 13, Requests: 1}
+	for _, id := range []string{"own", "earlier", "another"} {
+		e := &execution{usagePath: path, usageFrom: int64(len(earlier)), turnID: id}
+		raw, _ := s.execTurnLocked(e)
+		u, err := rpc.DecodeUsage(raw)
+		if err != nil || u == nil || *u != want {
+			t.Errorf("turn id %q: usage %+v (%v), want %+v", id, u, err, want)
+		}
 	}
 }

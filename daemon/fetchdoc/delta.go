@@ -71,6 +71,7 @@ func skeletonOf(env rpc.Runtime, st *State, from Mark, fr *Req, gaps, top []rpc.
 		d.Bucket.Gaps = gaps
 	}
 	d.Mark.Epoch = st.Epoch
+	d.Mark.Pending = st.Cur.Pending // the bucket's snapshot shows it
 	size := worstSize(env, d.Gaps, []rpc.FetchSession{d.Bucket})
 	for size+minChunk > fr.Budget && d.Bucket.Screen != nil && len(d.Bucket.Screen.Live) > 0 {
 		sc := d.Bucket.Screen
@@ -91,6 +92,13 @@ func DeltaOf(env rpc.Runtime, st *State, from Mark, upto *Mark, fr *Req) (*Delta
 	d, room, err := skeletonOf(env, st, from, fr, nil, nil)
 	if err != nil {
 		return nil, err
+	}
+	if upto != nil {
+		// A replay reaches its successor's pending request, as every
+		// other component: a successor minted for a request that came
+		// and went since is reached, not left as a delta that is cut
+		// with no progress (too small for any max_bytes, every retry).
+		d.Mark.Pending = upto.Pending
 	}
 	full, cut := false, false
 	add := func(n int, count int) bool {

@@ -24,6 +24,13 @@ type Mark struct {
 	Row     uint64 `json:"w,omitempty"`  // last stable row id delivered whole
 	RowOff  int    `json:"wo,omitempty"` // bytes of row Row+1 delivered
 	Epoch   uint64 `json:"p,omitempty"`  // screen epoch the reader has seen
+	// Pending counts the changes of the Session's pending request the
+	// reader has seen (it only grows). A request can open or close with
+	// no event (a Session blocked by a
+	// Notification hook that its PermissionRequest hook overtook: the
+	// request opens after session.blocked; an answer taken before the
+	// harness moves): a change of it advances a fetch like an event.
+	Pending uint64 `json:"q,omitempty"`
 }
 
 // allMark is the watermark state of an all:true position: one mark per
@@ -78,7 +85,7 @@ func AllKey(a *AllMark) string {
 		m := a.Marks[uid]
 		b = binary.AppendUvarint(b, uint64(len(uid)))
 		b = append(b, uid...)
-		for _, v := range []uint64{m.Event, m.Result, uint64(m.TextOff), m.Row, uint64(m.RowOff), m.Epoch} {
+		for _, v := range []uint64{m.Event, m.Result, uint64(m.TextOff), m.Row, uint64(m.RowOff), m.Epoch, m.Pending} {
 			b = binary.AppendUvarint(b, v)
 		}
 	}

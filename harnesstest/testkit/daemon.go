@@ -19,8 +19,13 @@ import (
 // the hook forwarder, until ctx ends; ready (if set) is called once it
 // serves.
 func RunDaemon(ctx context.Context, p statedir.Paths, ready func()) error {
+	return runDaemonLog(ctx, p, ready, io.Discard)
+}
+
+// runDaemonLog is RunDaemon logging to log (Debug and above).
+func runDaemonLog(ctx context.Context, p statedir.Paths, ready func(), log io.Writer) error {
 	exe, _ := os.Executable()
-	return daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: ready,
+	return daemon.Run(ctx, daemon.Config{Paths: p, Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})), Ready: ready,
 		Options: daemon.Options{HookCommand: []string{"env", RoleEnv + "=hook", exe}, StopGrace: 2 * time.Second}})
 }
 
@@ -41,10 +46,23 @@ func StartDaemon(t testing.TB, home string) *Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Its log goes to a file the test shows if it fails: a failure that
+	// comes once in CI shows what the daemon did.
+	logf, err := os.CreateTemp(t.TempDir(), "daemon-log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("daemon log:\n%s", b)
+		}
+		logf.Close()
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Daemon{Paths: p, t: t, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan struct{})
-	go func() { d.done <- RunDaemon(ctx, p, func() { close(ready) }) }()
+	go func() { d.done <- runDaemonLog(ctx, p, func() { close(ready) }, logf) }()
 	select {
 	case <-ready:
 	case err := <-d.done:
