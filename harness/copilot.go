@@ -256,13 +256,16 @@ func contains(list []string, s string) bool {
 
 // copilotPrivate are the entries of a Session's Copilot home that are its
 // own, never links to the user's: the copies dlgt writes, the hooks
-// directory, and what Copilot keeps per process or per session.
-var copilotPrivate = map[string]bool{
-	"config.json": true, "settings.json": true, "hooks": true,
-	"session-state": true, "session-store.db": true, "logs": true,
-	"command-history-state.json": true, "open-sessions-state.json": true,
-	"servers": true, "sidebar-sessions-state": true, "ide": true,
-}
+// directory, and what Copilot keeps per process or per session. Built on
+// first use: every dlgt command runs the package's initialisation.
+var copilotPrivate = sync.OnceValue(func() map[string]bool {
+	return map[string]bool{
+		"config.json": true, "settings.json": true, "hooks": true,
+		"session-state": true, "session-store.db": true, "logs": true,
+		"command-history-state.json": true, "open-sessions-state.json": true,
+		"servers": true, "sidebar-sessions-state": true, "ide": true,
+	}
+})
 
 // maxCopilotConfig bounds a user's config.json or settings.json read.
 const maxCopilotConfig = 4 << 20
@@ -280,7 +283,7 @@ func writeCopilotHome(home, userDir string, hookArgv []string) error {
 	if err := os.MkdirAll(hooksDir, 0o700); err != nil {
 		return err
 	}
-	if err := refreshLinks(home, userDir, copilotPrivate); err != nil {
+	if err := refreshLinks(home, userDir, copilotPrivate()); err != nil {
 		return err
 	}
 	if err := refreshLinks(hooksDir, filepath.Join(userDir, "hooks"), map[string]bool{copilotHookFile: true}); err != nil {
