@@ -11,7 +11,9 @@
 //     and gaps, deltas, all:true pages, fitting into max_bytes);
 //   - daemon/positions: fetch positions (minting, retention, storage);
 //   - daemon/receipts: the acceptance idempotency table (request_id);
-//   - daemon/worktree: the git work behind the worktree option.
+//   - daemon/worktree: the git work behind the worktree option;
+//   - daemon/spares: the warm-spare pool (session.warm: claim, refill,
+//     bounds, expiry, stop) behind a launcher the daemon gives it.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -50,7 +52,7 @@
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
 //   - sockwatch.go: rebinding socket paths deleted under a running daemon.
-//   - spares.go: warm spares (session.warm): harness processes started ahead for one launch shape.
+//   - spares.go: warm spares (session.warm): the launcher package spares' pool runs, a spare's Session object, a claimed spare becoming a Session.
 //   - steer.go: steering a running execution (session.send steer) and the proof in the CLI's own record.
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
 //   - toolevents.go: tool.call events from the harnesses' tool hooks, a bounded in-memory log for event.read and event.subscribe.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -102,11 +103,10 @@ type runtime struct {
 	sessionsGen   uint64
 	statefulCache statefulCache
 	closing       bool
-	// pools are the warm spares, by launch shape (spares.go).
-	pools map[string]*sparePool
-	// spareStats counts what creates found of them (claimSpare; rt.mu).
-	spareStats spareStats
-	wg         sync.WaitGroup // process pumps and launches
+	// spares are the warm spares, by launch shape (spares.go, package
+	// spares).
+	spares *sparePool
+	wg     sync.WaitGroup // process pumps and launches
 	// retrying is set while retryLoop runs (storage.go).
 	retrying atomic.Bool
 }
@@ -117,8 +117,15 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		instanceID: newInstanceID(), startedAt: time.Now(),
 		sessions: map[string]*session{}, byID: map[string]*session{},
 		byLaunch: map[string]*session{}, aliases: map[string]*session{},
-		allChanged: make(chan struct{}), pools: map[string]*sparePool{},
+		allChanged: make(chan struct{}),
 	}
+	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
+		rt.wg.Add(1)
+		go func() {
+			defer rt.wg.Done()
+			f()
+		}()
+	}})
 	rt.methodOf = rt.methods()
 	rt.receipts = receipts.New(db)
 	rt.receipts.Recorded = rt.executionRecorded
@@ -234,7 +241,7 @@ func (rt *runtime) close() {
 		all = append(all, s)
 	}
 	rt.mu.Unlock()
-	rt.closeSpares()
+	rt.spares.Stop()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
@@ -593,20 +600,11 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) 
 	}
 	rt.mu.Lock()
 	st.Sessions = len(rt.sessions)
-	st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = rt.spareStats.claims, rt.spareStats.misses, rt.spareStats.shapeMisses
-	var ready []*spare
-	for _, pool := range rt.pools {
-		for _, sp := range pool.spares {
-			if sp.ready {
-				ready = append(ready, sp)
-			} else {
-				st.SparesStarting++
-			}
-		}
-	}
 	rt.mu.Unlock()
-	st.SparesReady = len(ready)
-	st.SparesRSSBytes = sparesRSS(ready)
+	stats, held := rt.spares.Status()
+	st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = stats.Claims, stats.Misses, stats.ShapeMisses
+	st.SparesReady, st.SparesStarting = len(held.Ready), held.Starting
+	st.SparesRSSBytes = sparesRSS(held.Ready)
 	return st, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/pty"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -165,7 +166,7 @@ type session struct {
 	// spare, while set, makes this a warm spare, not a Session: nothing
 	// stores its record or records its events (spares.go). Cleared, under
 	// mu, when a create claims it.
-	spare *spare
+	spare *spares.Spare[*spare]
 
 	// termMu guards screen (the pump writes, readers render the live grid).
 	termMu sync.Mutex
