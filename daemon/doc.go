@@ -13,7 +13,10 @@
 //   - daemon/receipts: the acceptance idempotency table (request_id);
 //   - daemon/worktree: the git work behind the worktree option;
 //   - daemon/spares: the warm-spare pool (session.warm: claim, refill,
-//     bounds, expiry, stop) behind a launcher the daemon gives it.
+//     bounds, expiry, stop) behind a launcher the daemon gives it;
+//   - daemon/approvals: pending requests' bookkeeping (one open per
+//     Session, answered or withdrawn, the last ones remembered, the
+//     forwarder's claim and wait, session.respond's checks and replay).
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -45,7 +48,7 @@
 //   - lifecycle.go: the Session lifecycle: the only file that writes a Session's state.
 //   - listen.go: binding the Unix socket safely (a stale socket, another owner).
 //   - peeruid.go: the uid of a loopback TCP peer, the HTTP hook port's peer check.
-//   - pending.go: pending requests (approvals): session.respond and internal.hook.decision.
+//   - pending.go: pending requests (approvals): when a hook opens one, session.respond and internal.hook.decision over package approvals.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
 //   - reads.go: session.read, session.list, events, scrollback and the raw transcript.
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.

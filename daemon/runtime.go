@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/approvals"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
@@ -79,7 +80,7 @@ type runtime struct {
 	receipts   *receipts.Table
 	// responses are session.respond's answers by request_id, and
 	// respondMu serialises the responses (pending.go).
-	responses responses
+	responses approvals.Responses
 	respondMu sync.Mutex
 	positions *fetchPositions
 	versions  versionCache // harness binaries' --version, for harness.list

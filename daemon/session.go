@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/approvals"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/pty"
@@ -138,10 +139,9 @@ type session struct {
 	// steerMu serialises the steers typed into the running turn
 	// (steer.go), never held with mu.
 	steerMu sync.Mutex
-	// pending is the request the Session asks (pending.go), and
-	// pastPending the last ones closed, for a late answer's error.
-	pending     *pendingReq
-	pastPending []*pendingReq
+	// approvals holds the request the Session asks (pending.go), and
+	// the last ones closed, for a late answer's error.
+	approvals approvals.Box
 	// changed is closed and replaced whenever something a fetch waiter
 	// could observe changed (events, results, committed rows).
 	changed chan struct{}
