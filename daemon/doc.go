@@ -16,7 +16,9 @@
 //     bounds, expiry, stop) behind a launcher the daemon gives it;
 //   - daemon/approvals: pending requests' bookkeeping (one open per
 //     Session, answered or withdrawn, the last ones remembered, the
-//     forwarder's claim and wait, session.respond's checks and replay).
+//     forwarder's claim and wait, session.respond's checks and replay);
+//   - daemon/sockets: binding the Unix socket paths safely, and binding
+//     them again when deleted under a running daemon.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -30,7 +32,7 @@
 //   - api.go: the wire layer: the dispatch table, each method decoded through its rpc descriptor.
 //   - attach.go: the interactive attach lease (internal.terminal.*) and its output stream.
 //   - control.go: resume, stop, restart and cancel of a Session.
-//   - daemon.go: Run: startup, the sockets, the hook-only server, shutdown.
+//   - daemon.go: Run: startup, the sockets (package sockets), the hook-only server, shutdown.
 //   - deliver.go: prompt delivery, waiting on the harness's own output as evidence.
 //   - doc.go: this map.
 //   - evidence.go: harness hooks (internal.hook) and what they do to a Session; a final text read back through harness.ReplyReader.
@@ -46,7 +48,6 @@
 //   - launch.go: starting a harness generation under a PTY and waiting for it to be ready.
 //   - launch_prompt.go: launches that carry their prompt (harness.LaunchPrompter, Codex).
 //   - lifecycle.go: the Session lifecycle: the only file that writes a Session's state.
-//   - listen.go: binding the Unix socket safely (a stale socket, another owner).
 //   - peeruid.go: the uid of a loopback TCP peer, the HTTP hook port's peer check.
 //   - pending.go: pending requests (approvals): when a hook opens one, session.respond and internal.hook.decision over package approvals.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
@@ -54,7 +55,6 @@
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
-//   - sockwatch.go: rebinding socket paths deleted under a running daemon.
 //   - spares.go: warm spares (session.warm): the launcher package spares' pool runs, a spare's Session object, a claimed spare becoming a Session.
 //   - steer.go: steering a running execution (session.send steer) and the proof in the CLI's own record.
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
