@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/hookhttp"
 	"github.com/dlgt-dev/dlgt/daemon/sockets"
 	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -81,12 +82,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if rt.opts.HTTPHooks {
-		web, err := listenHookHTTP(rt)
+		web, err := hookhttp.Listen(rt.log, rt.deliverHook)
 		if err != nil {
 			log.Warn("no HTTP hook endpoint on 127.0.0.1; hooks run the forwarder command", "err", err)
 		} else {
 			rt.hookWeb = web
-			defer web.close()
+			defer web.Close()
 		}
 	}
 	srvCtx, stopServing := context.WithCancel(ctx)

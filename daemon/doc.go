@@ -18,7 +18,9 @@
 //     Session, answered or withdrawn, the last ones remembered, the
 //     forwarder's claim and wait, session.respond's checks and replay);
 //   - daemon/sockets: binding the Unix socket paths safely, and binding
-//     them again when deleted under a running daemon.
+//     them again when deleted under a running daemon;
+//   - daemon/hookhttp: the HTTP hook intake (DLGT_HOOKS=http): the
+//     loopback server, its peer and token checks.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -43,12 +45,10 @@
 //   - fetch_park.go: long polls sharing one evaluation; the positions table beside those shares.
 //   - fetch_state.go: taking a fetch's snapshot: a Session under its locks, then the store in one read.
 //   - harness_unknown.go: the stand-in adapter of a stored Session whose harness this build lacks.
-//   - hookhttp.go: HTTP hooks (DLGT_HOOKS=http) on a loopback port.
 //   - interrupt_proof.go: proving a Claude Code interrupt when no hook reports it.
 //   - launch.go: starting a harness generation under a PTY and waiting for it to be ready.
 //   - launch_prompt.go: launches that carry their prompt (harness.LaunchPrompter, Codex).
 //   - lifecycle.go: the Session lifecycle: the only file that writes a Session's state.
-//   - peeruid.go: the uid of a loopback TCP peer, the HTTP hook port's peer check.
 //   - pending.go: pending requests (approvals): when a hook opens one, session.respond and internal.hook.decision over package approvals.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
 //   - reads.go: session.read, session.list, events, scrollback and the raw transcript.

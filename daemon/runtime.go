@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/daemon/hookhttp"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
@@ -88,7 +89,7 @@ type runtime struct {
 
 	shutdown func()
 	server   *rpc.Server
-	hookWeb  *hookHTTP // nil: command hooks only
+	hookWeb  *hookhttp.Server // nil: command hooks only
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
