@@ -20,7 +20,9 @@
 //   - daemon/sockets: binding the Unix socket paths safely, and binding
 //     them again when deleted under a running daemon;
 //   - daemon/hookhttp: the HTTP hook intake (DLGT_HOOKS=http): the
-//     loopback server, its peer and token checks.
+//     loopback server, its peer and token checks;
+//   - daemon/toolcalls: the bounded in-memory log of tool.call events and
+//     their merge with lifecycle events.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -58,7 +60,7 @@
 //   - spares.go: warm spares (session.warm): the launcher package spares' pool runs, a spare's Session object, a claimed spare becoming a Session.
 //   - steer.go: steering a running execution (session.send steer) and the proof in the CLI's own record.
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
-//   - toolevents.go: tool.call events from the harnesses' tool hooks, a bounded in-memory log for event.read and event.subscribe.
+//   - toolevents.go: tool.call events from the harnesses' tool hooks into package toolcalls' log, served by event.read and event.subscribe.
 //   - transcript_tail.go: tailing a provider transcript during and after a turn.
 //   - usage.go: an execution's token usage, read from the provider transcript.
 //   - versions.go: the installed harness versions for harness.list, cached per binary.

@@ -18,6 +18,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon/hookhttp"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
+	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -84,8 +85,8 @@ type runtime struct {
 	responses approvals.Responses
 	respondMu sync.Mutex
 	positions *fetchPositions
-	versions  versionCache // harness binaries' --version, for harness.list
-	tools     toolLog      // tool.call events (toolevents.go)
+	versions  versionCache  // harness binaries' --version, for harness.list
+	tools     toolcalls.Log // tool.call events (toolevents.go)
 
 	shutdown func()
 	server   *rpc.Server
