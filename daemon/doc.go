@@ -22,7 +22,9 @@
 //   - daemon/hookhttp: the HTTP hook intake (DLGT_HOOKS=http): the
 //     loopback server, its peer and token checks;
 //   - daemon/toolcalls: the bounded in-memory log of tool.call events and
-//     their merge with lifecycle events.
+//     their merge with lifecycle events;
+//   - daemon/versions: the installed harness versions for harness.list,
+//     cached per binary.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -63,7 +65,6 @@
 //   - toolevents.go: tool.call events from the harnesses' tool hooks into package toolcalls' log, served by event.read and event.subscribe.
 //   - transcript_tail.go: tailing a provider transcript during and after a turn.
 //   - usage.go: an execution's token usage, read from the provider transcript.
-//   - versions.go: the installed harness versions for harness.list, cached per binary.
 //   - worktree.go: wiring package worktree: where worktrees go, session.diff, a result's diff summary.
 //
 // # What it must not touch

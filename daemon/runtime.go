@@ -19,6 +19,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
+	"github.com/dlgt-dev/dlgt/daemon/versions"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -85,8 +86,8 @@ type runtime struct {
 	responses approvals.Responses
 	respondMu sync.Mutex
 	positions *fetchPositions
-	versions  versionCache  // harness binaries' --version, for harness.list
-	tools     toolcalls.Log // tool.call events (toolevents.go)
+	versions  versions.Cache // harness binaries' --version, for harness.list
+	tools     toolcalls.Log  // tool.call events (toolevents.go)
 
 	shutdown func()
 	server   *rpc.Server
@@ -551,7 +552,7 @@ func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, p rpc.Harness
 		bin, err := h.Binary(env)
 		info.Binary, info.Available = bin, err == nil
 		if info.Available {
-			info.Version = rt.versions.get(ctx, bin, probeEnv)
+			info.Version = rt.versions.Get(ctx, bin, probeEnv)
 		}
 		res.Harnesses = append(res.Harnesses, info)
 	}
