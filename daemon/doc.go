@@ -24,7 +24,9 @@
 //   - daemon/toolcalls: the bounded in-memory log of tool.call events and
 //     their merge with lifecycle events;
 //   - daemon/versions: the installed harness versions for harness.list,
-//     cached per binary.
+//     cached per binary;
+//   - daemon/parking: where long polls wait, sharing one evaluation per
+//     position, bounds and change (and all:true's per change).
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -46,7 +48,7 @@
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
 //   - fetch_marks.go: a Session's watermark and its record of events retention dropped.
-//   - fetch_park.go: long polls sharing one evaluation; the positions table beside those shares.
+//   - fetch_park.go: the keys long polls share an evaluation under (package parking); the positions table beside those shares.
 //   - fetch_state.go: taking a fetch's snapshot: a Session under its locks, then the store in one read.
 //   - harness_unknown.go: the stand-in adapter of a stored Session whose harness this build lacks.
 //   - interrupt_proof.go: proving a Claude Code interrupt when no hook reports it.
