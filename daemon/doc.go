@@ -26,7 +26,9 @@
 //   - daemon/versions: the installed harness versions for harness.list,
 //     cached per binary;
 //   - daemon/parking: where long polls wait, sharing one evaluation per
-//     position, bounds and change (and all:true's per change).
+//     position, bounds and change (and all:true's per change);
+//   - daemon/scrollback: scrollback.read's paging (cursors, page sizes,
+//     the live grid before the history).
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
