@@ -176,7 +176,7 @@ func (rt *runtime) recover() error {
 			after = evs[len(evs)-1].Seq
 			s.lastEvent = after
 			for _, e := range evs {
-				s.noteEventLocked(e.Seq, rt.db.EventsEvictedThrough())
+				s.events.Note(e.Seq, rt.db.EventsEvictedThrough())
 			}
 		}
 		rt.mu.Lock()
@@ -411,7 +411,7 @@ func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
 		if err == nil {
 			w.AfterCommit(func() {
 				s.lastEvent = seq
-				s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
+				s.events.Note(seq, rt.db.EventsEvictedThrough())
 			})
 		}
 		return err

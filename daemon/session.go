@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/pty"
@@ -151,10 +152,9 @@ type session struct {
 	pub atomic.Pointer[sessionPub]
 	// lastEvent is the seq of the newest event recorded for this Session.
 	lastEvent uint64
-	// eventSeqs are this Session's event seqs not yet known to be evicted,
-	// and lostEvent the newest one retention dropped (see fetch.go).
-	eventSeqs []uint64
-	lostEvent uint64
+	// events records which of this Session's events retention dropped
+	// (fetch_state.go).
+	events fetchdoc.EventLoss
 	// lastOutput is when the PTY last produced output.
 	lastOutput time.Time
 	// unsaved are writes that failed for want of space, retried in
