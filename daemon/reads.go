@@ -169,11 +169,6 @@ func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, p rpc.Scro
 	if err != nil {
 		return rpc.ScrollbackPage{}, err
 	}
-	if p.Before != "" {
-		if _, _, err := scrollback.ParseCursor(p.Before); err != nil {
-			return rpc.ScrollbackPage{}, err
-		}
-	}
 	s.mu.Lock()
 	out := rpc.ScrollbackPage{SessionID: s.rec.ID, Screen: rpc.ScreenSize{Rows: s.rec.Rows, Cols: s.rec.Cols}}
 	s.mu.Unlock()
@@ -202,9 +197,7 @@ func (s *session) scrollbackLive() []string {
 	if screen == nil {
 		return s.liveRows()
 	}
-	for len(rows) > 0 && rows[len(rows)-1] == "" {
-		rows = rows[:len(rows)-1]
-	}
+	rows = scrollback.TrimBlank(rows)
 	return rows[min(k, len(rows)):]
 }
 
@@ -222,10 +215,7 @@ func (s *session) liveRows() []string {
 		rows = append([]string(nil), s.rec.FinalLive...)
 		s.mu.Unlock()
 	}
-	for len(rows) > 0 && rows[len(rows)-1] == "" {
-		rows = rows[:len(rows)-1]
-	}
-	return rows
+	return scrollback.TrimBlank(rows)
 }
 
 func (rt *runtime) transcriptReadRaw(ctx context.Context, peer rpc.Peer, p rpc.TranscriptReadRawParams) (rpc.RawPage, error) {

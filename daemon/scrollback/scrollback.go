@@ -120,3 +120,11 @@ func Read(h History, before string, lines int, live func() []string, out *rpc.Sc
 	}
 	return nil
 }
+
+// TrimBlank is rows without its trailing blank rows.
+func TrimBlank(rows []string) []string {
+	for len(rows) > 0 && rows[len(rows)-1] == "" {
+		rows = rows[:len(rows)-1]
+	}
+	return rows
+}

@@ -83,3 +83,12 @@ func TestReadPagesBack(t *testing.T) {
 		t.Fatal("a bad cursor was read")
 	}
 }
+
+func TestTrimBlank(t *testing.T) {
+	if got := TrimBlank([]string{"a", "", "b", "", ""}); strings.Join(got, "|") != "a||b" {
+		t.Fatalf("TrimBlank = %q", got)
+	}
+	if got := TrimBlank([]string{"", ""}); len(got) != 0 {
+		t.Fatalf("TrimBlank of blanks = %q", got)
+	}
+}
