@@ -49,7 +49,7 @@
 //   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
-//   - fetch_marks.go: a Session's watermark and its record of events retention dropped.
+//   - fetch_marks.go: a Session's watermark (its record of events retention dropped is fetchdoc.EventLoss).
 //   - fetch_park.go: the keys long polls share an evaluation under (package parking); the positions table beside those shares.
 //   - fetch_state.go: taking a fetch's snapshot: a Session under its locks, then the store in one read.
 //   - harness_unknown.go: the stand-in adapter of a stored Session whose harness this build lacks.
@@ -59,7 +59,7 @@
 //   - lifecycle.go: the Session lifecycle: the only file that writes a Session's state.
 //   - pending.go: pending requests (approvals): when a hook opens one, session.respond and internal.hook.decision over package approvals.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
-//   - reads.go: session.read, session.list, events, scrollback and the raw transcript.
+//   - reads.go: session.read, session.list, events, scrollback (paged by package scrollback) and the raw transcript.
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
