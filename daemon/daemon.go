@@ -10,15 +10,19 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/hookhttp"
+	"github.com/dlgt-dev/dlgt/daemon/sockets"
 	"github.com/dlgt-dev/dlgt/hookfwd"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
 )
+
+// ErrSocketInUse is returned when a live daemon already answers on the
+// socket path; it is never replaced (package sockets).
+var ErrSocketInUse = sockets.ErrInUse
 
 // Config configures Run.
 type Config struct {
@@ -62,28 +66,28 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer db.Close()
 
-	l, err := listenOwned(p.Socket)
+	l, err := sockets.ListenOwned(p.Socket)
 	if err != nil {
 		return err
 	}
-	defer l.cleanup()
-	hl, err := listenOwned(p.HookSocket)
+	defer l.Cleanup()
+	hl, err := sockets.ListenOwned(p.HookSocket)
 	if err != nil {
 		return err
 	}
-	defer hl.cleanup()
+	defer hl.Cleanup()
 
 	rt, err := newRuntime(db, p, log, cfg.Options)
 	if err != nil {
 		return err
 	}
 	if rt.opts.HTTPHooks {
-		web, err := listenHookHTTP(rt)
+		web, err := hookhttp.Listen(rt.log, rt.deliverHook)
 		if err != nil {
 			log.Warn("no HTTP hook endpoint on 127.0.0.1; hooks run the forwarder command", "err", err)
 		} else {
 			rt.hookWeb = web
-			defer web.close()
+			defer web.Close()
 		}
 	}
 	srvCtx, stopServing := context.WithCancel(ctx)
@@ -103,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer hookSrv.Close()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(srvCtx, l) }()
-	go watchSockets(srvCtx, log, l, hl)
+	go sockets.Watch(srvCtx, log, l, hl)
 	select {
 	case <-srvCtx.Done():
 	case err := <-serveErr:
@@ -173,169 +177,6 @@ func (h hookOnly) ServeRPC(ctx context.Context, peer rpc.Peer, req *rpc.Request)
 		return nil, rpc.InvalidField("method", "the hook socket serves only %s and %s", rpc.MethodHookDeliver, rpc.MethodHookDecision)
 	}
 	return h.rt.ServeRPC(ctx, peer, req)
-}
-
-// socketCheckInterval is how often the daemon checks that its socket
-// paths still name the sockets it bound when it cannot watch the
-// directories holding them (see watchSockets); a path deleted (or
-// replaced by a stale file) while it runs is bound again, so clients can
-// reconnect.
-const socketCheckInterval = 2 * time.Second
-
-// ownedSocket is a listener on a socket path the daemon owns. When the
-// path is deleted while the daemon runs, rebind binds it again (with
-// listen's bind hygiene) and Accept continues on the new socket; the
-// server never sees the switch.
-type ownedSocket struct {
-	path string
-
-	// mu guards the fields that follow.
-	mu      sync.Mutex
-	l       *net.UnixListener
-	info    os.FileInfo // the bound socket file, to recognize it
-	closed  bool
-	lastErr string     // last rebind failure logged, to log each once
-	queued  []net.Conn // taken from a replaced socket's queue, for Accept
-}
-
-// listenOwned binds path (see listen).
-func listenOwned(path string) (*ownedSocket, error) {
-	l, err := listen(path)
-	if err != nil {
-		return nil, err
-	}
-	info, err := os.Lstat(path)
-	if err != nil {
-		l.Close()
-		return nil, err
-	}
-	return &ownedSocket{path: path, l: l, info: info}, nil
-}
-
-// Accept waits on the current socket; a socket replaced by rebind ends
-// its Accept with an error, and Accept continues on the new one.
-func (o *ownedSocket) Accept() (net.Conn, error) {
-	for {
-		o.mu.Lock()
-		if len(o.queued) > 0 {
-			c := o.queued[0]
-			o.queued = o.queued[1:]
-			o.mu.Unlock()
-			return c, nil
-		}
-		l := o.l
-		o.mu.Unlock()
-		c, err := l.Accept()
-		if err == nil {
-			return c, nil
-		}
-		o.mu.Lock()
-		swapped := o.l != l && !o.closed
-		o.mu.Unlock()
-		if !swapped {
-			return nil, err
-		}
-	}
-}
-
-func (o *ownedSocket) Addr() net.Addr {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.l.Addr()
-}
-
-// Close stops accepting; the path is left alone (see cleanup).
-func (o *ownedSocket) Close() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.closed = true
-	for _, c := range o.queued {
-		c.Close()
-	}
-	o.queued = nil
-	return o.l.Close()
-}
-
-// cleanup closes the listener and removes the path only if it still
-// names our socket.
-func (o *ownedSocket) cleanup() {
-	o.Close()
-	o.mu.Lock()
-	info := o.info
-	o.mu.Unlock()
-	if sameFile(o.path, info) {
-		os.Remove(o.path)
-	}
-}
-
-// rebind binds the path again when it no longer names our socket. A path
-// taken by something listen refuses to replace (a live daemon, a file
-// that is not a socket) is left alone and the failure logged once.
-func (o *ownedSocket) rebind(log *slog.Logger) {
-	o.mu.Lock()
-	if o.closed || sameFile(o.path, o.info) {
-		o.mu.Unlock()
-		return
-	}
-	o.mu.Unlock()
-	nl, err := listen(o.path)
-	var info os.FileInfo
-	if err == nil {
-		if info, err = os.Lstat(o.path); err != nil {
-			nl.Close()
-		}
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err != nil {
-		if msg := err.Error(); msg != o.lastErr {
-			o.lastErr = msg
-			log.Error("socket path no longer names the daemon's socket; cannot bind it again", "socket", o.path, "err", err)
-		}
-		return
-	}
-	if o.closed {
-		nl.Close()
-		if sameFile(o.path, info) {
-			os.Remove(o.path)
-		}
-		return
-	}
-	old := o.l
-	o.l, o.info, o.lastErr = nl, info, ""
-	// Clients that connected just before the path was deleted wait in
-	// the old socket's queue: Accept hands them out before the new ones.
-	o.queued = append(o.queued, drainQueued(old)...)
-	old.Close()
-	log.Warn("socket path was deleted or replaced while running; bound it again", "socket", o.path)
-}
-
-// drainQueued accepts, without waiting, the connections queued on l (at
-// most its backlog, bounded by the kernel's somaxconn).
-func drainQueued(l *net.UnixListener) []net.Conn {
-	rc, err := l.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	var out []net.Conn
-	rc.Control(func(fd uintptr) {
-		for len(out) < 1<<16 {
-			nfd, _, err := syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
-			if err == syscall.EINTR || err == syscall.ECONNABORTED {
-				continue
-			}
-			if err != nil {
-				return
-			}
-			f := os.NewFile(uintptr(nfd), "unix")
-			c, err := net.FileConn(f)
-			f.Close()
-			if err == nil {
-				out = append(out, c)
-			}
-		}
-	})
-	return out
 }
 
 func newInstanceID() string {

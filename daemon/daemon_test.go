@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -396,20 +395,5 @@ func TestRunSocketPathTooLong(t *testing.T) {
 	p := daemonPaths(t, map[string]string{"DLGT_SOCKET": filepath.Join(t.TempDir(), strings.Repeat("s", 120)+".sock")})
 	if _, err := startDaemon(t, p); err == nil {
 		t.Fatal("Run succeeded on a socket path the kernel cannot bind")
-	}
-}
-
-func TestListenUmaskRestored(t *testing.T) {
-	old := syscall.Umask(0o022)
-	defer syscall.Umask(old)
-	path := filepath.Join(t.TempDir(), "u.sock")
-	l, err := listen(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	wantMode(t, path, 0o600)
-	if got := syscall.Umask(0o022); got != 0o022 {
-		t.Fatalf("umask left at %#o", got)
 	}
 }

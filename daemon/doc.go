@@ -11,7 +11,24 @@
 //     and gaps, deltas, all:true pages, fitting into max_bytes);
 //   - daemon/positions: fetch positions (minting, retention, storage);
 //   - daemon/receipts: the acceptance idempotency table (request_id);
-//   - daemon/worktree: the git work behind the worktree option.
+//   - daemon/worktree: the git work behind the worktree option;
+//   - daemon/spares: the warm-spare pool (session.warm: claim, refill,
+//     bounds, expiry, stop) behind a launcher the daemon gives it;
+//   - daemon/approvals: pending requests' bookkeeping (one open per
+//     Session, answered or withdrawn, the last ones remembered, the
+//     forwarder's claim and wait, session.respond's checks and replay);
+//   - daemon/sockets: binding the Unix socket paths safely, and binding
+//     them again when deleted under a running daemon;
+//   - daemon/hookhttp: the HTTP hook intake (DLGT_HOOKS=http): the
+//     loopback server, its peer and token checks;
+//   - daemon/toolcalls: the bounded in-memory log of tool.call events and
+//     their merge with lifecycle events;
+//   - daemon/versions: the installed harness versions for harness.list,
+//     cached per binary;
+//   - daemon/parking: where long polls wait, sharing one evaluation per
+//     position, bounds and change (and all:true's per change);
+//   - daemon/scrollback: scrollback.read's paging (cursors, page sizes,
+//     the live grid before the history).
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -25,39 +42,34 @@
 //   - api.go: the wire layer: the dispatch table, each method decoded through its rpc descriptor.
 //   - attach.go: the interactive attach lease (internal.terminal.*) and its output stream.
 //   - control.go: resume, stop, restart and cancel of a Session.
-//   - daemon.go: Run: startup, the sockets, the hook-only server, shutdown.
+//   - daemon.go: Run: startup, the sockets (package sockets), the hook-only server, shutdown.
 //   - deliver.go: prompt delivery, waiting on the harness's own output as evidence.
 //   - doc.go: this map.
 //   - evidence.go: harness hooks (internal.hook) and what they do to a Session.
 //   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
-//   - fetch_marks.go: a Session's watermark and its record of events retention dropped.
-//   - fetch_park.go: long polls sharing one evaluation; the positions table beside those shares.
+//   - fetch_marks.go: a Session's watermark (its record of events retention dropped is fetchdoc.EventLoss).
+//   - fetch_park.go: the keys long polls share an evaluation under (package parking); the positions table beside those shares.
 //   - fetch_state.go: taking a fetch's snapshot: a Session under its locks, then the store in one read.
 //   - harness_unknown.go: the stand-in adapter of a stored Session whose harness this build lacks.
-//   - hookhttp.go: HTTP hooks (DLGT_HOOKS=http) on a loopback port.
 //   - interrupt_proof.go: proving a Claude Code interrupt when no hook reports it.
 //   - launch.go: starting a harness generation under a PTY and waiting for it to be ready.
 //   - launch_prompt.go: launches that carry their prompt (harness.LaunchPrompter, Codex).
 //   - lifecycle.go: the Session lifecycle: the only file that writes a Session's state.
-//   - listen.go: binding the Unix socket safely (a stale socket, another owner).
-//   - peeruid.go: the uid of a loopback TCP peer, the HTTP hook port's peer check.
-//   - pending.go: pending requests (approvals): session.respond and internal.hook.decision.
+//   - pending.go: pending requests (approvals): when a hook opens one, session.respond and internal.hook.decision over package approvals.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
-//   - reads.go: session.read, session.list, events, scrollback and the raw transcript.
+//   - reads.go: session.read, session.list, events, scrollback (paged by package scrollback) and the raw transcript.
 //   - reply.go: a turn's final text read back from the transcript (harness.ReplyReader), waiting for a harness that writes it after its turn-end hook.
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
-//   - sockwatch.go: rebinding socket paths deleted under a running daemon.
-//   - spares.go: warm spares (session.warm): harness processes started ahead for one launch shape.
+//   - spares.go: warm spares (session.warm): the launcher package spares' pool runs, a spare's Session object, a claimed spare becoming a Session.
 //   - steer.go: steering a running execution (session.send steer) and the proof in the CLI's own record.
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
-//   - toolevents.go: tool.call events from the harnesses' tool hooks, a bounded in-memory log for event.read and event.subscribe.
+//   - toolevents.go: tool.call events from the harnesses' tool hooks into package toolcalls' log, served by event.read and event.subscribe.
 //   - transcript_tail.go: tailing a provider transcript during and after a turn.
 //   - usage.go: an execution's token usage, read from the provider transcript.
-//   - versions.go: the installed harness versions for harness.list, cached per binary.
 //   - worktree.go: wiring package worktree: where worktrees go, session.diff, a result's diff summary.
 //
 // # What it must not touch

@@ -146,7 +146,7 @@ func (rt *runtime) applyEvidence(s *session, launchID string, ev harness.Evidenc
 			return false
 		}
 		if s.rec.State == rpc.StateBlocked {
-			if ev.Answerable && s.pending == nil {
+			if ev.Answerable && s.approvals.Open() == nil {
 				// The dialog's Notification came first: what it asks
 				// is known now.
 				rt.openPendingLocked(s, launchID, ev)

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/sockets"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 	"github.com/dlgt-dev/dlgt/store"
@@ -700,7 +701,7 @@ func TestFaultSocketDeleted(t *testing.T) {
 	if err := os.Rename(td.paths.Socket+".tmp", td.paths.Socket); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * socketCheckInterval)
+	time.Sleep(2 * sockets.CheckInterval)
 	if b, err := os.ReadFile(td.paths.Socket); err != nil || string(b) != "not a socket" {
 		t.Fatalf("foreign file at the socket path replaced: %q %v", b, err)
 	}

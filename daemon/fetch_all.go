@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/parking"
 	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
@@ -158,14 +159,14 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		}
 		// Long polls woken by one change from one position share one
 		// evaluation and its sealed documents.
-		var sh *allShare
+		var sh *parking.AllShare
 		if wokeFrom != nil && fetchShareWakes {
-			sh = rt.positions.allShares.get(allShareKey{pos: pos, maxBytes: fr.MaxBytes, wokeFrom: wokeFrom})
+			sh = rt.positions.allShares.Get(parking.AllKey{Pos: pos, MaxBytes: fr.MaxBytes, WokeFrom: wokeFrom})
 		}
 		var a *fetchdoc.AllDoc
 		var err error
 		if sh != nil {
-			a, err = sh.eval(eval)
+			a, err = sh.Eval(eval)
 		} else {
 			a, err = eval()
 		}
@@ -206,7 +207,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 			}
 		}
 		if sh != nil {
-			return sh.document(env, reason, cursor), nil
+			return sh.Document(env, reason, cursor), nil
 		}
 		return a.Document(env, reason, cursor), nil
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/scrollback"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -167,7 +168,7 @@ func TestFetchPropertyFollow(t *testing.T) {
 	}
 	readTruth := func() ([]string, []json.RawMessage) {
 		var page rpc.ScrollbackPage
-		td.mustCall(rpc.MethodScrollbackRead, map[string]any{"session": id, "lines": maxScrollback, "before": "scr_zzzzzzzzzzzz"}, &page)
+		td.mustCall(rpc.MethodScrollbackRead, map[string]any{"session": id, "lines": scrollback.MaxLines, "before": "scr_zzzzzzzzzzzz"}, &page)
 		var evs []json.RawMessage
 		td.mustCall(rpc.MethodEventRead, rpc.EventReadParams{Session: id}, &evs)
 		return page.Lines, evs

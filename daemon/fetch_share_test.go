@@ -266,7 +266,7 @@ func mustUint(t testing.TB, s string) uint64 {
 func TestFetchSharesParkingLot(t *testing.T) {
 	rt := newFetchRuntime(t)
 	s := addSession(t, rt, "w")
-	fs := &fetchShares{by: map[string]map[shareKey]*shareEntry{}}
+	fs := &fetchShares{}
 	pos := &positions.Position{}
 	changed := make(chan struct{})
 	k := shareKey{pos: pos, maxBytes: 1, wokeFrom: changed}
@@ -288,11 +288,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 		lp.timer = time.NewTimer(time.Hour)
 		return lp
 	}
-	lotSize := func() int {
-		fs.mu.Lock()
-		defer fs.mu.Unlock()
-		return len(fs.by["s"])
-	}
+	lotSize := func() int { return fs.lot.Len("s") }
 
 	// Abandoned: both waiters leave before the change.
 	a, b := newPoll(), newPoll()
@@ -305,7 +301,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	}
 	fs.unpark("s", k, ea, b)
 	select {
-	case <-ea.abandon:
+	case <-ea.Abandoned():
 	case <-time.After(5 * time.Second):
 		t.Fatal("not abandoned after the last waiter left")
 	}

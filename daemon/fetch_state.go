@@ -66,7 +66,7 @@ func (rt *runtime) lockedState(s *session, from *fetchdoc.Mark, live bool) *fetc
 		Cur: s.markLocked(), View: viewLocked(s),
 	}
 	if from != nil && from.Event < ev {
-		st.EventLost = s.eventLostAfterLocked(from.Event, ev)
+		st.EventLost = s.events.LostAfter(from.Event, ev)
 	}
 	s.mu.Unlock()
 	st.RowsFirst = s.rows.First()

@@ -1074,7 +1074,7 @@ func TestFetchWakesOnAPendingRequest(t *testing.T) {
 		t.Fatalf("fetch after the request opened: %+v", d)
 	}
 	opened := d.Cursor
-	change(func() { s.pending.state, s.pendGen = pendAnswered, s.pendGen+1 }) // as answerLocked
+	change(func() { s.approvals.Answer(s.approvals.Open(), nil) }) // as answerLocked
 	d, _ = fetchDoc(t, rt, map[string]any{"session": "claude:a", "cursor": d.Cursor, "wait_ms": 20000})
 	if d.Reason == rpc.ReasonTimeout || len(d.Sessions) != 1 || d.Sessions[0].Session.Pending != nil {
 		t.Fatalf("fetch after the answer: %+v", d)

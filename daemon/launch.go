@@ -86,7 +86,7 @@ func (rt *runtime) startGeneration(ctx context.Context, s *session, lo launchOpt
 	// token; it is never passed on.
 	delete(spec.Env, harness.HookTokenEnv)
 	if rt.hookWeb != nil {
-		spec.HookHTTP = rt.hookWeb.forLaunch(g.launchID)
+		spec.HookHTTP = rt.hookWeb.ForLaunch(g.launchID)
 	}
 	for k, v := range rt.opts.BinEnv {
 		if _, ok := spec.Env[k]; !ok && v != "" {

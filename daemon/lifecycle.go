@@ -1,6 +1,9 @@
 package daemon
 
-import "github.com/dlgt-dev/dlgt/rpc"
+import (
+	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/rpc"
+)
 
 // The Session lifecycle. This file is the only one that writes a
 // Session's state (sessionRecord.State): transitionLocked for every change
@@ -164,7 +167,7 @@ func (rt *runtime) transitionLocked(s *session, to lifecycleState, ev rpc.Event)
 	}
 	s.rec.State = to
 	if to != stBlocked && !holdPendingLocked(s, to) {
-		s.closePendingLocked(pendWithdrawn)
+		s.approvals.Close(approvals.Withdrawn)
 	}
 	rt.persistLocked(s)
 	rt.emitLocked(s, ev)

@@ -23,64 +23,18 @@ package daemon
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/approvals"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// Pending request states.
-const (
-	pendWaiting   = "waiting"
-	pendAnswered  = "answered"
-	pendWithdrawn = "withdrawn"
-)
-
-// Bounds: a deny message, a question's free text, the requests a Session
-// remembers after they close (for the typed errors of a late answer), the
-// responses remembered for request_id replay, and one decision wait.
-const (
-	maxRespondMessage = 4096
-	maxPastPending    = 16
-	maxResponses      = 1024
-	maxDecisionWait   = 10 * time.Minute
-	// claimGrace is how long after a forwarder learned of its request it
-	// has to begin waiting for the answer; one that never does (it died
-	// in between) leaves the request withdrawn.
-	claimGrace = 15 * time.Second
-)
-
-// pendingReq is one request. Its fields are guarded by the session's mu.
-type pendingReq struct {
-	p       rpc.Pending
-	event   string // the hook event that asked
-	launch  string
-	state   string
-	claimed bool // a forwarder delivered it and is to wait for it
-	// keys: answered with the dialog's keys (harness.KeyAnswerer), not
-	// through a waiting hook; no forwarder claims it.
-	keys   bool
-	waited bool // that forwarder's decision wait began
-	output []byte
-	done   chan struct{} // closed when it stops waiting
-}
-
-func newPendingID() string {
-	var b [9]byte
-	rand.Read(b[:])
-	return "prq_" + hex.EncodeToString(b[:])
-}
-
 // openPendingLocked makes the request ev asks, if the harness takes an
 // answer to it and none is open. s.mu held.
 func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evidence) {
-	if !ev.Answerable || s.pending != nil {
+	if !ev.Answerable || s.approvals.Open() != nil {
 		return
 	}
 	ka, keys := s.h.(harness.KeyAnswerer)
@@ -97,15 +51,7 @@ func (rt *runtime) openPendingLocked(s *session, launch string, ev harness.Evide
 	if keys && ka.DenyEndsTurn() {
 		deny = "Deny it: the harness declines the call and ends the turn (no message)"
 	}
-	s.pending = &pendingReq{
-		p: rpc.Pending{
-			ID: newPendingID(), Kind: rpc.PendingPermission, Tool: ev.Tool, Input: ev.Input,
-			Options:   []rpc.PendingOption{{ID: rpc.DecisionAllow, Label: "Allow this call once"}, {ID: rpc.DecisionDeny, Label: deny}},
-			AskedAtMS: nowMS(),
-		},
-		event: ev.Event, launch: launch, state: pendWaiting, done: make(chan struct{}), keys: keys,
-	}
-	s.pendGen++
+	s.approvals.Ask(approvals.NewPermission(ev.Tool, ev.Input, ev.Event, launch, keys, deny, nowMS()))
 }
 
 // personOwnsDialog reports whether a person holding h's terminal takes a
@@ -133,7 +79,7 @@ func dialogAfterHook(h any) bool {
 // canceling (session.respond needs a blocked Session); the turn's end, or
 // the hook ending, withdraws the request. s.mu held.
 func holdPendingLocked(s *session, to lifecycleState) bool {
-	return to == stCanceling && s.pending != nil && dialogAfterHook(s.h)
+	return to == stCanceling && s.approvals.Open() != nil && dialogAfterHook(s.h)
 }
 
 // withdrawForPersonLocked hands the open request to a person who just took
@@ -143,43 +89,20 @@ func holdPendingLocked(s *session, to lifecycleState) bool {
 // stays blocked. A request held while canceling (holdPendingLocked) stays
 // held. s.mu held.
 func (rt *runtime) withdrawForPersonLocked(s *session) {
-	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked || !personOwnsDialog(s.h) {
+	req := s.approvals.Waiting()
+	if req == nil || s.rec.State != rpc.StateBlocked || !personOwnsDialog(s.h) {
 		return
 	}
-	id := s.pending.p.ID
-	s.closePendingLocked(pendWithdrawn)
+	id := req.ID()
+	s.approvals.Close(approvals.Withdrawn)
 	s.notifyLocked()
 	rt.log.Info("pending request withdrawn: a person attached to answer it in the terminal", "session", s.rec.ID, "pending", id)
-}
-
-// closePendingLocked ends the open request, if any, as state (answered or
-// withdrawn) and remembers it. s.mu held.
-func (s *session) closePendingLocked(state string) {
-	p := s.pending
-	if p == nil {
-		return
-	}
-	s.pending = nil
-	s.pendGen++
-	if p.state == pendWaiting {
-		p.state = state
-		close(p.done)
-	}
-	s.pastPending = append(s.pastPending, p)
-	if len(s.pastPending) > maxPastPending {
-		s.pastPending = s.pastPending[len(s.pastPending)-maxPastPending:]
-	}
 }
 
 // pendingSnapshotLocked is the open request as the Session snapshot shows
 // it: only while the Session is blocked and nobody answered it.
 func (s *session) pendingSnapshotLocked() *rpc.Pending {
-	if s.pending == nil || s.pending.state != pendWaiting || s.rec.State != rpc.StateBlocked {
-		return nil
-	}
-	p := s.pending.p
-	p.Options = append([]rpc.PendingOption(nil), p.Options...)
-	return &p
+	return s.approvals.Snapshot(s.rec.State == rpc.StateBlocked)
 }
 
 // claimPending reports the id of the request launch's event hook just
@@ -193,21 +116,20 @@ func (rt *runtime) claimPending(launch, event string) string {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.pending
-	if p == nil || p.claimed || p.keys || p.launch != launch || p.event != event || p.state != pendWaiting {
+	p := s.approvals.Open()
+	if p == nil || !p.Claim(launch, event) {
 		return ""
 	}
-	p.claimed = true
-	time.AfterFunc(claimGrace, func() {
+	time.AfterFunc(approvals.ClaimGrace, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.pending == p && p.state == pendWaiting && !p.waited {
-			s.closePendingLocked(pendWithdrawn)
+		if s.approvals.Open() == p && p.State() == approvals.Waiting && !p.Waited() {
+			s.approvals.Close(approvals.Withdrawn)
 			s.notifyLocked()
-			rt.log.Info("pending request withdrawn: its hook never waited for the answer", "session", s.rec.ID, "pending", p.p.ID)
+			rt.log.Info("pending request withdrawn: its hook never waited for the answer", "session", s.rec.ID, "pending", p.ID())
 		}
 	})
-	return p.p.ID
+	return p.ID()
 }
 
 // hookDecision is internal.hook.decision: it waits up to WaitMS for the
@@ -215,147 +137,64 @@ func (rt *runtime) claimPending(launch, event string) string {
 // has it now); no answer leaves everything as it is.
 func (rt *runtime) hookDecision(ctx context.Context, peer rpc.Peer, p rpc.HookDecisionParams) (rpc.HookDecision, error) {
 	wait := time.Duration(p.WaitMS) * time.Millisecond
-	if wait < 0 || wait > maxDecisionWait {
-		return rpc.HookDecision{}, rpc.InvalidField("wait_ms", "must be between 0 and %d", maxDecisionWait.Milliseconds())
+	if wait < 0 || wait > approvals.MaxDecisionWait {
+		return rpc.HookDecision{}, rpc.InvalidField("wait_ms", "must be between 0 and %d", approvals.MaxDecisionWait.Milliseconds())
 	}
 	rt.mu.Lock()
 	s := rt.byLaunch[p.LaunchID]
 	rt.mu.Unlock()
 	if s == nil {
-		return rpc.HookDecision{State: pendWithdrawn}, nil
+		return rpc.HookDecision{State: approvals.Withdrawn}, nil
 	}
 	s.mu.Lock()
-	req := s.findPendingLocked(p.PendingID)
+	req := s.approvals.Find(p.PendingID)
 	if req != nil {
-		req.waited = true
+		req.BeginWait()
 	}
 	s.mu.Unlock()
-	if req == nil || req.launch != p.LaunchID {
-		return rpc.HookDecision{State: pendWithdrawn}, nil
+	if req == nil || req.Launch() != p.LaunchID {
+		return rpc.HookDecision{State: approvals.Withdrawn}, nil
 	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-req.done:
-	case <-t.C:
-	case <-ctx.Done():
-	}
+	req.Wait(ctx, wait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if req.state == pendWaiting && s.pending == req {
+	if req.State() == approvals.Waiting && s.approvals.Open() == req {
 		// The forwarder stops waiting (its bound, or it is gone: the
 		// harness killed it at its timeout, or canceled the tool): an
 		// answer could no longer reach the harness, so the request is
 		// withdrawn and the Session stays blocked for a person, as
 		// before dlgt could answer.
-		s.closePendingLocked(pendWithdrawn)
+		s.approvals.Close(approvals.Withdrawn)
 		s.notifyLocked()
-		rt.log.Info("pending request withdrawn: its hook stopped waiting", "session", s.rec.ID, "pending", req.p.ID)
+		rt.log.Info("pending request withdrawn: its hook stopped waiting", "session", s.rec.ID, "pending", req.ID())
 	}
-	switch req.state {
-	case pendAnswered:
+	switch req.State() {
+	case approvals.Answered:
 		if e := s.exec; e != nil && ctx.Err() == nil && s.rec.State == rpc.StateBlocked && s.gen != nil && s.gen.launchID == p.LaunchID {
 			rt.transitionLocked(s, stBusy, rpc.Event{Type: rpc.EventSessionResumed, ExecutionSeq: e.seq})
 		}
-		return rpc.HookDecision{State: pendAnswered, Output: string(req.output)}, nil
+		return rpc.HookDecision{State: approvals.Answered, Output: string(req.Output())}, nil
 	}
-	return rpc.HookDecision{State: pendWithdrawn}, nil
-}
-
-func (s *session) findPendingLocked(id string) *pendingReq {
-	if s.pending != nil && s.pending.p.ID == id {
-		return s.pending
-	}
-	for _, p := range s.pastPending {
-		if p.p.ID == id {
-			return p
-		}
-	}
-	return nil
-}
-
-// responses remembers session.respond answers by request_id.
-type responses struct {
-	mu    sync.Mutex
-	byID  map[string]respondRecord
-	order []string
-}
-
-type respondRecord struct {
-	digest string
-	res    rpc.SessionRespondResult
-}
-
-func (r *responses) get(id string) (respondRecord, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, ok := r.byID[id]
-	return rec, ok
-}
-
-func (r *responses) put(id string, rec respondRecord) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byID == nil {
-		r.byID = map[string]respondRecord{}
-	}
-	if _, ok := r.byID[id]; !ok {
-		r.order = append(r.order, id)
-	}
-	r.byID[id] = rec
-	for len(r.order) > maxResponses {
-		delete(r.byID, r.order[0])
-		r.order = r.order[1:]
-	}
-}
-
-// respondDigest identifies a response's payload for replay: every field
-// but request_id.
-func respondDigest(p rpc.SessionRespondParams) string {
-	p.RequestID = ""
-	b, _ := json.Marshal(p)
-	return string(b)
-}
-
-// validateRespond checks the params' shape before anything is looked up.
-func validateRespond(p rpc.SessionRespondParams) error {
-	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
-		return err
-	}
-	switch {
-	case p.Option != "" || p.Text != "":
-		return &rpc.Error{Code: rpc.CodeInvalidArgument, Field: "option", Message: "option and text answer a question; this daemon's pending requests are permissions: use decision allow or deny"}
-	case p.Decision != rpc.DecisionAllow && p.Decision != rpc.DecisionDeny:
-		return rpc.InvalidField("decision", "must be allow or deny")
-	case p.Message != "" && p.Decision != rpc.DecisionDeny:
-		return rpc.InvalidField("message", "is given only with decision deny")
-	case len(p.Message) > maxRespondMessage:
-		return rpc.InvalidField("message", "longer than %d bytes", maxRespondMessage)
-	case strings.ContainsRune(p.Message, 0):
-		return rpc.InvalidField("message", "contains a NUL byte")
-	case len(p.PendingID) > 64:
-		return rpc.InvalidField("pending_id", "longer than 64 bytes")
-	}
-	return nil
+	return rpc.HookDecision{State: approvals.Withdrawn}, nil
 }
 
 // sessionRespond is session.respond.
 func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.SessionRespondParams) (rpc.SessionRespondResult, error) {
-	if err := validateRespond(p); err != nil {
+	if err := approvals.Validate(p); err != nil {
 		return rpc.SessionRespondResult{}, err
 	}
 	s, err := rt.resolve(p.Session)
 	if err != nil {
 		return rpc.SessionRespondResult{}, err
 	}
-	digest := s.uid + "\x00" + respondDigest(p)
+	digest := s.uid + "\x00" + approvals.Digest(p)
 	rt.respondMu.Lock()
-	if rec, ok := rt.responses.get(p.RequestID); ok {
+	if rec, ok := rt.responses.Get(p.RequestID); ok {
 		rt.respondMu.Unlock()
-		if rec.digest != digest {
+		if rec.Digest != digest {
 			return rpc.SessionRespondResult{}, receipts.ErrDifferentPayload
 		}
-		res := rec.res
+		res := rec.Result
 		res.Session = s.snapshot()
 		res.Replayed = true
 		return res, nil
@@ -386,41 +225,23 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 // (harness.KeyAnswerer), by returning those keys and the generation to
 // write them to. rt.respondMu and s.mu held.
 func (rt *runtime) answerLocked(s *session, p rpc.SessionRespondParams, digest string) (rpc.SessionRespondResult, []harness.Keystroke, *generation, error) {
-	cur := s.pending
-	if cur != nil && cur.state != pendWaiting {
-		cur = nil
-	}
-	switch {
-	case p.PendingID != "" && (cur == nil || cur.p.ID != p.PendingID):
-		if old := s.findPendingLocked(p.PendingID); old != nil {
-			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID,
-				Message: "pending request " + p.PendingID + " was already " + old.state + "; read the Session for what it asks now"}
-		}
-		if cur == nil {
-			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
-				Message: "the Session has no pending request " + p.PendingID}
-		}
-		return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeNotFound, SessionID: s.rec.ID,
-			Message: "pending request " + p.PendingID + " is not the Session's; it waits on " + cur.p.ID}
-	case cur == nil || s.rec.State != rpc.StateBlocked:
-		msg := "the Session is " + string(s.rec.State) + " and has no pending request"
-		if s.rec.State == rpc.StateBlocked {
-			msg = "the Session is blocked on a request dlgt cannot answer for its harness; attach to answer it in the terminal"
-		}
-		return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: msg}
+	cur, err := s.approvals.ForAnswer(s.rec.ID, string(s.rec.State), p.PendingID)
+	if err != nil {
+		return rpc.SessionRespondResult{}, nil, nil, err
 	}
 	var (
-		keys []harness.Keystroke
-		g    *generation
+		keys   []harness.Keystroke
+		g      *generation
+		output []byte
 	)
-	if cur.keys {
+	if cur.Keys() {
 		// openPendingLocked made cur for a KeyAnswerer.
 		var err error
 		keys, err = s.h.(harness.KeyAnswerer).AnswerKeys(p.Decision, p.Message)
 		if err != nil {
 			return rpc.SessionRespondResult{}, nil, nil, err
 		}
-		if g = s.gen; g == nil || g.launchID != cur.launch || g.proc == nil {
+		if g = s.gen; g == nil || g.launchID != cur.Launch() || g.proc == nil {
 			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: s.rec.ID, Message: "the harness process that asked is gone"}
 		}
 		if e := s.exec; e != nil && p.Decision == rpc.DecisionDeny {
@@ -428,18 +249,16 @@ func (rt *runtime) answerLocked(s *session, p rpc.SessionRespondParams, digest s
 		}
 	} else {
 		d := s.h.(harness.Decider) // openPendingLocked made cur only for a Decider
-		out, ok := d.DecisionOutput(cur.event, p.Decision, p.Message)
+		out, ok := d.DecisionOutput(cur.Event(), p.Decision, p.Message)
 		if !ok {
-			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeInternal, SessionID: s.rec.ID, Message: "the harness takes no decision for " + cur.event}
+			return rpc.SessionRespondResult{}, nil, nil, &rpc.Error{Code: rpc.CodeInternal, SessionID: s.rec.ID, Message: "the harness takes no decision for " + cur.Event()}
 		}
-		cur.output = out
+		output = out
 	}
-	cur.state = pendAnswered
-	s.pendGen++
-	close(cur.done)
-	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.p.ID, "decision", p.Decision, "keys", cur.keys)
-	res := rpc.SessionRespondResult{PendingID: cur.p.ID, Decision: p.Decision}
-	rt.responses.put(p.RequestID, respondRecord{digest: digest, res: res})
+	s.approvals.Answer(cur, output)
+	rt.log.Info("pending request answered", "session", s.rec.ID, "pending", cur.ID(), "decision", p.Decision, "keys", cur.Keys())
+	res := rpc.SessionRespondResult{PendingID: cur.ID(), Decision: p.Decision}
+	rt.responses.Put(p.RequestID, approvals.Response{Digest: digest, Result: res})
 	s.notifyLocked()
 	res.Session = s.snapshotLocked(time.Now())
 	return res, keys, g, nil

@@ -6,10 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/scrollback"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/store"
 )
@@ -164,109 +163,20 @@ func (rt *runtime) eventSubscribe(ctx context.Context, peer rpc.Peer, p rpc.Even
 	return rpc.Streamed[rpc.SubscribeAck](&eventStream{rt: rt, uid: uid, after: after}), nil
 }
 
-// Scrollback bounds.
-const (
-	defaultScrollback = 100
-	maxScrollback     = 10000
-)
-
-// scrollback "before" cursors are opaque: a prefix and the row id, base 36.
-// A page that ends inside the live grid also carries, after a '.', how many
-// live rows (from the top of the grid) are still unread; the next page
-// returns them before the history, as long as no row has been committed to
-// the history since (then the grid has scrolled and the page resumes at the
-// history below the cursor).
-const scrollbackPrefix = "scr_"
-
-func scrollbackCursor(id uint64, liveLeft int) string {
-	c := scrollbackPrefix + strconv.FormatUint(id, 36)
-	if liveLeft > 0 {
-		c += "." + strconv.FormatUint(uint64(liveLeft), 36)
-	}
-	return c
-}
-
-func parseScrollbackCursor(c string) (id uint64, liveLeft int, err error) {
-	rest, ok := strings.CutPrefix(c, scrollbackPrefix)
-	if !ok {
-		return 0, 0, rpc.InvalidField("before", "not a scrollback cursor")
-	}
-	idPart, livePart, hasLive := strings.Cut(rest, ".")
-	id, err = strconv.ParseUint(idPart, 36, 64)
-	if err != nil {
-		return 0, 0, rpc.InvalidField("before", "not a scrollback cursor")
-	}
-	if hasLive {
-		k, err := strconv.ParseUint(livePart, 36, 16)
-		if err != nil || k == 0 {
-			return 0, 0, rpc.InvalidField("before", "not a scrollback cursor")
-		}
-		liveLeft = int(k)
-	}
-	return id, liveLeft, nil
-}
-
-// scrollbackLines is the page size of a scrollback.read: 100 when lines is
-// absent (0), otherwise lines clamped to 1..10,000.
-func scrollbackLines(lines int) int {
-	if lines == 0 {
-		return defaultScrollback
-	}
-	return max(1, min(lines, maxScrollback))
-}
-
+// scrollbackRead is scrollback.read: the paging is package scrollback's.
 func (rt *runtime) scrollbackRead(ctx context.Context, peer rpc.Peer, p rpc.ScrollbackReadParams) (rpc.ScrollbackPage, error) {
 	s, err := rt.resolveLast(p.Session)
 	if err != nil {
 		return rpc.ScrollbackPage{}, err
 	}
-	n := scrollbackLines(p.Lines)
-	before, liveLeft := s.rows.Committed()+1, -1 // -1: the whole live grid
-	if p.Before != "" {
-		if before, liveLeft, err = parseScrollbackCursor(p.Before); err != nil {
-			return rpc.ScrollbackPage{}, err
-		}
-		if before != s.rows.Committed()+1 {
-			liveLeft = 0 // the grid has scrolled since: history only
-		}
-	}
 	s.mu.Lock()
-	out := rpc.ScrollbackPage{SessionID: s.rec.ID, Screen: rpc.ScreenSize{Rows: s.rec.Rows, Cols: s.rec.Cols}, Lines: []string{}}
+	out := rpc.ScrollbackPage{SessionID: s.rec.ID, Screen: rpc.ScreenSize{Rows: s.rec.Rows, Cols: s.rec.Cols}}
 	s.mu.Unlock()
 	s.termMu.Lock()
 	out.AlternateScreen = s.screen != nil && s.screen.AltScreen()
 	s.termMu.Unlock()
-	var live []string
-	if liveLeft != 0 {
-		live = s.scrollbackLive()
-		if liveLeft > 0 {
-			live = live[:min(liveLeft, len(live))]
-		}
-	}
-	// The newest page ends with the live rows; older pages are history.
-	if len(live) > n {
-		out.Lines = append(out.Lines, live[len(live)-n:]...)
-		out.Truncated = true
-		out.Before = scrollbackCursor(before, len(live)-n)
-		return out, nil
-	}
-	oldest := before
-	if want := n - len(live); want > 0 {
-		rows, err := s.rows.ReadBefore(before, want)
-		if err != nil {
-			return rpc.ScrollbackPage{}, err
-		}
-		for _, r := range rows {
-			out.Lines = append(out.Lines, r.Text)
-		}
-		if len(rows) > 0 {
-			oldest = rows[0].ID
-		}
-	}
-	out.Lines = append(out.Lines, live...)
-	if oldest > s.rows.First() && s.rows.First() <= s.rows.Committed() {
-		out.Truncated = true
-		out.Before = scrollbackCursor(oldest, 0)
+	if err := scrollback.Read(s.rows, p.Before, p.Lines, s.scrollbackLive, &out); err != nil {
+		return rpc.ScrollbackPage{}, err
 	}
 	return out, nil
 }
@@ -287,9 +197,7 @@ func (s *session) scrollbackLive() []string {
 	if screen == nil {
 		return s.liveRows()
 	}
-	for len(rows) > 0 && rows[len(rows)-1] == "" {
-		rows = rows[:len(rows)-1]
-	}
+	rows = scrollback.TrimBlank(rows)
 	return rows[min(k, len(rows)):]
 }
 
@@ -307,10 +215,7 @@ func (s *session) liveRows() []string {
 		rows = append([]string(nil), s.rec.FinalLive...)
 		s.mu.Unlock()
 	}
-	for len(rows) > 0 && rows[len(rows)-1] == "" {
-		rows = rows[:len(rows)-1]
-	}
-	return rows
+	return scrollback.TrimBlank(rows)
 }
 
 func (rt *runtime) transcriptReadRaw(ctx context.Context, peer rpc.Peer, p rpc.TranscriptReadRawParams) (rpc.RawPage, error) {

@@ -14,7 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/daemon/hookhttp"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/spares"
+	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
+	"github.com/dlgt-dev/dlgt/daemon/versions"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -78,15 +83,15 @@ type runtime struct {
 	receipts   *receipts.Table
 	// responses are session.respond's answers by request_id, and
 	// respondMu serialises the responses (pending.go).
-	responses responses
+	responses approvals.Responses
 	respondMu sync.Mutex
 	positions *fetchPositions
-	versions  versionCache // harness binaries' --version, for harness.list
-	tools     toolLog      // tool.call events (toolevents.go)
+	versions  versions.Cache // harness binaries' --version, for harness.list
+	tools     toolcalls.Log  // tool.call events (toolevents.go)
 
 	shutdown func()
 	server   *rpc.Server
-	hookWeb  *hookHTTP // nil: command hooks only
+	hookWeb  *hookhttp.Server // nil: command hooks only
 
 	// mu guards the fields that follow.
 	mu       sync.Mutex
@@ -102,11 +107,10 @@ type runtime struct {
 	sessionsGen   uint64
 	statefulCache statefulCache
 	closing       bool
-	// pools are the warm spares, by launch shape (spares.go).
-	pools map[string]*sparePool
-	// spareStats counts what creates found of them (claimSpare; rt.mu).
-	spareStats spareStats
-	wg         sync.WaitGroup // process pumps and launches
+	// spares are the warm spares, by launch shape (spares.go, package
+	// spares).
+	spares *sparePool
+	wg     sync.WaitGroup // process pumps and launches
 	// retrying is set while retryLoop runs (storage.go).
 	retrying atomic.Bool
 }
@@ -117,8 +121,15 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		instanceID: newInstanceID(), startedAt: time.Now(),
 		sessions: map[string]*session{}, byID: map[string]*session{},
 		byLaunch: map[string]*session{}, aliases: map[string]*session{},
-		allChanged: make(chan struct{}), pools: map[string]*sparePool{},
+		allChanged: make(chan struct{}),
 	}
+	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
+		rt.wg.Add(1)
+		go func() {
+			defer rt.wg.Done()
+			f()
+		}()
+	}})
 	rt.methodOf = rt.methods()
 	rt.receipts = receipts.New(db)
 	rt.receipts.Recorded = rt.executionRecorded
@@ -165,7 +176,7 @@ func (rt *runtime) recover() error {
 			after = evs[len(evs)-1].Seq
 			s.lastEvent = after
 			for _, e := range evs {
-				s.noteEventLocked(e.Seq, rt.db.EventsEvictedThrough())
+				s.events.Note(e.Seq, rt.db.EventsEvictedThrough())
 			}
 		}
 		rt.mu.Lock()
@@ -234,7 +245,7 @@ func (rt *runtime) close() {
 		all = append(all, s)
 	}
 	rt.mu.Unlock()
-	rt.closeSpares()
+	rt.spares.Stop()
 	var wg sync.WaitGroup
 	for _, s := range all {
 		wg.Add(1)
@@ -400,7 +411,7 @@ func (rt *runtime) emitLocked(s *session, ev rpc.Event) {
 		if err == nil {
 			w.AfterCommit(func() {
 				s.lastEvent = seq
-				s.noteEventLocked(seq, rt.db.EventsEvictedThrough())
+				s.events.Note(seq, rt.db.EventsEvictedThrough())
 			})
 		}
 		return err
@@ -542,7 +553,7 @@ func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, p rpc.Harness
 		bin, err := h.Binary(env)
 		info.Binary, info.Available = bin, err == nil
 		if info.Available {
-			info.Version = rt.versions.get(ctx, bin, probeEnv)
+			info.Version = rt.versions.Get(ctx, bin, probeEnv)
 		}
 		res.Harnesses = append(res.Harnesses, info)
 	}
@@ -594,20 +605,11 @@ func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) 
 	}
 	rt.mu.Lock()
 	st.Sessions = len(rt.sessions)
-	st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = rt.spareStats.claims, rt.spareStats.misses, rt.spareStats.shapeMisses
-	var ready []*spare
-	for _, pool := range rt.pools {
-		for _, sp := range pool.spares {
-			if sp.ready {
-				ready = append(ready, sp)
-			} else {
-				st.SparesStarting++
-			}
-		}
-	}
 	rt.mu.Unlock()
-	st.SparesReady = len(ready)
-	st.SparesRSSBytes = sparesRSS(ready)
+	stats, held := rt.spares.Status()
+	st.SpareClaims, st.SpareMisses, st.SpareShapeMisses = stats.Claims, stats.Misses, stats.ShapeMisses
+	st.SparesReady, st.SparesStarting = len(held.Ready), held.Starting
+	st.SparesRSSBytes = sparesRSS(held.Ready)
 	return st, nil
 }
 

@@ -6,6 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
+	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/pty"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -137,16 +140,9 @@ type session struct {
 	// steerMu serialises the steers typed into the running turn
 	// (steer.go), never held with mu.
 	steerMu sync.Mutex
-	// pending is the request the Session asks (pending.go), and
-	// pastPending the last ones closed, for a late answer's error.
-	pending     *pendingReq
-	pastPending []*pendingReq
-	// pendGen counts the changes of pending (opened, answered, closed):
-	// a fetch position's mark holds it (markLocked). It only grows, so a
-	// mark never repeats an earlier one (equal marks share a position,
-	// and a repeat made two positions each other's successor: a fetch
-	// loop that never reached the result).
-	pendGen uint64
+	// approvals holds the request the Session asks (pending.go), and
+	// the last ones closed, for a late answer's error.
+	approvals approvals.Box
 	// changed is closed and replaced whenever something a fetch waiter
 	// could observe changed (events, results, committed rows).
 	changed chan struct{}
@@ -156,10 +152,9 @@ type session struct {
 	pub atomic.Pointer[sessionPub]
 	// lastEvent is the seq of the newest event recorded for this Session.
 	lastEvent uint64
-	// eventSeqs are this Session's event seqs not yet known to be evicted,
-	// and lostEvent the newest one retention dropped (see fetch.go).
-	eventSeqs []uint64
-	lostEvent uint64
+	// events records which of this Session's events retention dropped
+	// (fetch_state.go).
+	events fetchdoc.EventLoss
 	// lastOutput is when the PTY last produced output.
 	lastOutput time.Time
 	// unsaved are writes that failed for want of space, retried in
@@ -171,7 +166,7 @@ type session struct {
 	// spare, while set, makes this a warm spare, not a Session: nothing
 	// stores its record or records its events (spares.go). Cleared, under
 	// mu, when a create claims it.
-	spare *spare
+	spare *spares.Spare[*spare]
 
 	// termMu guards screen (the pump writes, readers render the live grid).
 	termMu sync.Mutex

@@ -21,11 +21,10 @@ package daemon
 // Session as a launch prompt's would.
 //
 // The environment is part of the shape (its digest), so a spare only ever
-// runs a create from a client that sent the same environment. Spares are
-// bounded (maxSparesPerShape, maxSparesTotal), stopped when their shape
-// is idle for its idle time, when they die (replaced, at most
-// maxSpareFailures launches in a row), when the daemon stops, and never
-// handed out if their harness binary changed since they started; rows a
+// runs a create from a client that sent the same environment. The pool
+// (package spares: its bounds, refills, expiry and stop) holds them
+// through spareShape, the launcher this file gives it; a spare is never
+// handed out if its harness binary changed since it started; rows a
 // spare's screen scrolled into the store are deleted with it, and a
 // daemon killed with spares running deletes what they left when it
 // starts again (sweepOrphans).
@@ -44,6 +43,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/procmem"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -51,59 +51,32 @@ import (
 )
 
 const (
-	maxSparesPerShape = 4
-	maxSparesTotal    = 8
+	maxSparesPerShape = spares.MaxPerShape
+	maxSparesTotal    = spares.MaxTotal
 	defaultSpareIdle  = 10 * time.Minute
 	maxSpareIdle      = 24 * time.Hour
-	// maxSpareFailures stops refilling a shape whose spare launches
-	// failed this many times in a row (a missing binary, a sign-in
-	// screen): a broken shape must not relaunch forever.
-	maxSpareFailures = 3
 )
 
 // spareClaimed, when set (by the tests), is told of every spare a create
 // claims.
 var spareClaimed func(uid string)
 
-// spareStats counts, for daemon status, the creates that could have run
-// on a spare while the daemon kept some (no worktree; a prompt a spare
-// can take): claims took one; misses found their shape's spares all
-// still starting; shapeMisses found spares of other shapes only: another
-// environment (a spare warmed from another shell), directory, model,
-// effort or options.
-type spareStats struct {
-	claims, misses, shapeMisses uint64
-}
-
-// spare is one warm harness process of a pool.
+// spare is one warm harness process: the pool's item (package spares).
 type spare struct {
-	s    *session
-	pool *sparePool
-	// ready: the harness can take its first prompt (rt.mu).
-	ready bool
+	s *session
 	// bin is the harness binary as it was when the spare started.
 	bin fileIdentity
-	// ctx ends the launch of a spare taken out of its pool before it was
-	// ready: launchSpare then retires it.
-	ctx    context.Context
-	cancel context.CancelFunc
 }
 
-// sparePool is one launch shape's spares (rt.mu guards every field).
-type sparePool struct {
-	key      string
-	rec      sessionRecord // the shape's record fields; a template
-	lo       launchOpts
-	want     int
-	idle     time.Duration
-	lastUse  time.Time
-	spares   []*spare
-	failures int
-	// refillAt holds replacements back until then (after a claim: see
-	// spareRefillDelay).
-	refillAt time.Time
-	lastErr  string
-	expire   *time.Timer
+// sparePool is the runtime's pool of warm spares.
+type sparePool = spares.Pool[*spare]
+
+// spareShape is the launcher of one launch shape's spares: the pool
+// (package spares) calls it to make, start, check and stop them.
+type spareShape struct {
+	rt  *runtime
+	rec sessionRecord // the shape's record fields; a template
+	lo  launchOpts
 }
 
 // fileIdentity tells a replaced binary from the one a spare runs.
@@ -180,56 +153,17 @@ func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.Session
 	key := shapeKey(rec, lo)
 
 	rt.mu.Lock()
-	if rt.closing {
-		rt.mu.Unlock()
+	closing := rt.closing
+	rt.mu.Unlock()
+	if closing {
 		return rpc.SessionWarmResult{}, rpc.Errorf(rpc.CodeRPCUnavailable, "the daemon is shutting down")
 	}
-	pool := rt.pools[key]
-	others := 0
-	for k, q := range rt.pools {
-		if k != key {
-			others += q.want
-		}
+	held, err := rt.spares.Warm(key, h.Name(), p.Spares, idle, &spareShape{rt: rt, rec: rec, lo: lo})
+	if err != nil {
+		return rpc.SessionWarmResult{}, err
 	}
-	if others+p.Spares > maxSparesTotal {
-		rt.mu.Unlock()
-		return rpc.SessionWarmResult{}, rpc.InvalidField("spares", "the daemon keeps at most %d spares in all and %d are kept for other launch shapes", maxSparesTotal, others)
-	}
-	var retire []*spare
-	if pool == nil && p.Spares > 0 {
-		pool = &sparePool{key: key, rec: rec, lo: lo}
-		rt.pools[key] = pool
-	}
-	if pool != nil {
-		pool.want, pool.idle, pool.lastUse = p.Spares, idle, time.Now()
-		pool.failures, pool.lastErr = 0, ""
-		for len(pool.spares) > pool.want {
-			retire = append(retire, pool.spares[len(pool.spares)-1])
-			pool.spares = pool.spares[:len(pool.spares)-1]
-		}
-		if pool.want == 0 {
-			rt.dropPoolLocked(pool)
-		} else {
-			rt.armExpiryLocked(pool)
-			rt.fillPoolLocked(pool)
-		}
-	}
-	res := rpc.SessionWarmResult{Shape: key, Spares: p.Spares, IdleMS: idle.Milliseconds()}
-	var ready []*spare
-	if pool != nil {
-		res.LastError = pool.lastErr
-		for _, sp := range pool.spares {
-			if sp.ready {
-				res.Ready++
-				ready = append(ready, sp) // their pids outside rt.mu: s.mu comes first
-			} else {
-				res.Starting++
-			}
-		}
-	}
-	rt.mu.Unlock()
-	rt.releaseSpares(retire)
-	for _, sp := range ready {
+	res := rpc.SessionWarmResult{Shape: key, Spares: p.Spares, IdleMS: idle.Milliseconds(), LastError: held.LastErr, Ready: len(held.Ready), Starting: held.Starting}
+	for _, sp := range held.Ready { // their pids outside the pool's lock: s.mu comes first
 		if pid := sp.pid(); pid > 0 {
 			res.Pids = append(res.Pids, pid)
 		}
@@ -251,9 +185,9 @@ func groupsRSS(pids []int) int64 {
 }
 
 // sparesRSS is groupsRSS of spares' harnesses.
-func sparesRSS(spares []*spare) int64 {
-	pids := make([]int, 0, len(spares))
-	for _, sp := range spares {
+func sparesRSS(list []*spare) int64 {
+	pids := make([]int, 0, len(list))
+	for _, sp := range list {
 		if pid := sp.pid(); pid > 0 {
 			pids = append(pids, pid)
 		}
@@ -271,116 +205,26 @@ func (sp *spare) pid() int {
 	return sp.s.gen.proc.Pid()
 }
 
-// dropPoolLocked forgets pool; its spares must already be out of it or
-// be retired by the caller. rt.mu held.
-func (rt *runtime) dropPoolLocked(pool *sparePool) {
-	if pool.expire != nil {
-		pool.expire.Stop()
+// Make makes a spare's session object (spares.Launcher): a Session
+// record of the shape, outside the daemon's Sessions.
+func (sh *spareShape) Make(handle *spares.Spare[*spare]) (*spare, error) {
+	t := sh.rec
+	s, err := sh.rt.newSessionObject(sessionRecord{
+		UID: newUID(), Harness: t.Harness, Cwd: t.Cwd, Model: t.Model, Effort: t.Effort,
+		HarnessOptions: slices.Clone(t.HarnessOptions), AutoApprove: t.AutoApprove,
+		State: rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1, Rows: t.Rows, Cols: t.Cols,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if rt.pools[pool.key] == pool {
-		delete(rt.pools, pool.key)
-	}
+	s.spare = handle
+	return &spare{s: s}, nil
 }
 
-// armExpiryLocked (re)starts pool's idle timer. rt.mu held.
-func (rt *runtime) armExpiryLocked(pool *sparePool) {
-	if pool.expire != nil {
-		pool.expire.Stop()
-	}
-	pool.expire = time.AfterFunc(pool.idle, func() { rt.expirePool(pool) })
-}
-
-// expirePool stops the spares of a pool unused for its idle time.
-func (rt *runtime) expirePool(pool *sparePool) {
-	rt.mu.Lock()
-	if rt.pools[pool.key] != pool {
-		rt.mu.Unlock()
-		return
-	}
-	if left := pool.idle - time.Since(pool.lastUse); left > 0 {
-		pool.expire = time.AfterFunc(left, func() { rt.expirePool(pool) })
-		rt.mu.Unlock()
-		return
-	}
-	spares := pool.spares
-	pool.spares = nil
-	rt.dropPoolLocked(pool)
-	rt.mu.Unlock()
-	rt.log.Info("warm spares expired", "shape", pool.key, "harness", pool.rec.Harness, "spares", len(spares))
-	rt.releaseSpares(spares)
-}
-
-// releaseSpares stops spares taken out of their pool: a ready one is
-// retired here, one still starting has its launch canceled and
-// launchSpare retires it. Each decided under rt.mu when it was taken
-// out: readiness is set under rt.mu and only while the spare is held.
-func (rt *runtime) releaseSpares(spares []*spare) {
-	done := make(chan struct{}, len(spares))
-	n := 0
-	for _, sp := range spares {
-		rt.mu.Lock()
-		ready := sp.ready
-		rt.mu.Unlock()
-		if !ready {
-			sp.cancel()
-			continue
-		}
-		n++
-		go func() {
-			rt.retireSpare(sp)
-			done <- struct{}{}
-		}()
-	}
-	for range n {
-		<-done
-	}
-}
-
-// sparesTotalLocked counts every spare held. rt.mu held.
-func (rt *runtime) sparesTotalLocked() int {
-	n := 0
-	for _, q := range rt.pools {
-		n += len(q.spares)
-	}
-	return n
-}
-
-// fillPoolLocked starts spares until pool has what it wants, unless a
-// claim holds replacements back (refillAt). rt.mu held.
-func (rt *runtime) fillPoolLocked(pool *sparePool) {
-	if time.Now().Before(pool.refillAt) {
-		return
-	}
-	for len(pool.spares) < pool.want && pool.failures < maxSpareFailures &&
-		rt.sparesTotalLocked() < maxSparesTotal && !rt.closing {
-		t := pool.rec
-		s, err := rt.newSessionObject(sessionRecord{
-			UID: newUID(), Harness: t.Harness, Cwd: t.Cwd, Model: t.Model, Effort: t.Effort,
-			HarnessOptions: slices.Clone(t.HarnessOptions), AutoApprove: t.AutoApprove,
-			State: rpc.StateStarting, CreatedAtMS: nowMS(), Epoch: 1, Rows: t.Rows, Cols: t.Cols,
-		})
-		if err != nil {
-			pool.failures++
-			pool.lastErr = err.Error()
-			rt.log.Warn("a warm spare could not be made", "shape", pool.key, "err", err)
-			return
-		}
-		sp := &spare{s: s, pool: pool}
-		sp.ctx, sp.cancel = context.WithCancel(context.Background())
-		s.spare = sp
-		pool.spares = append(pool.spares, sp)
-		rt.wg.Add(1)
-		go func() {
-			defer rt.wg.Done()
-			rt.launchSpare(sp)
-		}()
-	}
-}
-
-// launchSpare starts sp's harness and marks it ready, or gives it up.
-func (rt *runtime) launchSpare(sp *spare) {
-	s, pool := sp.s, sp.pool
-	lo := pool.lo
+// Launch starts sp's harness and returns once it can take its first
+// prompt (spares.Launcher).
+func (sh *spareShape) Launch(ctx context.Context, sp *spare) error {
+	rt, s, lo := sh.rt, sp.s, sh.lo
 	env := map[string]string{}
 	for k, v := range lo.env {
 		env[k] = v
@@ -395,67 +239,33 @@ func (rt *runtime) launchSpare(sp *spare) {
 	}
 	_, prompter := s.h.(harness.LaunchPrompter)
 	lo.env, lo.spawnOnly = env, prompter // each launch its own map: startGeneration edits it
-	defer sp.cancel()
-	g, err := rt.startGeneration(sp.ctx, s, lo)
+	g, err := rt.startGeneration(ctx, s, lo)
 	if err == nil && prompter {
 		// Nothing reports before the first turn: ready once the TUI
 		// takes a paste, as delivery would wait for.
-		_, err = rt.awaitEvidence(sp.ctx, s, g, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0, 0)
+		_, err = rt.awaitEvidence(ctx, s, g, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0, 0)
 		if err == nil && !g.out.state().pasteMode {
 			err = fmt.Errorf("the harness did not turn bracketed paste on within %s", lo.timeout)
 		}
 		// A TUI that takes a paste before it can run a turn (Codex):
 		// ready once it can (harness.SpareReadier).
 		if r, ok := s.h.(harness.SpareReadier); ok && err == nil {
-			_, err = rt.awaitEvidence(sp.ctx, s, g, r.SpareReady(), 0, 0)
+			_, err = rt.awaitEvidence(ctx, s, g, r.SpareReady(), 0, 0)
 		}
 	}
-	rt.mu.Lock()
-	held := slices.Contains(pool.spares, sp)
-	if err != nil {
-		pool.failures++
-		pool.lastErr = err.Error()
-		if held {
-			pool.spares = slices.DeleteFunc(pool.spares, func(x *spare) bool { return x == sp })
-		}
-	} else if held {
-		sp.ready = true
-		pool.failures = 0
-	}
-	rt.mu.Unlock()
-	if err != nil {
-		rt.log.Warn("a warm spare did not start", "shape", pool.key, "harness", pool.rec.Harness, "err", err)
-	}
-	if err != nil || !held {
-		// Failed, or retired (expired, stopped) while it started.
-		rt.retireSpare(sp)
-	}
+	return err
 }
 
-// spareExited handles the exit of a spare's harness that nobody asked
-// for: the spare goes and another takes its place.
-func (rt *runtime) spareExited(sp *spare, g *generation) {
-	rt.mu.Lock()
-	pool := sp.pool
-	// One not ready yet is launchSpare's to give up; one out of its pool
-	// is being retired or claimed, and that path cleans up.
-	held := sp.ready && slices.Contains(pool.spares, sp)
-	if held {
-		pool.spares = slices.DeleteFunc(pool.spares, func(x *spare) bool { return x == sp })
-		pool.failures++
-		pool.lastErr = "a spare's harness exited: " + g.exit.String()
-	}
-	rt.mu.Unlock()
-	if !held {
-		return
-	}
-	rt.log.Warn("a warm spare's harness exited", "shape", pool.key, "exit", g.exit.String())
-	rt.dropSpareData(sp.s)
-	rt.mu.Lock()
-	if rt.pools[pool.key] == pool {
-		rt.fillPoolLocked(pool)
-	}
-	rt.mu.Unlock()
+// Unfit says why sp must not become a Session, or "" (spares.Launcher).
+func (sh *spareShape) Unfit(sp *spare) string { return sp.unfit() }
+
+// Retire stops sp and deletes what it wrote (spares.Launcher).
+func (sh *spareShape) Retire(sp *spare) { sh.rt.retireSpare(sp) }
+
+// spareExited hands the pool the exit of a spare's harness that nobody
+// asked for: the spare goes and another takes its place.
+func (rt *runtime) spareExited(handle *spares.Spare[*spare], g *generation) {
+	rt.spares.Exited(handle, "a spare's harness exited: "+g.exit.String(), func() { rt.dropSpareData(handle.Item.s) })
 }
 
 // retireSpare stops a spare that left its pool (or never entered one)
@@ -489,44 +299,24 @@ func (rt *runtime) dropSpareData(s *session) {
 // claimSpare takes a ready spare of the shape rec and lo make, or
 // returns nil (the create starts cold). A spare whose harness exited, or
 // whose binary changed since it started, is retired instead. The pool
-// starts a replacement at once.
+// starts a replacement spares.RefillDelay later.
 func (rt *runtime) claimSpare(rec sessionRecord, lo launchOpts) *spare {
-	key := shapeKey(rec, lo)
-	for {
-		rt.mu.Lock()
-		pool := rt.pools[key]
-		if pool == nil || rt.closing {
-			if pool == nil && len(rt.pools) > 0 {
-				rt.spareStats.shapeMisses++
-			}
-			rt.mu.Unlock()
-			return nil
-		}
-		pool.lastUse = time.Now()
-		i := slices.IndexFunc(pool.spares, func(sp *spare) bool { return sp.ready })
-		if i < 0 {
-			rt.spareStats.misses++
-			rt.mu.Unlock()
-			return nil
-		}
-		sp := pool.spares[i]
-		pool.spares = slices.Delete(pool.spares, i, i+1)
-		rt.refillLaterLocked(pool)
-		rt.mu.Unlock()
-		if why := sp.unfit(); why != "" {
-			rt.log.Info("a warm spare was not handed out", "shape", key, "why", why)
-			rt.retireSpare(sp)
-			continue
-		}
-		rt.mu.Lock()
-		rt.spareStats.claims++
-		rt.mu.Unlock()
-		rt.log.Info("a create claimed a warm spare", "shape", key, "uid", sp.s.uid)
-		if spareClaimed != nil {
-			spareClaimed(sp.s.uid)
-		}
-		return sp
+	rt.mu.Lock()
+	closing := rt.closing
+	rt.mu.Unlock()
+	if closing {
+		return nil
 	}
+	key := shapeKey(rec, lo)
+	sp, ok := rt.spares.Claim(key)
+	if !ok {
+		return nil
+	}
+	rt.log.Info("a create claimed a warm spare", "shape", key, "uid", sp.s.uid)
+	if spareClaimed != nil {
+		spareClaimed(sp.s.uid)
+	}
+	return sp
 }
 
 // unfit says why sp must not become a Session, or "".
@@ -555,19 +345,6 @@ func (sp *spare) unfit() string {
 		return "its harness binary changed since it started (" + sp.bin.path + ")"
 	}
 	return ""
-}
-
-// closeSpares retires every spare (daemon shutdown). rt.closing is set.
-func (rt *runtime) closeSpares() {
-	rt.mu.Lock()
-	var all []*spare
-	for _, pool := range rt.pools {
-		all = append(all, pool.spares...)
-		pool.spares = nil
-		rt.dropPoolLocked(pool)
-	}
-	rt.mu.Unlock()
-	rt.releaseSpares(all)
 }
 
 // spareEvidenceLocked applies a hook to a warm spare: its ready evidence
@@ -673,26 +450,4 @@ func (rt *runtime) sweepOrphans() {
 func launchPromptFits(h harness.Harness, prompt string) bool {
 	lp, ok := h.(harness.LaunchPrompter)
 	return !ok || lp.LaunchPrompt(prompt) == nil
-}
-
-// spareRefillDelay is how long a claim holds back the replacement of the
-// spare it took. A harness starting takes the CPU for about a second; on
-// a small machine, started at the claim, it slowed the claimed Session's
-// first turn (Claude Code's prompt to first model request by 100-150 ms,
-// Gemini CLI's by about 50 ms, on 2 cores), which is the latency a spare
-// is there to save. A create right after a claim finds no spare either
-// way: a replacement is not ready in less than this.
-const spareRefillDelay = 2 * time.Second
-
-// refillLaterLocked starts pool's replacements spareRefillDelay from now.
-// rt.mu held.
-func (rt *runtime) refillLaterLocked(pool *sparePool) {
-	pool.refillAt = time.Now().Add(spareRefillDelay)
-	time.AfterFunc(spareRefillDelay, func() {
-		rt.mu.Lock()
-		defer rt.mu.Unlock()
-		if rt.pools[pool.key] == pool {
-			rt.fillPoolLocked(pool)
-		}
-	})
 }

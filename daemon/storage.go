@@ -1,9 +1,7 @@
 package daemon
 
 import (
-	"errors"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -17,34 +15,13 @@ import (
 // directory and the cause. An acceptance whose records could not be
 // stored is never acknowledged (see accept and receipts.Table.Finish).
 
-// diskCause names the environmental cause of err, if it is one: the
-// errno when it survived wrapping, else its text (bbolt formats some
-// file errors with %s).
-func diskCause(err error) string {
-	for _, c := range []struct {
-		errno syscall.Errno
-		what  string
-	}{
-		{syscall.ENOSPC, "is full (no space left on device)"},
-		{syscall.EDQUOT, "is over its disk quota"},
-		{syscall.EFBIG, "hit the file size limit"},
-		{syscall.EROFS, "is read-only"},
-		{syscall.EIO, "has an I/O error"},
-	} {
-		if errors.Is(err, c.errno) || strings.Contains(err.Error(), c.errno.Error()) {
-			return c.what
-		}
-	}
-	return ""
-}
-
 // storageError maps a failure to store what an operation needs to a
 // wire error: RPC_UNAVAILABLE naming the state directory when the disk
 // is at fault, INTERNAL otherwise.
 // what names what could not be stored; then says what the caller should
 // do.
 func (rt *runtime) storageError(what, then string, err error) *rpc.Error {
-	if cause := diskCause(err); cause != "" {
+	if cause := store.DiskCause(err); cause != "" {
 		return rpc.Errorf(rpc.CodeRPCUnavailable, "could not store %s: the state directory %s %s; %s (%v)", what, rt.paths.DataDir, cause, then, err)
 	}
 	return rpc.Errorf(rpc.CodeInternal, "could not store %s: %v; %s", what, err, then)
@@ -86,7 +63,7 @@ func (rt *runtime) storeLocked(s *session, what string, do func(w store.Writer) 
 		return nil
 	}
 	rt.log.Error("storing "+what, "session", s.rec.ID, "uid", s.uid, "err", err)
-	if diskCause(err) != "" {
+	if store.DiskCause(err) != "" {
 		s.unsaved = append(s.unsaved, pendingWrite{what, do})
 		rt.startRetry()
 	}

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
-	"github.com/dlgt-dev/dlgt/store"
 )
 
 // toolEvents are the tool.call events among evs.
@@ -145,93 +143,5 @@ func TestToolCallEventsSubscribe(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "session.busy,started echo live,completed echo live,session.idle" {
 		t.Errorf("stream: %q", got)
-	}
-}
-
-// A harness that gives no call id (Gemini CLI): a call's end takes the id
-// its start was given, matched by name and input.
-func TestToolLogPairsCallsWithoutID(t *testing.T) {
-	var l toolLog
-	call := func(phase, name, input string) string {
-		l.add("u1", "gemini:s", 1, 7, &harness.ToolCall{Name: name, Phase: phase, Input: json.RawMessage(input)})
-		got, _ := l.read(l.last()-1, "", 1)
-		var ev rpc.Event
-		json.Unmarshal(got[0].data, &ev)
-		if ev.Seq != 7 || ev.ToolCall.Status != phase {
-			t.Fatalf("event %s", got[0].data)
-		}
-		return ev.ToolCall.ID
-	}
-	a := call(harness.ToolStarted, "run_shell_command", `{"command":"a"}`)
-	b := call(harness.ToolStarted, "run_shell_command", `{"command":"b"}`)
-	c := call(harness.ToolStarted, "read_file", `{"path":"x"}`)
-	if a == b || a == c || b == c || !strings.HasPrefix(a, "dlgt-tool-") {
-		t.Fatalf("ids %q %q %q", a, b, c)
-	}
-	if got := call(harness.ToolCompleted, "run_shell_command", `{"command": "b"}`); got != b {
-		t.Errorf("end of b took %q", got)
-	}
-	if got := call(harness.ToolCompleted, "read_file", `{}`); got != c {
-		t.Errorf("end of c took %q", got)
-	}
-	if got := call(harness.ToolCompleted, "run_shell_command", `{"command":"a"}`); got != a {
-		t.Errorf("end of a took %q", got)
-	}
-	if got := call(harness.ToolCompleted, "run_shell_command", `{"command":"a"}`); got == a || got == "" {
-		t.Errorf("an end with no start took %q", got)
-	}
-	if len(l.open) != 0 {
-		t.Errorf("open calls left: %v", l.open)
-	}
-}
-
-// Input and output are bounded; the log is bounded and a reader behind it
-// is told.
-func TestToolLogBounds(t *testing.T) {
-	var l toolLog
-	big := `{"command":"` + strings.Repeat("é", rpc.MaxToolRaw) + `"}`
-	l.add("u", "s", 1, 1, &harness.ToolCall{ID: "x", Name: "Bash", Phase: harness.ToolStarted, Input: json.RawMessage(big), Output: json.RawMessage(`"short"`)})
-	got, _ := l.read(0, "", 10)
-	var ev rpc.Event
-	if err := json.Unmarshal(got[0].data, &ev); err != nil {
-		t.Fatal(err)
-	}
-	var s string
-	if !ev.ToolCall.InputTruncated || json.Unmarshal(ev.ToolCall.Input, &s) != nil || len(s) > rpc.MaxToolRaw || !strings.HasPrefix(big, s) || len(s) < rpc.MaxToolRaw-2 {
-		t.Errorf("input truncated=%v, %d bytes", ev.ToolCall.InputTruncated, len(s))
-	}
-	if ev.ToolCall.OutputTruncated || string(ev.ToolCall.Output) != `"short"` {
-		t.Errorf("output %s", ev.ToolCall.Output)
-	}
-	for i := 0; i < toolLogCap+10; i++ {
-		l.add("u", "s", 1, 1, &harness.ToolCall{ID: "x", Name: "Bash", Phase: harness.ToolStarted, Input: json.RawMessage(big)})
-	}
-	if len(l.ents) > toolLogCap || l.bytes > toolLogBytes {
-		t.Errorf("%d entries, %d bytes kept", len(l.ents), l.bytes)
-	}
-	if _, behind := l.read(0, "", 1); !behind {
-		t.Error("a reader before the evicted calls is not told")
-	}
-	if _, behind := l.read(l.last(), "", 1); behind {
-		t.Error("a reader at the newest call is told it is behind")
-	}
-}
-
-// mergeTools puts a call before the first lifecycle event recorded after
-// it, and holds calls after a full page's last event for the next page.
-func TestMergeTools(t *testing.T) {
-	evs := []store.Event{{Seq: 3, Data: []byte("e3")}, {Seq: 5, Data: []byte("e5")}}
-	tools := []toolEntry{{seq: 1, base: 2, data: []byte("t1")}, {seq: 2, base: 3, data: []byte("t2")}, {seq: 3, base: 5, data: []byte("t3")}}
-	lines, after, toolAfter := mergeTools(evs, tools, false, 0, 0)
-	var got []string
-	for _, l := range lines {
-		got = append(got, string(l))
-	}
-	if strings.Join(got, ",") != "t1,e3,t2,e5,t3" || after != 5 || toolAfter != 3 {
-		t.Errorf("merged %v after %d/%d", got, after, toolAfter)
-	}
-	lines, after, toolAfter = mergeTools(evs, tools, true, 0, 0)
-	if len(lines) != 4 || after != 5 || toolAfter != 2 {
-		t.Errorf("full page: %d lines after %d/%d", len(lines), after, toolAfter)
 	}
 }

@@ -1,6 +1,10 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"strings"
+	"syscall"
+)
 
 var (
 	// ErrLocked is returned when Open cannot take the exclusive lock on the
@@ -26,3 +30,26 @@ var (
 	// too long, or (for raw logs) not safe to use in a file name.
 	ErrInvalidName = errors.New("store: invalid name")
 )
+
+// DiskCause names the environmental cause of a store failure err, if it
+// is one (the state directory full, over quota, read-only, failing), as
+// a phrase completing "the state directory ...": by the errno when it
+// survived wrapping, else by its text (bbolt formats some file errors
+// with %s).
+func DiskCause(err error) string {
+	for _, c := range []struct {
+		errno syscall.Errno
+		what  string
+	}{
+		{syscall.ENOSPC, "is full (no space left on device)"},
+		{syscall.EDQUOT, "is over its disk quota"},
+		{syscall.EFBIG, "hit the file size limit"},
+		{syscall.EROFS, "is read-only"},
+		{syscall.EIO, "has an I/O error"},
+	} {
+		if errors.Is(err, c.errno) || strings.Contains(err.Error(), c.errno.Error()) {
+			return c.what
+		}
+	}
+	return ""
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -272,5 +273,22 @@ func TestReceipts(t *testing.T) {
 	}))
 	if n != ReceiptRetention {
 		t.Errorf("stored receipts = %d, want %d", n, ReceiptRetention)
+	}
+}
+
+// DiskCause names a full, read-only or failing disk, wrapped or only
+// in the text, and nothing else.
+func TestDiskCause(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("write: %w", syscall.ENOSPC), "is full (no space left on device)"},
+		{errors.New("open db: " + syscall.EROFS.Error()), "is read-only"},
+		{ErrNotFound, ""},
+	} {
+		if got := DiskCause(c.err); got != c.want {
+			t.Errorf("DiskCause(%v) = %q, want %q", c.err, got, c.want)
+		}
 	}
 }

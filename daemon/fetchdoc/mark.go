@@ -96,3 +96,36 @@ func AllKey(a *AllMark) string {
 	}
 	return string(b)
 }
+
+// EventLoss is one Session's record of the events retention dropped: its
+// event seqs not yet known to be evicted (those evicted are let go once
+// more than 1024 are held) and the newest one dropped, so a reader can tell whether retention dropped one
+// of this Session's events after its mark. The zero value is ready; the
+// owner's lock (the Session's) guards it.
+type EventLoss struct {
+	seqs []uint64
+	lost uint64
+}
+
+// Note records that the Session emitted event seq; evicted is the
+// retention watermark.
+func (l *EventLoss) Note(seq, evicted uint64) {
+	l.seqs = append(l.seqs, seq)
+	if len(l.seqs) > 1024 {
+		l.LostAfter(^uint64(0), evicted)
+	}
+}
+
+// LostAfter reports whether retention (through evicted) dropped an event
+// of the Session with seq > after.
+func (l *EventLoss) LostAfter(after, evicted uint64) bool {
+	i := 0
+	for i < len(l.seqs) && l.seqs[i] <= evicted {
+		l.lost = l.seqs[i]
+		i++
+	}
+	if i > 0 {
+		l.seqs = append(l.seqs[:0], l.seqs[i:]...)
+	}
+	return l.lost > after
+}

@@ -307,3 +307,24 @@ func TestAllDeltaQuiet(t *testing.T) {
 		t.Fatalf("quiet document\n%s\nfull document\n%s", g, w)
 	}
 }
+
+// EventLoss tells a mark after the newest dropped event from one before
+// it, and lets the evicted seqs go once it holds more than 1024.
+func TestEventLoss(t *testing.T) {
+	var l EventLoss
+	for _, seq := range []uint64{3, 5, 9} {
+		l.Note(seq, 0)
+	}
+	if l.LostAfter(0, 2) {
+		t.Fatal("nothing of the Session was evicted, yet a loss")
+	}
+	if !l.LostAfter(4, 6) || l.LostAfter(5, 6) {
+		t.Fatal("seq 5 evicted: a mark before it lost it, one at it did not")
+	}
+	for seq := uint64(10); seq < 3000; seq++ {
+		l.Note(seq, seq-100)
+	}
+	if len(l.seqs) > 1025 {
+		t.Fatalf("%d seqs kept", len(l.seqs))
+	}
+}

@@ -1,6 +1,4 @@
-// The installed version of each harness binary, for harness.list.
-
-package daemon
+package versions
 
 import (
 	"context"
@@ -11,32 +9,32 @@ import (
 	"github.com/dlgt-dev/dlgt/harness"
 )
 
-// versionTimeout bounds one `--version` run of a harness binary. Node
+// Timeout bounds one `--version` run of a harness binary. Node
 // CLIs take several seconds to answer under load; doctor allows 15.
-const versionTimeout = 15 * time.Second
+const Timeout = 15 * time.Second
 
-// versionCache remembers what `bin --version` printed, keyed by the
+// Cache remembers what `bin --version` printed, keyed by the
 // binary's path and its size and modification time, so harness.list runs
 // each installed binary once and again only after it was replaced. A
 // failed probe is remembered too (the version stays empty), except one
 // cut by its timeout: a loaded machine is no verdict on the binary, so
 // the next list probes it again. The zero value is ready.
-type versionCache struct {
+type Cache struct {
 	mu      sync.Mutex // held across a probe: concurrent lists wait for it
-	entries map[string]versionEntry
-	// timeout bounds a probe (0: versionTimeout).
+	entries map[string]entry
+	// timeout bounds a probe (0: Timeout).
 	timeout time.Duration
 }
 
-type versionEntry struct {
+type entry struct {
 	size    int64
 	modTime time.Time
 	version string
 }
 
-// get returns bin's version, or "" when it cannot be learned; env is the
+// Get returns bin's version, or "" when it cannot be learned; env is the
 // probe's environment (nil: the daemon's own).
-func (c *versionCache) get(ctx context.Context, bin string, env []string) string {
+func (c *Cache) Get(ctx context.Context, bin string, env []string) string {
 	fi, err := os.Stat(bin)
 	if err != nil || fi.IsDir() {
 		return ""
@@ -48,7 +46,7 @@ func (c *versionCache) get(ctx context.Context, bin string, env []string) string
 	}
 	timeout := c.timeout
 	if timeout == 0 {
-		timeout = versionTimeout
+		timeout = Timeout
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -57,11 +55,11 @@ func (c *versionCache) get(ctx context.Context, bin string, env []string) string
 		return v // cut (its timeout, or the caller went away): not remembered
 	}
 	if c.entries == nil {
-		c.entries = map[string]versionEntry{}
+		c.entries = map[string]entry{}
 	}
 	if len(c.entries) >= 64 {
 		clear(c.entries) // bounded: binaries rarely change more often than this
 	}
-	c.entries[bin] = versionEntry{size: fi.Size(), modTime: fi.ModTime(), version: v}
+	c.entries[bin] = entry{size: fi.Size(), modTime: fi.ModTime(), version: v}
 	return v
 }

@@ -1,4 +1,4 @@
-package daemon
+package sockets
 
 import (
 	"bytes"
@@ -18,30 +18,30 @@ import (
 // enough to cost an idle daemon nothing measurable.
 const socketSafetyInterval = time.Minute
 
-// watchSockets rebinds deleted socket paths until ctx is done. It sleeps
+// Watch rebinds deleted socket paths until ctx is done. It sleeps
 // on inotify events of the directories that hold the paths (an entry
 // deleted, created or renamed there), so an idle daemon is not woken to
 // look; where inotify is unavailable, or a watched directory itself was
-// deleted or moved, it checks every socketCheckInterval until the
+// deleted or moved, it checks every CheckInterval until the
 // directory can be watched again.
-func watchSockets(ctx context.Context, log *slog.Logger, socks ...*ownedSocket) {
+func Watch(ctx context.Context, log *slog.Logger, socks ...*Owned) {
 	var dirs, names []string
 	for _, o := range socks {
 		dirs, names = append(dirs, filepath.Dir(o.path)), append(names, filepath.Base(o.path))
 	}
 	w := newDirWatch(dirs, names)
 	defer w.close()
-	t := time.NewTimer(socketCheckInterval)
+	t := time.NewTimer(CheckInterval)
 	defer t.Stop()
 	for {
 		// First (a path deleted before the watch was set) and after
 		// every wake-up.
 		for _, o := range socks {
-			o.rebind(log)
+			o.Rebind(log)
 		}
 		every := socketSafetyInterval
 		if !w.watching() {
-			every = socketCheckInterval
+			every = CheckInterval
 		}
 		t.Reset(every)
 		select {
@@ -129,7 +129,7 @@ func (w *dirWatch) rewatch() {
 	}
 }
 
-// read turns inotify events into wake-ups of watchSockets and forgets
+// read turns inotify events into wake-ups of Watch and forgets
 // the watches that ended, until the instance is closed.
 func (w *dirWatch) read() {
 	buf := make([]byte, 16<<10)

@@ -4,9 +4,10 @@
 // each is most of the time from a turn's end to the client's answer (see
 // docs/design.md, "HTTP hooks").
 
-package daemon
+package hookhttp
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,17 +28,18 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// hookHTTP serves HTTP hooks on an ephemeral port of 127.0.0.1. A
+// Server serves HTTP hooks on an ephemeral port of 127.0.0.1. A
 // connection from a socket another user owns is closed at accept (see
 // peeruid.go), and each request carries a bearer token: HMAC-SHA256 of
 // its launch id under a key drawn when the daemon starts. The token
 // reaches the harness only through its environment (harness.HookTokenEnv),
 // never its command line, which other local users can read.
-type hookHTTP struct {
-	rt   *runtime
-	key  [32]byte
-	base string // "http://127.0.0.1:PORT"
-	srv  *http.Server
+type Server struct {
+	log     *slog.Logger
+	deliver func(context.Context, rpc.HookParams) bool
+	key     [32]byte
+	base    string // "http://127.0.0.1:PORT"
+	srv     *http.Server
 
 	// logMu guards the refusal log's rate limit.
 	logMu    sync.Mutex
@@ -60,13 +62,15 @@ const (
 	hookHTTPIdle    = 5 * time.Second
 )
 
-// listenHookHTTP binds 127.0.0.1:0 and starts serving.
-func listenHookHTTP(rt *runtime) (*hookHTTP, error) {
+// Listen binds 127.0.0.1:0 and starts serving: each hook a request
+// carries is handed to deliver (the daemon's internal.hook), which
+// returns once the hook is applied; log receives the refusals.
+func Listen(log *slog.Logger, deliver func(context.Context, rpc.HookParams) bool) (*Server, error) {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	h := &hookHTTP{rt: rt, base: "http://" + l.Addr().String()}
+	h := &Server{log: log, deliver: deliver, base: "http://" + l.Addr().String()}
 	if _, err := rand.Read(h.key[:]); err != nil {
 		l.Close()
 		return nil, err
@@ -80,7 +84,7 @@ func listenHookHTTP(rt *runtime) (*hookHTTP, error) {
 		WriteTimeout:      hookHTTPTimeout,
 		IdleTimeout:       hookHTTPIdle,
 		MaxHeaderBytes:    hookHTTPHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(rt.log.Handler(), slog.LevelDebug),
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	peers := &sameUserListener{Listener: l, uid: os.Getuid(), refused: func(remote net.Addr, why string) {
 		h.logRefusal(why, "", remote.String())
@@ -89,18 +93,18 @@ func listenHookHTTP(rt *runtime) (*hookHTTP, error) {
 	return h, nil
 }
 
-// close stops accepting and drops the open connections.
-func (h *hookHTTP) close() { h.srv.Close() }
+// Close stops accepting and drops the open connections.
+func (h *Server) Close() { h.srv.Close() }
 
 // token is the bearer token of launch.
-func (h *hookHTTP) token(launch string) string {
+func (h *Server) token(launch string) string {
 	m := hmac.New(sha256.New, h.key[:])
 	m.Write([]byte(launch))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// forLaunch is what a harness needs to post launch's hooks.
-func (h *hookHTTP) forLaunch(launch string) *harness.HTTPHook {
+// ForLaunch is what a harness needs to post launch's hooks.
+func (h *Server) ForLaunch(launch string) *harness.HTTPHook {
 	return &harness.HTTPHook{URL: h.base + "/hook/" + url.PathEscape(launch), Token: h.token(launch)}
 }
 
@@ -108,7 +112,7 @@ func (h *hookHTTP) forLaunch(launch string) *harness.HTTPHook {
 // JSON as the body and the launch's token. It answers 200 with an empty
 // body (to Claude Code: success, no output) once the hook is applied, as
 // the forwarder's answer does; a refused request changes nothing.
-func (h *hookHTTP) serveHook(w http.ResponseWriter, r *http.Request) {
+func (h *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 	launch, event := r.PathValue("launch"), r.PathValue("event")
 	switch {
 	case r.Method != http.MethodPost:
@@ -135,12 +139,12 @@ func (h *hookHTTP) serveHook(w http.ResponseWriter, r *http.Request) {
 		h.refuse(w, http.StatusBadRequest, "a body that is not JSON", r)
 		return
 	}
-	h.rt.deliverHook(r.Context(), rpc.HookParams{LaunchID: launch, Event: event, Payload: body})
+	h.deliver(r.Context(), rpc.HookParams{LaunchID: launch, Event: event, Payload: body})
 	w.WriteHeader(http.StatusOK)
 }
 
 // authorized reports whether header is "Bearer " and launch's token.
-func (h *hookHTTP) authorized(header, launch string) bool {
+func (h *Server) authorized(header, launch string) bool {
 	const scheme = "Bearer "
 	if len(header) <= len(scheme) || header[:len(scheme)] != scheme || launch == "" {
 		return false
@@ -149,18 +153,18 @@ func (h *hookHTTP) authorized(header, launch string) bool {
 }
 
 // refuse answers status and logs why.
-func (h *hookHTTP) refuse(w http.ResponseWriter, status int, why string, r *http.Request) {
+func (h *Server) refuse(w http.ResponseWriter, status int, why string, r *http.Request) {
 	http.Error(w, http.StatusText(status), status)
 	h.logRefusal(why, r.URL.Path, r.RemoteAddr)
 }
 
 // logRefusal logs a refused request or connection, at most once a second
 // (a local process probing the port cannot flood the log).
-func (h *hookHTTP) logRefusal(why, path, remote string) {
+func (h *Server) logRefusal(why, path, remote string) {
 	h.logMu.Lock()
 	defer h.logMu.Unlock()
 	if now := time.Now(); now.Sub(h.lastLog) >= time.Second {
-		h.rt.log.Warn("HTTP hook refused", "why", why, "path", path, "remote", remote, "refused_unlogged", h.unlogged)
+		h.log.Warn("HTTP hook refused", "why", why, "path", path, "remote", remote, "refused_unlogged", h.unlogged)
 		h.lastLog, h.unlogged = now, 0
 		return
 	}
