@@ -54,13 +54,18 @@ func TestE2EDeliveryEvidence(t *testing.T) {
 	}
 }
 
-// patientClaude, patientCodex and patientGemini are the adapters with their delivery
-// fallbacks at 2 minutes.
+// patientClaude, patientCodex, patientGemini and patientCopilot are the
+// adapters with their delivery fallbacks at 2 minutes.
 type (
-	patientClaude struct{ harness.Claude }
-	patientCodex  struct{ harness.Codex }
-	patientGemini struct{ harness.Gemini }
+	patientClaude  struct{ harness.Claude }
+	patientCodex   struct{ harness.Codex }
+	patientGemini  struct{ harness.Gemini }
+	patientCopilot struct{ harness.Copilot }
 )
+
+func (h patientCopilot) Submit(prompt string) []harness.Keystroke {
+	return patient(h.Copilot.Submit(prompt))
+}
 
 func (h patientGemini) Submit(prompt string) []harness.Keystroke {
 	return patient(h.Gemini.Submit(prompt))
@@ -90,7 +95,7 @@ func patient(keys []harness.Keystroke) []harness.Keystroke {
 func startPatientDaemon(t *testing.T, env map[string]string, logs *logBuffer) *testDaemon {
 	t.Helper()
 	td := newTestDaemon(t, env)
-	td.opts.Harnesses = map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}, "gemini": patientGemini{}}
+	td.opts.Harnesses = map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}, "gemini": patientGemini{}, "copilot": patientCopilot{}}
 	td.logTo = logs
 	td.start()
 	t.Cleanup(td.stop)
