@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -11,14 +11,14 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// printOK prints {"ok":true,...fields of result} as one compact line (or
+// PrintOK prints {"ok":true,...fields of result} as one compact line (or
 // indented with --pretty). result must encode as a JSON object.
-func printOK(cmd *cobra.Command, result any) error { return printDoc(cmd, true, result) }
+func PrintOK(cmd *cobra.Command, result any) error { return PrintDoc(cmd, true, result) }
 
-// printDoc prints {"ok":ok,...fields of result} as printOK does; with ok
+// PrintDoc prints {"ok":ok,...fields of result} as printOK does; with ok
 // false the command then exits with status 1 (a report whose checks
 // failed: nothing was in error).
-func printDoc(cmd *cobra.Command, ok bool, result any) error {
+func PrintDoc(cmd *cobra.Command, ok bool, result any) error {
 	body, err := rpc.Marshal(result)
 	if err != nil {
 		return err
@@ -35,17 +35,17 @@ func printDoc(cmd *cobra.Command, ok bool, result any) error {
 	if err := writeJSONLine(cmd, line); err != nil || ok {
 		return err
 	}
-	return exitStatus{exitError}
+	return ExitStatus{ExitError}
 }
 
-// printFailure prints {"ok":false,"error":{...}} and returns the exit
+// PrintFailure prints {"ok":false,"error":{...}} and returns the exit
 // status for the error's code; a usage error (usageError) is followed by
 // the command's usage on stderr.
-func printFailure(cmd *cobra.Command, err error) error {
+func PrintFailure(cmd *cobra.Command, err error) error {
 	if ctx := cmd.Context(); ctx != nil && ctx.Err() != nil {
 		// Interrupted (run's signal handling): nothing on stdout; run
 		// turns this into 128+signal.
-		return exitStatus{exitError}
+		return ExitStatus{ExitError}
 	}
 	re := asCLIError(err)
 	if wantsText(cmd) {
@@ -60,7 +60,7 @@ func printFailure(cmd *cobra.Command, err error) error {
 	if isUsageError(err) {
 		cmd.PrintErr(cmd.UsageString())
 	}
-	return exitStatus{errorCode(err)}
+	return ExitStatus{errorCode(err)}
 }
 
 // wantsText reports whether the command was given -o text: its failures
@@ -94,7 +94,7 @@ func writeJSONLine(cmd *cobra.Command, line []byte) error {
 	return nil
 }
 
-// addPretty registers --pretty on a control command.
-func addPretty(cmd *cobra.Command) {
+// AddPretty registers --pretty on a control command.
+func AddPretty(cmd *cobra.Command) {
 	cmd.Flags().Bool("pretty", false, "indent the JSON output")
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -11,32 +11,32 @@ import (
 // profiles, skill install, mcp config and install, the MCP tools' texts)
 // comes from the harness registry: adding a harness there is all it takes.
 
-// registry is the harnesses this client knows, in the registry's order.
-func (e *env) registry() []harness.Descriptor {
-	if e.harnesses != nil {
-		return e.harnesses
+// Registry is the harnesses this client knows, in the Registry's order.
+func (e *Env) Registry() []harness.Descriptor {
+	if e.Harnesses != nil {
+		return e.Harnesses
 	}
 	return harness.All()
 }
 
-// harnessList joins the names of ds for a sentence: "claude or codex".
-func harnessList(ds []harness.Descriptor) string { return client.HarnessList(ds) }
+// HarnessList joins the names of ds for a sentence: "claude or codex".
+func HarnessList(ds []harness.Descriptor) string { return client.HarnessList(ds) }
 
-// loadsSkills reports whether d loads user skills.
-func loadsSkills(d harness.Descriptor) bool { return d.SkillsDir != "" }
+// LoadsSkills reports whether d loads user skills.
+func LoadsSkills(d harness.Descriptor) bool { return d.SkillsDir != "" }
 
-// harnessFlags is a command's --harness NAME and the hidden --NAME
+// HarnessFlags is a command's --harness NAME and the hidden --NAME
 // aliases (deprecated: what commands took before --harness) of the
 // harnesses that had one.
-type harnessFlags struct {
+type HarnessFlags struct {
 	names  []string
 	legacy map[string]*bool
 }
 
-// addHarnessFlags adds --harness to cmd: a list (repeatable,
+// AddHarnessFlags adds --harness to cmd: a list (repeatable,
 // comma-separated) when many, else a single name.
-func (e *env) addHarnessFlags(cmd *cobra.Command, many bool, usage string) *harnessFlags {
-	hf := &harnessFlags{legacy: map[string]*bool{}}
+func (e *Env) AddHarnessFlags(cmd *cobra.Command, many bool, usage string) *HarnessFlags {
+	hf := &HarnessFlags{legacy: map[string]*bool{}}
 	f := cmd.Flags()
 	if many {
 		f.StringSliceVar(&hf.names, "harness", nil, usage)
@@ -44,7 +44,7 @@ func (e *env) addHarnessFlags(cmd *cobra.Command, many bool, usage string) *harn
 		hf.names = make([]string, 1)
 		f.StringVar(&hf.names[0], "harness", "", usage)
 	}
-	for _, d := range e.registry() {
+	for _, d := range e.Registry() {
 		if !d.LegacyFlag {
 			continue
 		}
@@ -56,18 +56,18 @@ func (e *env) addHarnessFlags(cmd *cobra.Command, many bool, usage string) *harn
 	return hf
 }
 
-// selected resolves the flags to descriptors in registry order, each
+// Selected resolves the flags to descriptors in registry order, each
 // once; an unknown name is a usage error naming the known ones.
-func (hf *harnessFlags) selected(e *env) ([]harness.Descriptor, error) {
+func (hf *HarnessFlags) Selected(e *Env) ([]harness.Descriptor, error) {
 	want := hf.names
 	for n, set := range hf.legacy {
 		if *set {
 			want = append(want, n)
 		}
 	}
-	ds, err := harness.Select(e.registry(), want)
+	ds, err := harness.Select(e.Registry(), want)
 	if err != nil {
-		return nil, usageError("--harness: %v", err)
+		return nil, Usagef("--harness: %v", err)
 	}
 	return ds, nil
 }

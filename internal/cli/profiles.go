@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -11,31 +11,31 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// loadProfiles reads the client-side profiles file (client.LoadProfiles:
+// LoadProfiles reads the client-side profiles file (client.LoadProfiles:
 // a missing file is no profiles; bad content is INVALID_ARGUMENT naming
 // the place), with the harnesses of this client's registry.
-func (e *env) loadProfiles() (client.Profiles, error) {
-	c, err := e.client()
+func (e *Env) LoadProfiles() (client.Profiles, error) {
+	c, err := e.Client()
 	if err != nil {
 		return nil, err
 	}
 	return c.LoadProfiles()
 }
 
-// profileList answers profile.list (the proxy and `dlgt profiles`).
-func (e *env) profileList(params json.RawMessage) (rpc.ProfileListResult, error) {
+// ProfileList answers profile.list (the proxy and `dlgt profiles`).
+func (e *Env) ProfileList(params json.RawMessage) (rpc.ProfileListResult, error) {
 	var p rpc.ProfileListParams
 	if err := rpc.Decode(params, &p); err != nil {
 		return rpc.ProfileListResult{}, err
 	}
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
 		return rpc.ProfileListResult{}, err
 	}
 	return c.ProfileList(context.Background(), p)
 }
 
-func newProfilesCommand(e *env) *cobra.Command {
+func newProfilesCommand(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "profiles",
 		Short: "List the launch profiles of the client-side profiles file",
@@ -54,23 +54,23 @@ Environment values are never printed, only their names.`,
   dlgt profiles -o text`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
-			res, err := e.profileList(nil)
+			res, err := e.ProfileList(nil)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			if text {
-				c, _ := e.client() // it was built to list them
+				c, _ := e.Client() // it was built to list them
 				file, _ := c.ProfilesPath()
 				return render.ProfileTable(cmd.OutOrStdout(), res, file)
 			}
-			return printOK(cmd, res)
+			return PrintOK(cmd, res)
 		},
 	}
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

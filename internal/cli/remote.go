@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -11,47 +11,47 @@ import (
 // ssh transport (package client, docs/remote.md). Here: the commands
 // that are not RPC (attach, daemon control) run on the host itself.
 
-// remoteHost is the host a command addresses: --host, else the profile's
+// RemoteHost is the host a command addresses: --host, else the profile's
 // host (create and send --resume), else DLGT_HOST; "" (or "local") is this
 // machine.
-func (e *env) remoteHost() string {
-	if c, err := e.client(); err == nil {
+func (e *Env) RemoteHost() string {
+	if c, err := e.Client(); err == nil {
 		return c.Host()
 	}
 	// A malformed host: the command reports it where it dials.
 	switch {
 	case e.localOnly:
 		return ""
-	case e.hostFlag != "":
-		return e.hostFlag
+	case e.HostFlag != "":
+		return e.HostFlag
 	case e.profileHost != "":
 		return e.profileHost
 	}
-	return e.getenv("DLGT_HOST")
+	return e.Getenv("DLGT_HOST")
 }
 
 // remote reports whether the command addresses another machine.
-func (e *env) remote() bool { return e.remoteHost() != "" }
+func (e *Env) remote() bool { return e.RemoteHost() != "" }
 
-// passRemote makes c run on the host when the command addresses one.
-func (e *env) passRemote(c *cobra.Command, tty bool) {
+// PassRemote makes c run on the host when the command addresses one.
+func (e *Env) PassRemote(c *cobra.Command, tty bool) {
 	local := c.RunE
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		// The foreground daemon follows only an explicit --host: with
 		// DLGT_HOST in the environment, `dlgt daemon` still serves here.
-		if !e.remote() || (cmd.CommandPath() == "dlgt daemon" && e.hostFlag == "") {
+		if !e.remote() || (cmd.CommandPath() == "dlgt daemon" && e.HostFlag == "") {
 			return local(cmd, args)
 		}
-		c, err := e.client()
+		c, err := e.Client()
 		if err != nil {
-			return printFailure(cmd, err)
+			return PrintFailure(cmd, err)
 		}
-		code, err := c.RunRemote(cmd.Context(), tty, e.stdin, e.stdout, e.stderr, client.WithoutHost(e.argv)...)
+		code, err := c.RunRemote(cmd.Context(), tty, e.Stdin, e.Stdout, e.Stderr, client.WithoutHost(e.argv)...)
 		switch {
 		case err != nil:
-			return printFailure(cmd, err)
+			return PrintFailure(cmd, err)
 		case code != 0:
-			return exitStatus{code}
+			return ExitStatus{code}
 		}
 		return nil
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -11,7 +11,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionReadCommand(e *env) *cobra.Command {
+func newSessionReadCommand(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "read SESSION",
 		Short: "Print a Session's snapshot and its latest retained result",
@@ -23,7 +23,7 @@ cache and output tokens and model requests, as the harness recorded them),
 and its final text as it is.`,
 		Example: `  dlgt session read review
   dlgt session read review -o text`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return callAndPrint(e, cmd, (*client.Client).SessionRead, rpc.SessionReadParams{Session: args[0]}, func(w io.Writer, res rpc.SessionReadResult) error {
 				render.Read(w, res, time.Now())
@@ -31,7 +31,7 @@ and its final text as it is.`,
 			})
 		},
 	}
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -10,7 +10,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newScrollbackCommand(e *env) *cobra.Command {
+func newScrollbackCommand(e *Env) *cobra.Command {
 	var (
 		lines  int
 		before string
@@ -25,10 +25,10 @@ text. Page backwards by passing the returned "before" to --before.
 into less); the --before of the older page is named on stderr.`,
 		Example: `  dlgt scrollback review --lines 200 --pretty
   dlgt scrollback review --lines 1000 -o text | less`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if lines < 0 {
-				return printFailure(cmd, usageError("--lines must not be negative"))
+				return PrintFailure(cmd, Usagef("--lines must not be negative"))
 			}
 			params := rpc.ScrollbackReadParams{Session: args[0], Lines: lines, Before: before}
 			return callAndPrint(e, cmd, (*client.Client).ScrollbackRead, params, func(w io.Writer, page rpc.ScrollbackPage) error {
@@ -38,7 +38,7 @@ into less); the --before of the older page is named on stderr.`,
 	}
 	cmd.Flags().IntVar(&lines, "lines", 0, "how many of the newest rows to return (default 100; the daemon clamps to 1..10,000)")
 	cmd.Flags().StringVar(&before, "before", "", "page position returned by the previous call")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"time"
@@ -9,9 +9,9 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/render"
 )
 
-func newSessionWarmCommand(e *env) *cobra.Command {
+func newSessionWarmCommand(e *Env) *cobra.Command {
 	var (
-		opts    launchOptions
+		opts    LaunchOptions
 		harness string
 		spares  int
 		idle    time.Duration
@@ -33,11 +33,11 @@ all. They stop with the daemon and never survive it. Profiles with
 		Example: `  dlgt session warm --harness codex --cwd ~/src/app
   dlgt session warm --profile review --spares 2 --idle 30m
   dlgt session warm --profile review --spares 0`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			l, err := c.ResolveLaunch(client.LaunchSpec{
 				Profile: opts.profile, Harness: harness, Model: opts.model, Effort: opts.effort,
@@ -45,10 +45,10 @@ all. They stop with the daemon and never survive it. Profiles with
 				NoWorktree: true,
 			})
 			if err != nil {
-				return printFailure(cmd, launchFlagError(err))
+				return PrintFailure(cmd, LaunchFlagError(err))
 			}
 			if l.Host != "" {
-				return usageFailure(cmd, usageError("warm spares are kept for launches on this machine; the profile runs on %s", l.Host))
+				return UsageFailure(cmd, Usagef("warm spares are kept for launches on this machine; the profile runs on %s", l.Host))
 			}
 			n := l.Warm
 			if cmd.Flags().Changed("spares") || n == 0 {
@@ -56,14 +56,14 @@ all. They stop with the daemon and never survive it. Profiles with
 			}
 			params, _ := l.WarmParams(n)
 			if params.IdleMS, err = durationMS("idle", idle); err != nil {
-				return usageFailure(cmd, err)
+				return UsageFailure(cmd, err)
 			}
 			return callAndPrint(e, cmd, (*client.Client).SessionWarm, params, render.Warm)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.profile, "profile", "", "launch profile from the profiles file")
-	f.StringVar(&harness, "harness", "", "harness to keep warm: "+harnessList(e.registry())+" (required unless --profile sets it)")
+	f.StringVar(&harness, "harness", "", "harness to keep warm: "+HarnessList(e.Registry())+" (required unless --profile sets it)")
 	f.StringVar(&opts.cwd, "cwd", "", "working directory of the Sessions (default the current directory)")
 	f.StringVar(&opts.model, "model", "", "model id or alias")
 	f.StringVar(&opts.effort, "effort", "", "reasoning effort")
@@ -71,7 +71,7 @@ all. They stop with the daemon and never survive it. Profiles with
 	f.BoolVar(&opts.noAutoApprove, "no-auto-approve", false, "the launch keeps the harness's own permission default")
 	f.IntVar(&spares, "spares", 1, "how many spares to keep (0 stops them; at most 4)")
 	f.DurationVar(&idle, "idle", 0, "stop the spares after this long unused (default 10m, at most 24h)")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -13,9 +13,9 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionCreateCommand(e *env) *cobra.Command {
+func newSessionCreateCommand(e *Env) *cobra.Command {
 	var (
-		opts      launchOptions
+		opts      LaunchOptions
 		harness   string
 		requestID string
 		fromStdin bool
@@ -71,39 +71,39 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
   dlgt session create --harness claude --title review --request-id r3 --wait 10m -o text -- "Review the last commit"
   dlgt session create --harness codex --worktree --title "fix flaky test" --request-id r4 -- "Fix TestFoo"
   git diff | dlgt session create --profile review --cwd ~/src/app --title diff --request-id r2 --stdin`,
-		Args: jsonArgs(cobra.ArbitraryArgs),
+		Args: JSONArgs(cobra.ArbitraryArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			noPrompt := !fromStdin && len(args) == 0
 			var prompt string
 			if !noPrompt {
 				p, err := readPrompt(cmd, fromStdin, args)
 				if err != nil {
-					return usageFailure(cmd, err)
+					return UsageFailure(cmd, err)
 				}
 				prompt = p
 			}
-			opts.worktreeFlag(cmd)
-			if opts.worktree != nil && opts.noWorktree {
-				return usageFailure(cmd, usageError("--worktree and --no-worktree exclude each other"))
+			opts.WorktreeFlag(cmd)
+			if opts.Worktree != nil && opts.NoWorktree {
+				return UsageFailure(cmd, Usagef("--worktree and --no-worktree exclude each other"))
 			}
 			params, err := opts.resolve(cmd, e, harness, false)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			// Every missing required input in one error.
 			var missing []string
 			if params.Harness == "" {
-				missing = append(missing, "--harness ("+harnessList(e.registry())+", unless the profile sets it)")
+				missing = append(missing, "--harness ("+HarnessList(e.Registry())+", unless the profile sets it)")
 			}
 			if noPrompt {
 				missing = append(missing, "the prompt (after -- or with --stdin)")
 			}
 			if len(missing) > 0 {
-				return usageFailure(cmd, usageError("missing required %s", strings.Join(missing, ", ")))
+				return UsageFailure(cmd, Usagef("missing required %s", strings.Join(missing, ", ")))
 			}
 			waitMS, err := durationMS("wait", wait)
 			if err != nil {
-				return usageFailure(cmd, err)
+				return UsageFailure(cmd, err)
 			}
 			// A person at a shell need not invent identifiers: the title
 			// comes from the prompt, and a request id is made and shown.
@@ -129,27 +129,27 @@ is made. See "dlgt session diff" and "dlgt session stop --remove-worktree".`,
 		},
 	}
 	opts.register(cmd)
-	opts.registerWorktree(cmd)
-	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: "+harnessList(e.registry())+" (required unless --profile sets it)")
+	opts.RegisterWorktree(cmd)
+	cmd.Flags().StringVar(&harness, "harness", "", "harness to launch: "+HarnessList(e.Registry())+" (required unless --profile sets it)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key: retrying with the same id and parameters replays the receipt (default: one made and shown)")
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "then wait up to this long (e.g. 10m) for the execution's result and print it as session fetch --until result does")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }
 
 // create makes the session.create call of params and decodes its
 // receipt; a failure comes back printed (printFailure's status).
-func (e *env) create(cmd *cobra.Command, params rpc.SessionCreateParams) (text bool, raw json.RawMessage, r rpc.Receipt, err error) {
-	if text, err = textOutput(cmd); err != nil {
-		return text, nil, r, printFailure(cmd, err)
+func (e *Env) create(cmd *cobra.Command, params rpc.SessionCreateParams) (text bool, raw json.RawMessage, r rpc.Receipt, err error) {
+	if text, err = TextOutput(cmd); err != nil {
+		return text, nil, r, PrintFailure(cmd, err)
 	}
 	if r, raw, err = call(e, cmd.Context(), (*client.Client).SessionCreate, params); err != nil {
-		return text, nil, r, printFailure(cmd, err)
+		return text, nil, r, PrintFailure(cmd, err)
 	}
 	if r.Session.ID == "" || r.Cursor == "" {
-		return text, nil, r, printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result (no session id or cursor): %.200s", rpc.MethodSessionCreate, raw))
+		return text, nil, r, PrintFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result (no session id or cursor): %.200s", rpc.MethodSessionCreate, raw))
 	}
 	return text, raw, r, nil
 }
@@ -157,7 +157,7 @@ func (e *env) create(cmd *cobra.Command, params rpc.SessionCreateParams) (text b
 // createShowingID is session create with a request id it made
 // (params.RequestID): the receipt, carrying that id as request_id, so a
 // retry can repeat it.
-func (e *env) createShowingID(cmd *cobra.Command, params rpc.SessionCreateParams) error {
+func (e *Env) createShowingID(cmd *cobra.Command, params rpc.SessionCreateParams) error {
 	text, raw, r, err := e.create(cmd, params)
 	if err != nil {
 		return err
@@ -165,10 +165,10 @@ func (e *env) createShowingID(cmd *cobra.Command, params rpc.SessionCreateParams
 	if !text {
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &fields); err != nil {
-			return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result: %v", rpc.MethodSessionCreate, err))
+			return PrintFailure(cmd, rpc.Errorf(rpc.CodeInternal, "unexpected %s result: %v", rpc.MethodSessionCreate, err))
 		}
 		fields["request_id"], _ = json.Marshal(params.RequestID)
-		return printOK(cmd, fields)
+		return PrintOK(cmd, fields)
 	}
 	w := cmd.OutOrStdout()
 	render.Receipt(w, r)
@@ -179,7 +179,7 @@ func (e *env) createShowingID(cmd *cobra.Command, params rpc.SessionCreateParams
 // createAndWait is session create --wait: the create, then the fetch that
 // waits for this execution's result from the receipt's cursor, printed as
 // session fetch prints it. A failed create prints its own error.
-func (e *env) createAndWait(cmd *cobra.Command, params rpc.SessionCreateParams, wait time.Duration, waitMS int64) error {
+func (e *Env) createAndWait(cmd *cobra.Command, params rpc.SessionCreateParams, wait time.Duration, waitMS int64) error {
 	text, _, r, err := e.create(cmd, params)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -14,36 +14,36 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// usageError is an INVALID_ARGUMENT of the command line itself (a bad flag
+// Usagef is an INVALID_ARGUMENT of the command line itself (a bad flag
 // value, a missing or extra argument): printFailure reports it as any other
 // failure and then prints the command's usage on stderr, as cobra's own
 // flag errors are. An INVALID_ARGUMENT that is no fault of the command line
 // (no terminal, an unusable HOME) is rpc.Errorf instead.
-func usageError(format string, args ...any) error {
-	return cliUsageError{rpc.Errorf(rpc.CodeInvalidArgument, format, args...)}
+func Usagef(format string, args ...any) error {
+	return UsageError{rpc.Errorf(rpc.CodeInvalidArgument, format, args...)}
 }
 
 // flagErrorJSON marks cobra's flag-parsing errors as usage errors: run
 // prints them as the JSON failure (exit status 1) with the usage on stderr.
 func flagErrorJSON(cmd *cobra.Command, err error) error {
-	return cliUsageError{err}
+	return UsageError{err}
 }
 
-// usageFailure prints err as a usage error: the JSON failure (exit status
+// UsageFailure prints err as a usage error: the JSON failure (exit status
 // 1), with the command's usage on stderr.
-func usageFailure(cmd *cobra.Command, err error) error {
+func UsageFailure(cmd *cobra.Command, err error) error {
 	if !isUsageError(err) {
-		err = cliUsageError{err}
+		err = UsageError{err}
 	}
-	return printFailure(cmd, err)
+	return PrintFailure(cmd, err)
 }
 
-// jsonArgs wraps a cobra positional-argument check so a violation is printed
+// JSONArgs wraps a cobra positional-argument check so a violation is printed
 // as the JSON failure (exit status 1), with the usage on stderr.
-func jsonArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+func JSONArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return usageFailure(cmd, usageError("%v", err))
+			return UsageFailure(cmd, Usagef("%v", err))
 		}
 		return nil
 	}
@@ -56,9 +56,9 @@ type clientMethod[P, R any] = func(*client.Client, context.Context, P) (R, error
 // call makes one typed call through the command's client, returning its
 // result also as the daemon sent it, so members this client does not know
 // pass through to the JSON line unchanged.
-func call[P, R any](e *env, ctx context.Context, m clientMethod[P, R], p P) (R, json.RawMessage, error) {
+func call[P, R any](e *Env, ctx context.Context, m clientMethod[P, R], p P) (R, json.RawMessage, error) {
 	var res R
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
 		return res, nil, err
 	}
@@ -70,17 +70,17 @@ func call[P, R any](e *env, ctx context.Context, m clientMethod[P, R], p P) (R, 
 // callAndPrint is the body of a control command: one call, then the
 // ok:true line, or with -o text the result written by write. A failure is
 // the ok:false line (or its text) with its exit status.
-func callAndPrint[P, R any](e *env, cmd *cobra.Command, m clientMethod[P, R], p P, write func(io.Writer, R) error) error {
-	text, err := textOutput(cmd)
+func callAndPrint[P, R any](e *Env, cmd *cobra.Command, m clientMethod[P, R], p P, write func(io.Writer, R) error) error {
+	text, err := TextOutput(cmd)
 	if err != nil {
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	}
 	res, raw, err := call(e, cmd.Context(), m, p)
 	if err != nil {
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	}
 	if !text {
-		return printOK(cmd, raw)
+		return PrintOK(cmd, raw)
 	}
 	return write(cmd.OutOrStdout(), res)
 }
@@ -88,8 +88,8 @@ func callAndPrint[P, R any](e *env, cmd *cobra.Command, m clientMethod[P, R], p 
 // clientEnvironment is the launch environment of this client
 // (client.LaunchEnvironment: every variable here, none for another
 // machine, whose proxy supplies its own).
-func (e *env) clientEnvironment() map[string]string {
-	c, err := e.client()
+func (e *Env) clientEnvironment() map[string]string {
+	c, err := e.Client()
 	if err != nil {
 		return map[string]string{} // a malformed host: reported where it dials
 	}
@@ -100,7 +100,7 @@ func (e *env) clientEnvironment() map[string]string {
 // negative values.
 func durationMS(name string, d time.Duration) (int64, error) {
 	if d < 0 {
-		return 0, usageError("--%s must not be negative", name)
+		return 0, Usagef("--%s must not be negative", name)
 	}
 	return d.Milliseconds(), nil
 }
@@ -110,7 +110,7 @@ func durationMS(name string, d time.Duration) (int64, error) {
 func readPrompt(cmd *cobra.Command, fromStdin bool, words []string) (string, error) {
 	switch {
 	case fromStdin && len(words) > 0:
-		return "", usageError("give the prompt either after -- or with --stdin, not both")
+		return "", Usagef("give the prompt either after -- or with --stdin, not both")
 	case fromStdin:
 		data, err := io.ReadAll(cmd.InOrStdin())
 		if err != nil {
@@ -118,55 +118,55 @@ func readPrompt(cmd *cobra.Command, fromStdin bool, words []string) (string, err
 		}
 		return string(data), nil
 	case len(words) == 0:
-		return "", usageError("missing prompt: give it after -- or with --stdin")
+		return "", Usagef("missing prompt: give it after -- or with --stdin")
 	}
 	return strings.Join(words, " "), nil
 }
 
-// launchOptions are the flags shared by session create and session send
+// LaunchOptions are the flags shared by session create and session send
 // --resume.
-type launchOptions struct {
+type LaunchOptions struct {
 	cwd, title, alias, model, effort, profile string
 	harnessOptions                            []string
 	noAutoApprove                             bool
 	startupTimeout                            time.Duration
-	// worktree and noWorktree: session create's --worktree[=BRANCH] and
-	// --no-worktree (registerWorktree).
-	worktree   *rpc.WorktreeOption
-	noWorktree bool
+	// Worktree and noWorktree: session create's --Worktree[=BRANCH] and
+	// --no-Worktree (registerWorktree).
+	Worktree   *rpc.WorktreeOption
+	NoWorktree bool
 }
 
 // worktreeDefault is --worktree's value when given without one: a space,
 // which no branch name has, stands for "derive it from the alias".
 const worktreeDefault = " "
 
-// registerWorktree adds session create's worktree flags.
-func (o *launchOptions) registerWorktree(cmd *cobra.Command) {
+// RegisterWorktree adds session create's worktree flags.
+func (o *LaunchOptions) RegisterWorktree(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.String("worktree", "", "run the Session in a new git worktree of cwd's repository on a new branch: --worktree (branch dlgt/<alias>) or --worktree=BRANCH")
 	f.Lookup("worktree").NoOptDefVal = worktreeDefault
-	f.BoolVar(&o.noWorktree, "no-worktree", false, "run in cwd itself even when the profile sets worktree = true")
+	f.BoolVar(&o.NoWorktree, "no-worktree", false, "run in cwd itself even when the profile sets worktree = true")
 }
 
-// worktreeFlag reads --worktree into o.worktree.
-func (o *launchOptions) worktreeFlag(cmd *cobra.Command) {
+// WorktreeFlag reads --worktree into o.worktree.
+func (o *LaunchOptions) WorktreeFlag(cmd *cobra.Command) {
 	if f := cmd.Flags().Lookup("worktree"); f != nil && f.Changed {
-		o.worktree = &rpc.WorktreeOption{Branch: strings.TrimSpace(f.Value.String())}
+		o.Worktree = &rpc.WorktreeOption{Branch: strings.TrimSpace(f.Value.String())}
 	}
 }
 
-func (o *launchOptions) register(cmd *cobra.Command) {
+func (o *LaunchOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.cwd, "cwd", "", "working directory of the Session (relative paths are resolved by the client; default the current directory)")
 	f.StringVar(&o.title, "title", "", "human-readable title")
 	f.StringVar(&o.alias, "alias", "", "unique alias for addressing the Session")
-	o.registerLaunch(cmd)
+	o.RegisterLaunch(cmd)
 }
 
-// registerLaunch adds the flags of a launch's shape (model, effort,
+// RegisterLaunch adds the flags of a launch's shape (model, effort,
 // harness options, approvals, startup timeout, profile): a front-end
 // whose Sessions get their directory and names elsewhere (dlgt acp).
-func (o *launchOptions) registerLaunch(cmd *cobra.Command) {
+func (o *LaunchOptions) RegisterLaunch(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.model, "model", "", "model id or alias")
 	f.StringVar(&o.effort, "effort", "", "reasoning effort")
@@ -180,14 +180,14 @@ func (o *launchOptions) registerLaunch(cmd *cobra.Command) {
 // (client.ResolveLaunch: client environment < profile < explicit flags),
 // for session create (harness is --harness) or send --resume; a missing
 // harness is left to the caller. A profile's host becomes the command's.
-func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string, resume bool) (rpc.SessionCreateParams, error) {
-	c, err := e.client()
+func (o *LaunchOptions) resolve(cmd *cobra.Command, e *Env, harness string, resume bool) (rpc.SessionCreateParams, error) {
+	c, err := e.Client()
 	if err != nil {
 		return rpc.SessionCreateParams{}, err
 	}
-	l, err := c.ResolveLaunch(o.spec(harness, resume))
+	l, err := c.ResolveLaunch(o.Spec(harness, resume))
 	if err != nil {
-		return l.Params, launchFlagError(err)
+		return l.Params, LaunchFlagError(err)
 	}
 	// A flag given empty is an explicit choice: the profile's does not
 	// fill it.
@@ -205,27 +205,27 @@ func (o *launchOptions) resolve(cmd *cobra.Command, e *env, harness string, resu
 	return l.Params, nil
 }
 
-// spec is the launch these flags ask for (harness is --harness).
-func (o *launchOptions) spec(harness string, resume bool) client.LaunchSpec {
+// Spec is the launch these flags ask for (harness is --harness).
+func (o *LaunchOptions) Spec(harness string, resume bool) client.LaunchSpec {
 	return client.LaunchSpec{
 		Profile: o.profile, Harness: harness, Model: o.model, Effort: o.effort, HarnessOptions: o.harnessOptions,
 		Cwd: o.cwd, NoAutoApprove: o.noAutoApprove, StartupTimeout: o.startupTimeout, Resume: resume,
 		HarnessOptional: true, Title: o.title, Alias: o.alias,
-		Worktree: o.worktree, NoWorktree: o.noWorktree,
+		Worktree: o.Worktree, NoWorktree: o.NoWorktree,
 	}
 }
 
 // launchFields are the flags of ResolveLaunch's fields.
 var launchFields = map[string]string{"harness_options": "--harness-option", "cwd": "--cwd", "startup_timeout_ms": "--startup-timeout"}
 
-// launchFlagError says a launch field's INVALID_ARGUMENT as the usage
+// LaunchFlagError says a launch field's INVALID_ARGUMENT as the usage
 // error of its flag ("--cwd ... must be an absolute path on the remote
 // host"); other errors pass.
-func launchFlagError(err error) error {
+func LaunchFlagError(err error) error {
 	var re *rpc.Error
 	if errors.As(err, &re) && re.Code == rpc.CodeInvalidArgument {
 		if flag, ok := launchFields[re.Field]; ok {
-			return usageError("%s %s", flag, strings.TrimPrefix(re.Message, re.Field+": "))
+			return Usagef("%s %s", flag, strings.TrimPrefix(re.Message, re.Field+": "))
 		}
 	}
 	return err

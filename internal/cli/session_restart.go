@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"time"
@@ -10,7 +10,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionRestartCommand(e *env) *cobra.Command {
+func newSessionRestartCommand(e *Env) *cobra.Command {
 	var startupTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "restart SESSION [--startup-timeout D]",
@@ -18,11 +18,11 @@ func newSessionRestartCommand(e *env) *cobra.Command {
 		Long: `Relaunch a Session's harness with its original launch options and this
 client's current environment.`,
 		Example: `  dlgt session restart review`,
-		Args:    jsonArgs(cobra.ExactArgs(1)),
+		Args:    JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ms, err := durationMS("startup-timeout", startupTimeout)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			return callAndPrint(e, cmd, (*client.Client).SessionRestart, rpc.SessionRestartParams{
 				Session: args[0], StartupTimeoutMS: ms, Environment: e.clientEnvironment(),
@@ -30,7 +30,7 @@ client's current environment.`,
 		},
 	}
 	cmd.Flags().DurationVar(&startupTimeout, "startup-timeout", 0, "how long to wait for the harness to start")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

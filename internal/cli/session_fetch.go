@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionFetchCommand(e *env) *cobra.Command {
+func newSessionFetchCommand(e *Env) *cobra.Command {
 	var (
 		all      bool
 		cursor   string
@@ -35,14 +35,14 @@ result, blocked, page_full, gap, timeout) exits 0: branch on "reason".
 Session's state, events and results (final_text as it is) and the cursor to
 continue with, for a person.`,
 		Example: `  dlgt session fetch review --cursor 1842 --wait 15m --until result`,
-		Args:    jsonArgs(cobra.MaximumNArgs(1)),
+		Args:    JSONArgs(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var p rpc.SessionFetchParams
 			switch {
 			case all && len(args) > 0:
-				return usageFailure(cmd, usageError("give SESSION or --all, not both"))
+				return UsageFailure(cmd, Usagef("give SESSION or --all, not both"))
 			case !all && len(args) == 0:
-				return usageFailure(cmd, usageError("give SESSION or --all"))
+				return UsageFailure(cmd, Usagef("give SESSION or --all"))
 			case all:
 				p.All = true
 			default:
@@ -53,27 +53,27 @@ continue with, for a person.`,
 			}
 			ms, err := durationMS("wait", wait)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			p.WaitMS = ms
 			if until != "" && until != "any" && until != "result" {
-				return printFailure(cmd, usageError("--until must be any or result"))
+				return PrintFailure(cmd, Usagef("--until must be any or result"))
 			}
 			p.Until = until
 			if cmd.Flags().Changed("screen") {
 				raw, err := screenParam(screen)
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				p.Screen = raw
 			}
 			if maxBytes < 0 {
-				return printFailure(cmd, usageError("--max-bytes must not be negative"))
+				return PrintFailure(cmd, Usagef("--max-bytes must not be negative"))
 			}
 			p.MaxBytes = maxBytes
-			text, err := textOutput(cmd)
+			text, err := TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			return e.printFetch(cmd, p, text)
 		},
@@ -85,20 +85,20 @@ continue with, for a person.`,
 	f.StringVar(&until, "until", "", "what completes the wait: any or result")
 	f.StringVar(&screen, "screen", "", "stable screen lines to include (a count, or true/false)")
 	f.IntVar(&maxBytes, "max-bytes", 0, "bound on the printed response line")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }
 
 // printFetch makes one session.fetch and prints its answer: the JSON line,
 // or with text the -o text form. session create --wait ends with it too.
-func (e *env) printFetch(cmd *cobra.Command, p rpc.SessionFetchParams, text bool) error {
+func (e *Env) printFetch(cmd *cobra.Command, p rpc.SessionFetchParams, text bool) error {
 	_, raw, err := call(e, cmd.Context(), (*client.Client).SessionFetch, p)
 	switch {
 	case err != nil:
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	case !text:
-		return printOK(cmd, raw)
+		return PrintOK(cmd, raw)
 	}
 	e.progress.Stop()
 	return render.Fetch(cmd.OutOrStdout(), raw, time.Now())
@@ -114,7 +114,7 @@ func screenParam(s string) (json.RawMessage, error) {
 	}
 	n, err := strconv.ParseUint(s, 10, 31)
 	if err != nil {
-		return nil, usageError("--screen must be a line count or true/false, not %q", s)
+		return nil, Usagef("--screen must be a line count or true/false, not %q", s)
 	}
 	return json.RawMessage(strconv.FormatUint(n, 10)), nil
 }

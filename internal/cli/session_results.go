@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/render"
 )
 
-func newSessionResultsCommand(e *env) *cobra.Command {
+func newSessionResultsCommand(e *Env) *cobra.Command {
 	var after uint64
 	cmd := &cobra.Command{
 		Use:   "results SESSION [--after N]",
@@ -23,29 +23,29 @@ position after the last result returned, to fetch from for later ones.
 -o text prints each result for a person.`,
 		Example: `  dlgt session results review
   dlgt session results review --after 3 -o text`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			out, err := c.Results(cmd.Context(), args[0], after)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			if text {
 				render.Results(cmd.OutOrStdout(), out.Session, out.Results, time.Now())
 				return nil
 			}
-			return printOK(cmd, out)
+			return PrintOK(cmd, out)
 		},
 	}
 	cmd.Flags().Uint64Var(&after, "after", 0, "start after this execution_seq")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -15,7 +15,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionListCommand(e *env) *cobra.Command {
+func newSessionListCommand(e *Env) *cobra.Command {
 	var all, watch bool
 	var hosts []string
 	cmd := &cobra.Command{
@@ -37,15 +37,15 @@ in "errors" without hiding the others (exit status 1).`,
   dlgt session list --hosts local,devbox,build@ci-host:2222 -o text
   dlgt session list -o text
   dlgt session list --watch`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			if len(hosts) > 0 {
 				if watch {
-					return printFailure(cmd, usageError("--watch follows one daemon; it does not combine with --hosts"))
+					return PrintFailure(cmd, Usagef("--watch follows one daemon; it does not combine with --hosts"))
 				}
 				return e.listHosts(cmd, hosts, all, text)
 			}
@@ -60,27 +60,27 @@ in "errors" without hiding the others (exit status 1).`,
 	cmd.Flags().BoolVar(&all, "all", false, "include stopped and failed Sessions")
 	cmd.Flags().BoolVar(&watch, "watch", false, "a live table of the Sessions, redrawn on events, until Ctrl-C")
 	cmd.Flags().StringSliceVar(&hosts, "hosts", nil, "list the Sessions of several machines: comma-separated [user@]host[:port], \"local\" for this one")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }
 
 // listHosts is session list --hosts: each host asked in turn (concurrently),
 // its Sessions tagged with the host, unreachable hosts listed as errors.
-func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) error {
+func (e *Env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) error {
 	type hostErr struct {
 		Host  string     `json:"host"`
 		Error *rpc.Error `json:"error"`
 	}
 	// The hosts are named: DLGT_HOST plays no part.
 	e.localOnly = true
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	}
 	answers, err := c.SessionLists(cmd.Context(), hosts, rpc.SessionListParams{All: all})
 	if err != nil {
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	}
 	sessions := []json.RawMessage{}
 	var errs []hostErr
@@ -97,7 +97,7 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 		}
 	}
 	if !text {
-		return printDoc(cmd, len(errs) == 0, struct {
+		return PrintDoc(cmd, len(errs) == 0, struct {
 			Sessions []json.RawMessage `json:"sessions"`
 			Errors   []hostErr         `json:"errors,omitempty"`
 		}{sessions, errs})
@@ -108,25 +108,25 @@ func (e *env) listHosts(cmd *cobra.Command, hosts []string, all, text bool) erro
 		fmt.Fprintf(cmd.ErrOrStderr(), "dlgt: %s: %s: %s\n", he.Host, he.Error.Code, he.Error.Message)
 	}
 	if len(errs) > 0 {
-		return exitStatus{exitError}
+		return ExitStatus{ExitError}
 	}
 	return nil
 }
 
 // watchSessions is session list --watch (follow.Watch).
-func (e *env) watchSessions(cmd *cobra.Command, all bool) error {
-	c, err := e.client()
+func (e *Env) watchSessions(cmd *cobra.Command, all bool) error {
+	c, err := e.Client()
 	if err != nil {
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	}
 	out := cmd.OutOrStdout()
-	err = follow.Watch(cmd.Context(), c, out, follow.WatchOptions{All: all, TTY: e.terminal(out), Width: func() int { return e.tableWidth(out) }})
+	err = follow.Watch(cmd.Context(), c, out, follow.WatchOptions{All: all, TTY: e.Terminal(out), Width: func() int { return e.tableWidth(out) }})
 	var he *follow.HandleError
 	if errors.As(err, &he) {
 		return he.Err
 	}
 	if err != nil {
-		return printFailure(cmd, err)
+		return PrintFailure(cmd, err)
 	}
 	return nil
 }

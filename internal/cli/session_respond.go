@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionRespondCommand(e *env) *cobra.Command {
+func newSessionRespondCommand(e *Env) *cobra.Command {
 	var (
 		allow, deny           bool
 		message, option, text string
@@ -35,7 +35,7 @@ Session's permissions. --option and --text answer questions, which no
 harness reports to dlgt as answerable yet.`,
 		Example: `  dlgt session respond review --allow
   dlgt session respond review --deny --message "not on main; use a branch"`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := rpc.SessionRespondParams{Session: args[0], PendingID: pending, Message: message, Option: option, Text: text}
 			n := 0
@@ -46,9 +46,9 @@ harness reports to dlgt as answerable yet.`,
 			}
 			switch {
 			case n != 1:
-				return usageFailure(cmd, usageError("give exactly one of --allow, --deny, --option, --text"))
+				return UsageFailure(cmd, Usagef("give exactly one of --allow, --deny, --option, --text"))
 			case message != "" && !deny:
-				return usageFailure(cmd, usageError("--message goes with --deny"))
+				return UsageFailure(cmd, Usagef("--message goes with --deny"))
 			case allow:
 				p.Decision = rpc.DecisionAllow
 			case deny:
@@ -57,10 +57,10 @@ harness reports to dlgt as answerable yet.`,
 			if p.PendingID == "" {
 				read, _, err := call(e, cmd.Context(), (*client.Client).SessionRead, rpc.SessionReadParams{Session: args[0]})
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				if read.Session.Pending == nil {
-					return printFailure(cmd, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: read.Session.ID,
+					return PrintFailure(cmd, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: read.Session.ID,
 						Message: "the Session is " + read.Session.State + " with no pending request dlgt can answer"})
 				}
 				p.PendingID = read.Session.Pending.ID
@@ -79,7 +79,7 @@ harness reports to dlgt as answerable yet.`,
 	cmd.Flags().StringVar(&text, "text", "", "answer a question with this text")
 	cmd.Flags().StringVar(&pending, "pending", "", "the pending request's id (default: the one pending now)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: from the request and the answer)")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

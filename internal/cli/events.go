@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newEventsCommand(e *env) *cobra.Command {
+func newEventsCommand(e *Env) *cobra.Command {
 	var (
 		session     string
 		after       uint64
@@ -54,12 +54,12 @@ their output goes to stderr, and a failing CMD is reported on stderr without
 stopping the follow.`,
 		Example: `  dlgt events --session review --follow | my-notifier
   dlgt events --follow --state ~/.dlgt-notify.seq --exec 'test "$DLGT_EVENT_TYPE" = session.idle && notify-send "dlgt" "$DLGT_SESSION_ID: $DLGT_RESULT_STATUS"'`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			text, err := textOutput(cmd)
+			text, err := TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			var aliases *follow.Aliases
 			emit := func(line []byte) error {
@@ -79,24 +79,24 @@ stopping the follow.`,
 			} else if stateFile != "" {
 				n, ok, err := follow.ReadState(stateFile)
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				if ok {
 					p.After = &n
 				}
 			}
 			if execCmd != "" && !following {
-				return usageFailure(cmd, usageError("--exec needs --follow"))
+				return UsageFailure(cmd, Usagef("--exec needs --follow"))
 			}
 			if execJobs < 1 || execJobs > 64 {
-				return usageFailure(cmd, usageError("--exec-jobs must be between 1 and 64"))
+				return UsageFailure(cmd, Usagef("--exec-jobs must be between 1 and 64"))
 			}
 			if execTimeout <= 0 {
-				return usageFailure(cmd, usageError("--exec-timeout must be positive"))
+				return UsageFailure(cmd, Usagef("--exec-timeout must be positive"))
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			ctx := cmd.Context()
 			if text {
@@ -123,7 +123,7 @@ stopping the follow.`,
 				if errors.As(err, &he) {
 					return he.Err
 				}
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			return nil
 		},
@@ -136,6 +136,6 @@ stopping the follow.`,
 	f.StringVar(&execCmd, "exec", "", "with --follow: run this shell command once per event (event JSON on stdin)")
 	f.IntVar(&execJobs, "exec-jobs", 4, "at most this many --exec commands at once")
 	f.DurationVar(&execTimeout, "exec-timeout", time.Minute, "kill an --exec command after this long")
-	addOutputFlag(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,19 +25,19 @@ import (
 	"github.com/dlgt-dev/dlgt/statedir"
 )
 
-// env is what a command may read from the process: injected so tests can
+// Env is what a command may read from the process: injected so tests can
 // run commands without touching the real environment.
-type env struct {
-	getenv  func(string) string
-	environ func() []string
-	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
-	// exe is the path of the dlgt executable (for auto-starting the daemon).
-	exe string
-	// isTerminal reports whether a stream is a terminal (nil: ask the
+type Env struct {
+	Getenv  func(string) string
+	Environ func() []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// Exe is the path of the dlgt executable (for auto-starting the daemon).
+	Exe string
+	// IsTerminal reports whether a stream is a terminal (nil: ask the
 	// kernel; tests fake it).
-	isTerminal func(f any) bool
+	IsTerminal func(f any) bool
 
 	// sessionRef is the SESSION the running command addresses, if any:
 	// connect routes a provider-qualified id to the daemon that owns it.
@@ -47,47 +48,54 @@ type env struct {
 	cl       *client.Client
 	// progress is the running --wait indicator, stopped before exit.
 	progress *progress.Indicator
-	// signals, when set, replaces the process's SIGINT/SIGTERM (tests).
-	signals chan os.Signal
+	// Signals, when set, replaces the process's SIGINT/SIGTERM (tests).
+	Signals chan os.Signal
 
-	// hostFlag is --host, profileHost the host of the profile a launch
+	// HostFlag is --host, profileHost the host of the profile a launch
 	// used ("local": this machine).
-	hostFlag, profileHost string
+	HostFlag, profileHost string
 	// localOnly pins this machine whatever DLGT_HOST says (list --hosts).
 	localOnly bool
 	// argv is the command line as given (for running it on a host).
 	argv []string
-	// harnesses replaces the harness registry (tests); nil: harness.All().
-	harnesses []harness.Descriptor
+	// Harnesses replaces the harness registry (tests); nil: harness.All().
+	Harnesses []harness.Descriptor
 }
 
-func newEnv() *env {
+func NewEnv() *Env {
 	exe, _ := os.Executable()
-	return &env{getenv: os.Getenv, environ: os.Environ, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, exe: exe}
+	return &Env{Getenv: os.Getenv, Environ: os.Environ, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Exe: exe}
 }
 
 // Exit statuses (docs/cli.md).
 const (
-	exitOK            = 0
-	exitError         = 1
-	exitCancelTimeout = 3
-	exitBlocked       = 4
-	exitBusy          = 5
+	ExitOK            = 0
+	ExitError         = 1
+	ExitCancelTimeout = 3
+	ExitBlocked       = 4
+	ExitBusy          = 5
 )
 
 // exitError carries a command's exit status through cobra.
-type exitStatus struct{ code int }
+type ExitStatus struct{ Code int }
 
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
 // signalCommands handle SIGINT/SIGTERM themselves and report how they
 // ended: the foreground daemon shuts down, attach prints its end line.
 var signalCommands = map[string]bool{"dlgt daemon": true, "dlgt session attach": true, "dlgt mcp": true}
 
-func run(args []string, e *env) int {
+// Run runs the command line args on the dlgt command tree: this
+// package's commands and extend's.
+func Run(args []string, e *Env, extend Extend) int {
+	return execute(NewRoot(e, extend), args, e)
+}
+
+// execute runs args on root: signals, exit statuses and the failure line.
+func execute(root *cobra.Command, args []string, e *Env) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := e.signals
+	sigs := e.Signals
 	if sigs == nil {
 		sigs = make(chan os.Signal, 1)
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -109,21 +117,20 @@ func run(args []string, e *env) int {
 		case <-ctx.Done():
 		}
 	}()
-	root := newRootCommand(e)
 	root.SetArgs(args)
 	e.argv = args
-	defer e.cleanupRemote()
+	defer e.CleanupRemote()
 	cmd, err := root.ExecuteContextC(ctx)
 	e.progress.Stop()
 	if sig := caught.Load(); sig != 0 && (cmd == nil || !signalCommands[cmd.CommandPath()]) {
 		return 128 + int(sig)
 	}
-	var es exitStatus
+	var es ExitStatus
 	switch {
 	case err == nil:
-		return exitOK
+		return ExitOK
 	case errors.As(err, &es):
-		return es.code
+		return es.Code
 	}
 	// Errors cobra raised itself (unknown commands and flags, wrong
 	// arguments) and any a command returned without printing it: the
@@ -132,9 +139,9 @@ func run(args []string, e *env) int {
 	if cmd == nil {
 		cmd = root
 	}
-	out := e.stdout
+	out := e.Stdout
 	if cmd.CommandPath() == "dlgt rpc" {
-		out = e.stderr
+		out = e.Stderr
 	}
 	usage := isUsageError(err)
 	re := asCLIError(err)
@@ -142,7 +149,7 @@ func run(args []string, e *env) int {
 		re = rpc.Errorf(rpc.CodeInvalidArgument, "%v", err)
 	}
 	if wantsText(cmd) {
-		render.Failure(e.stderr, re, commandRef(cmd))
+		render.Failure(e.Stderr, re, commandRef(cmd))
 	} else {
 		body, _ := rpc.Marshal(struct {
 			OK    bool       `json:"ok"`
@@ -151,7 +158,7 @@ func run(args []string, e *env) int {
 		fmt.Fprintf(out, "%s\n", body)
 	}
 	if usage {
-		fmt.Fprint(e.stderr, cmd.UsageString())
+		fmt.Fprint(e.Stderr, cmd.UsageString())
 	}
 	return errorCode(re)
 }
@@ -167,15 +174,15 @@ func asCLIError(err error) *rpc.Error {
 	return rpc.AsError(err)
 }
 
-// cliUsageError marks an error of the command line itself (flags,
+// UsageError marks an error of the command line itself (flags,
 // arguments, an unknown command).
-type cliUsageError struct{ err error }
+type UsageError struct{ Err error }
 
-func (u cliUsageError) Error() string { return u.err.Error() }
-func (u cliUsageError) Unwrap() error { return u.err }
+func (u UsageError) Error() string { return u.Err.Error() }
+func (u UsageError) Unwrap() error { return u.Err }
 
 func isUsageError(err error) bool {
-	var u cliUsageError
+	var u UsageError
 	if errors.As(err, &u) {
 		return true
 	}
@@ -192,11 +199,11 @@ func markUsage(c *cobra.Command) {
 	if check := c.Args; check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if err := check(cmd, args); err != nil {
-				var es exitStatus
+				var es ExitStatus
 				if errors.As(err, &es) {
 					return err // already printed (jsonArgs)
 				}
-				return cliUsageError{err}
+				return UsageError{err}
 			}
 			return nil
 		}
@@ -234,45 +241,50 @@ live table; rpc --stdio and mcp speak their protocols on stdin and stdout,
 and session attach hands over the terminal before its JSON line. A failure is the {"ok":false,...} line (on stderr where stdout
 carries raw bytes or a protocol); the exit statuses are listed below.`
 
-func newRootCommand(e *env) *cobra.Command {
+// Extend adds a binary's own commands to the tree NewRoot builds: the
+// full dlgt adds the daemon, its control, mcp, acp, ui, attach and the
+// rest (cmd/dlgt); dlgtc adds nothing (cmd/dlgtc).
+type Extend func(e *Env, root *cobra.Command)
+
+// ownCommand marks the commands this package builds: the ones dlgtc runs
+// itself (Own).
+const ownCommand = "dlgt.socket-only"
+
+// NewRoot is the dlgt command tree: the commands that only talk to the
+// daemon through the client and print (this package's), then extend's.
+func NewRoot(e *Env, extend Extend) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dlgt",
 		Short:         "Delegate work from one coding agent to another",
-		Long:          fmt.Sprintf(rootLong, harness.AndList(harness.DisplayNames(e.registry()))),
+		Long:          fmt.Sprintf(rootLong, harness.AndList(harness.DisplayNames(e.Registry()))),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetIn(e.stdin)
-	root.SetOut(e.stdout)
-	root.SetErr(e.stderr)
+	root.SetIn(e.Stdin)
+	root.SetOut(e.Stdout)
+	root.SetErr(e.Stderr)
 	// Every command's help ends with the exit statuses.
 	root.SetUsageTemplate(root.UsageTemplate() + exitStatusHelp)
-	session := newSessionCommand(e)
-	session.AddCommand(newSessionAttachCommand(e))
 	root.AddCommand(
 		newVersionCommand(e),
-		newDaemonCommand(e),
-		newRPCCommand(e),
 		newProfilesCommand(e),
-		newHookCommand(e),
-		session,
-		newDoctorCommand(e),
+		newSessionCommand(e),
 		newEventsCommand(e),
 		newNotifyCommand(e),
 		newScrollbackCommand(e),
 		newTranscriptCommand(e),
 		newModelsCommand(e),
 		newHarnessesCommand(e),
-		newMCPCommand(e),
-		newACPCommand(e),
-		newSkillCommand(e),
-		newUICommand(e),
 	)
-	root.PersistentFlags().StringVar(&e.hostFlag, "host", "", "run against the daemon on another machine, through ssh: [user@]host[:port] (default $DLGT_HOST; see docs/remote.md)")
+	markOwn(root)
+	if extend != nil {
+		extend(e, root)
+	}
+	root.PersistentFlags().StringVar(&e.HostFlag, "host", "", "run against the daemon on another machine, through ssh: [user@]host[:port] (default $DLGT_HOST; see docs/remote.md)")
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("host") {
-			if err := client.CheckHost(e.hostFlag); err != nil {
-				return cliUsageError{err}
+			if err := client.CheckHost(e.HostFlag); err != nil {
+				return UsageError{err}
 			}
 		}
 		e.noteSession(cmd, args)
@@ -280,21 +292,6 @@ func newRootCommand(e *env) *cobra.Command {
 	}
 	// Bad flags on a control command print the JSON failure (exit 1).
 	root.SetFlagErrorFunc(flagErrorJSON)
-	// Shell completion: cobra's default `completion` command, which
-	// rejects a shell it does not know.
-	root.CompletionOptions.DisableDefaultCmd = false
-	root.InitDefaultCompletionCmd()
-	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
-			c.Args = cobra.ArbitraryArgs
-			c.RunE = func(cmd *cobra.Command, args []string) error {
-				if len(args) > 0 {
-					return cliUsageError{fmt.Errorf("unknown shell %q: completion supports bash, zsh, fish and powershell", args[0])}
-				}
-				return cmd.Help()
-			}
-		}
-	}
 	// help for a command that does not exist is a usage error too.
 	root.InitDefaultHelpCmd()
 	for _, c := range root.Commands() {
@@ -302,7 +299,7 @@ func newRootCommand(e *env) *cobra.Command {
 			c.RunE = func(cmd *cobra.Command, args []string) error {
 				target, rest, err := cmd.Root().Find(args)
 				if err != nil || target == nil || len(rest) > 0 {
-					return cliUsageError{fmt.Errorf("unknown help topic %q", strings.Join(args, " "))}
+					return UsageError{fmt.Errorf("unknown help topic %q", strings.Join(args, " "))}
 				}
 				target.InitDefaultHelpFlag()
 				return target.Help()
@@ -319,18 +316,48 @@ func newRootCommand(e *env) *cobra.Command {
 	}{true, statedir.Version, statedir.CommitID()})
 	root.SetVersionTemplate(string(ver) + "\n")
 	markUsage(root)
-	e.registerCompletions(root)
-	// Commands that are not RPC run on the host itself, through ssh.
-	for path, tty := range map[string]bool{"dlgt daemon": false, "dlgt daemon status": false, "dlgt daemon stop": false, "dlgt session attach": true} {
-		if c, _, err := root.Find(strings.Fields(path)[1:]); err == nil && c.RunE != nil {
-			e.passRemote(c, tty)
-		}
-	}
 	return root
 }
 
-// sessionArgCommands take SESSION as their first argument.
-var sessionArgCommands = map[string]bool{
+// markOwn marks every runnable command under c as this package's.
+func markOwn(c *cobra.Command) {
+	if c.Runnable() && c.HasParent() && !c.HasSubCommands() {
+		c.Annotations = map[string]string{ownCommand: "true"}
+	}
+	for _, sub := range c.Commands() {
+		markOwn(sub)
+	}
+}
+
+// Own reports whether the socket-only tree root runs args itself: a
+// command this package built (not a group, whose help lists the full
+// binary's commands too), or --version alone. Anything else (help,
+// completion, the full binary's commands, an unknown command) is the full
+// dlgt's to run.
+func Own(root *cobra.Command, args []string) bool {
+	cmd, _, err := root.Find(args)
+	switch {
+	case err != nil:
+		return false
+	case cmd == root:
+		return slices.ContainsFunc(args, func(a string) bool { return a == "--version" || a == "-v" }) &&
+			!slices.ContainsFunc(args, func(a string) bool { return a == "--help" || a == "-h" })
+	}
+	return cmd.Annotations[ownCommand] != ""
+}
+
+// RunOwn runs args when the socket-only tree holds the command (Own);
+// ran false means nothing ran and nothing was printed.
+func RunOwn(args []string, e *Env) (code int, ran bool) {
+	root := NewRoot(e, nil)
+	if !Own(root, args) {
+		return 0, false
+	}
+	return execute(root, args, e), true
+}
+
+// SessionArgCommands take SESSION as their first argument.
+var SessionArgCommands = map[string]bool{
 	"dlgt session send": true, "dlgt session fetch": true, "dlgt session read": true,
 	"dlgt session cancel": true, "dlgt session stop": true, "dlgt session restart": true,
 	"dlgt session attach": true, "dlgt scrollback": true, "dlgt transcript": true,
@@ -338,10 +365,10 @@ var sessionArgCommands = map[string]bool{
 
 // noteSession records the Session a command addresses (for routing to the
 // daemon that owns it) and starts the --wait indicator of a fetch.
-func (e *env) noteSession(cmd *cobra.Command, args []string) {
+func (e *Env) noteSession(cmd *cobra.Command, args []string) {
 	path := cmd.CommandPath()
 	switch {
-	case sessionArgCommands[path] && len(args) > 0:
+	case SessionArgCommands[path] && len(args) > 0:
 		e.sessionRef = args[0]
 	case path == "dlgt events":
 		e.sessionRef, _ = cmd.Flags().GetString("session")
@@ -353,17 +380,17 @@ func (e *env) noteSession(cmd *cobra.Command, args []string) {
 	}
 }
 
-// terminal reports whether f (a stream of env) is a terminal.
-func (e *env) terminal(f any) bool {
-	if e.isTerminal != nil {
-		return e.isTerminal(f)
+// Terminal reports whether f (a stream of env) is a Terminal.
+func (e *Env) Terminal(f any) bool {
+	if e.IsTerminal != nil {
+		return e.IsTerminal(f)
 	}
 	return attach.IsTerminal(f)
 }
 
-// paths resolves this version's daemon paths from the command's env.
-func (e *env) paths() (statedir.Paths, error) {
-	return statedir.ResolvePaths(e.getenv, statedir.Version)
+// Paths resolves this version's daemon Paths from the command's env.
+func (e *Env) Paths() (statedir.Paths, error) {
+	return statedir.ResolvePaths(e.Getenv, statedir.Version)
 }
 
 // errorCode maps a wire error code to the CLI's exit status.
@@ -372,12 +399,12 @@ func errorCode(err error) int {
 	if errors.As(err, &re) {
 		switch re.Code {
 		case rpc.CodeCancelTimeout:
-			return exitCancelTimeout
+			return ExitCancelTimeout
 		case rpc.CodeSessionBlocked:
-			return exitBlocked
+			return ExitBlocked
 		case rpc.CodeSessionBusy:
-			return exitBusy
+			return ExitBusy
 		}
 	}
-	return exitError
+	return ExitError
 }

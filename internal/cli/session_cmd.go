@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newSessionCommand(e *env) *cobra.Command {
+func newSessionCommand(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Create, drive and inspect delegated Sessions",

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/base64"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newTranscriptCommand(e *env) *cobra.Command {
+func newTranscriptCommand(e *Env) *cobra.Command {
 	var (
 		raw   bool
 		after int64
@@ -26,18 +26,18 @@ until the end unless --limit bounds the bytes of a single page. stdout
 carries only transcript bytes: a failure is printed as the
 {"ok":false,"error":{...}} line on stderr, with its exit status.`,
 		Example: `  dlgt transcript review > review.raw`,
-		Args:    jsonArgs(cobra.ExactArgs(1)),
+		Args:    JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fail := func(err error) error {
 				cmd.SetOut(cmd.ErrOrStderr())
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			out := cmd.OutOrStdout()
 			if after < 0 || limit < 0 {
-				return fail(usageError("--after and --limit must not be negative"))
+				return fail(Usagef("--after and --limit must not be negative"))
 			}
 			limited := cmd.Flags().Changed("limit")
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
 				return fail(err)
 			}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newModelsCommand(e *env) *cobra.Command {
+func newModelsCommand(e *Env) *cobra.Command {
 	var (
 		harness       string
 		includeHidden bool
@@ -18,17 +18,17 @@ func newModelsCommand(e *env) *cobra.Command {
 		Short: "List the models a harness offers",
 		Example: `  dlgt models --harness codex --pretty
   dlgt models --harness claude -o text`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if harness == "" {
-				return printFailure(cmd, usageError("--harness is required (%s)", harnessList(e.registry())))
+				return PrintFailure(cmd, Usagef("--harness is required (%s)", HarnessList(e.Registry())))
 			}
 			return callAndPrint(e, cmd, (*client.Client).ModelList, rpc.ModelListParams{Harness: harness, IncludeHidden: includeHidden}, render.ModelTable)
 		},
 	}
-	cmd.Flags().StringVar(&harness, "harness", "", harnessList(e.registry()))
+	cmd.Flags().StringVar(&harness, "harness", "", HarnessList(e.Registry()))
 	cmd.Flags().BoolVar(&includeHidden, "include-hidden", false, "include hidden models")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

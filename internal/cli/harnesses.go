@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newHarnessesCommand(e *env) *cobra.Command {
+func newHarnessesCommand(e *Env) *cobra.Command {
 	var harness string
 	cmd := &cobra.Command{
 		Use:   "harnesses [--harness H]",
@@ -22,7 +22,7 @@ not the daemon's, which may have been started from another shell. The
 answer's "environment" says so ("caller").`,
 		Example: `  dlgt harnesses --pretty
   dlgt harnesses -o text`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Listed as a session create from this shell would find
 			// them (the client sends this environment): the daemon may
@@ -32,7 +32,7 @@ answer's "environment" says so ("caller").`,
 		},
 	}
 	cmd.Flags().StringVar(&harness, "harness", "", "only this harness")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -11,35 +11,35 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/progress"
 )
 
-// client is the command's daemon client (package client: the one dial
+// Client is the command's daemon Client (package Client: the one dial
 // policy of every front-end), built from the env on first use: --host
 // (else DLGT_HOST; "local" for list --hosts' own machine), autostart with
 // this executable, and, once a launch resolved to a profile's host, that
 // host. Copies for other hosts share its ssh connection directory.
-func (e *env) client() (*client.Client, error) {
+func (e *Env) Client() (*client.Client, error) {
 	e.clientMu.Lock()
 	defer e.clientMu.Unlock()
 	if e.cl == nil {
-		host := e.hostFlag
+		host := e.HostFlag
 		if e.localOnly {
 			host = "local"
 		}
-		c, err := client.New(client.Options{Getenv: e.getenv, Environ: e.environ, DaemonExe: e.exe,
-			Host: host, Stderr: e.stderr, Harnesses: e.harnesses})
+		c, err := client.New(client.Options{Getenv: e.Getenv, Environ: e.Environ, DaemonExe: e.Exe,
+			Host: host, Stderr: e.Stderr, Harnesses: e.Harnesses})
 		if err != nil {
 			return nil, err
 		}
 		e.cl = c
 	}
-	if e.profileHost != "" && e.hostFlag == "" && !e.localOnly {
+	if e.profileHost != "" && e.HostFlag == "" && !e.localOnly {
 		return e.cl.WithHost(e.profileHost)
 	}
 	return e.cl, nil
 }
 
-// cleanupRemote closes the command's client (the private directory of
+// CleanupRemote closes the command's client (the private directory of
 // ssh's shared connection goes; its master exits by itself).
-func (e *env) cleanupRemote() {
+func (e *Env) CleanupRemote() {
 	e.clientMu.Lock()
 	defer e.clientMu.Unlock()
 	if e.cl != nil {
@@ -50,15 +50,15 @@ func (e *env) cleanupRemote() {
 
 // startFetchProgress shows the --wait indicator (internal/progress) on a
 // terminal stderr; every output of the command stops it first.
-func (e *env) startFetchProgress(cmd *cobra.Command, wait time.Duration) {
-	if !e.terminal(e.stderr) || e.progress != nil {
+func (e *Env) startFetchProgress(cmd *cobra.Command, wait time.Duration) {
+	if !e.Terminal(e.Stderr) || e.progress != nil {
 		return
 	}
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
 		return // the command reports it
 	}
-	pr := progress.Start(cmd.Context(), c, e.sessionRef, e.stderr, func() int { return attach.Width(e.stderr) }, wait)
+	pr := progress.Start(cmd.Context(), c, e.sessionRef, e.Stderr, func() int { return attach.Width(e.Stderr) }, wait)
 	e.progress = pr
 	cmd.SetOut(clearFirst{pr, cmd.OutOrStdout()})
 	cmd.SetErr(clearFirst{pr, cmd.ErrOrStderr()})

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -11,9 +11,9 @@ import (
 // launchFlagNames are the create flags session send accepts only with --resume.
 var launchFlagNames = []string{"cwd", "title", "alias", "model", "effort", "harness-option", "no-auto-approve", "startup-timeout", "profile"}
 
-func newSessionSendCommand(e *env) *cobra.Command {
+func newSessionSendCommand(e *Env) *cobra.Command {
 	var (
-		opts      launchOptions
+		opts      LaunchOptions
 		requestID string
 		resume    bool
 		fromStdin bool
@@ -48,45 +48,45 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
   dlgt session send 0199a4c2-... --resume --cwd . --request-id r4 -- "Continue"
   dlgt session send review --steer --request-id r5 -- "Use the v2 API, not v1"
   dlgt session send review --queue --request-id r6 -- "Then update the changelog"`,
-		Args: jsonArgs(cobra.MinimumNArgs(1)),
+		Args: JSONArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.ArgsLenAtDash() == 0 {
-				return printFailure(cmd, usageError("SESSION must come before --"))
+				return PrintFailure(cmd, Usagef("SESSION must come before --"))
 			}
 			prompt, err := readPrompt(cmd, fromStdin, args[1:])
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			if requestID == "" {
-				return printFailure(cmd, usageError("--request-id is required"))
+				return PrintFailure(cmd, Usagef("--request-id is required"))
 			}
 			params := rpc.SessionSendParams{Session: args[0], Prompt: prompt, RequestID: requestID, Queue: queue}
 			switch {
 			case steer && queue:
-				return printFailure(cmd, usageError("--steer and --queue exclude each other"))
+				return PrintFailure(cmd, Usagef("--steer and --queue exclude each other"))
 			case (steer || queue) && resume:
-				return printFailure(cmd, usageError("--resume cannot steer or queue"))
+				return PrintFailure(cmd, Usagef("--resume cannot steer or queue"))
 			case steer:
-				c, err := e.client()
+				c, err := e.Client()
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				rd, err := c.SessionRead(cmd.Context(), rpc.SessionReadParams{Session: args[0]})
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				params = client.SteerParams(args[0], rd, prompt, requestID)
 			}
 			if !resume {
 				for _, name := range launchFlagNames {
 					if cmd.Flags().Changed(name) {
-						return printFailure(cmd, usageError("--%s needs --resume", name))
+						return PrintFailure(cmd, Usagef("--%s needs --resume", name))
 					}
 				}
 			} else {
 				launch, err := opts.resolve(cmd, e, "", true)
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				launch.Prompt, launch.RequestID = prompt, requestID
 				params = client.Launch{Params: launch}.ResumeParams(args[0])
@@ -100,7 +100,7 @@ a usage error. With --stdin the prompt is read from stdin byte for byte.`,
 	cmd.Flags().BoolVar(&fromStdin, "stdin", false, "read the prompt from stdin (byte-exact)")
 	cmd.Flags().BoolVar(&steer, "steer", false, "type the prompt into the running execution (harnesses with capabilities.steering)")
 	cmd.Flags().BoolVar(&queue, "queue", false, "run the prompt as the next execution once the running one ends")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

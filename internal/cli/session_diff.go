@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"io"
@@ -10,7 +10,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionDiffCommand(e *env) *cobra.Command {
+func newSessionDiffCommand(e *Env) *cobra.Command {
 	var maxBytes int
 	cmd := &cobra.Command{
 		Use:   "diff SESSION [--max-bytes N] [-o raw|text|json]",
@@ -26,7 +26,7 @@ The diff is cut at a line boundary after --max-bytes (default 256 KiB, at
 most 4 MiB); a cut diff is said on stderr (raw) or in "truncated".`,
 		Example: `  dlgt session diff fix-flaky | less
   dlgt session diff fix-flaky -o text`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			params := rpc.SessionDiffParams{Session: args[0], MaxBytes: maxBytes}
 			switch out, _ := cmd.Flags().GetString("output"); out {
@@ -34,11 +34,11 @@ most 4 MiB); a cut diff is said on stderr (raw) or in "truncated".`,
 				return callAndPrint(e, cmd, (*client.Client).SessionDiff, params, render.SessionDiff)
 			case "", "raw":
 			default:
-				return usageFailure(cmd, usageError("--output must be raw, text or json, not %q", out))
+				return UsageFailure(cmd, Usagef("--output must be raw, text or json, not %q", out))
 			}
 			res, _, err := call(e, cmd.Context(), (*client.Client).SessionDiff, params)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			io.WriteString(cmd.OutOrStdout(), res.Diff)
 			if res.Truncated {
@@ -49,6 +49,6 @@ most 4 MiB); a cut diff is said on stderr (raw) or in "truncated".`,
 	}
 	cmd.Flags().IntVar(&maxBytes, "max-bytes", 0, "cut the diff after this many bytes (default 256 KiB, at most 4 MiB)")
 	cmd.Flags().StringP("output", "o", "raw", "output format: raw (the diff, the default), text (the stat) or json")
-	addPretty(cmd)
+	AddPretty(cmd)
 	return cmd
 }

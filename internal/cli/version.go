@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/statedir"
 )
 
-func newVersionCommand(e *env) *cobra.Command {
+func newVersionCommand(e *Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print dlgt's version as JSON",
@@ -18,21 +18,21 @@ func newVersionCommand(e *env) *cobra.Command {
   dlgt 0.1.0-dev (commit unknown)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			if text {
 				_, err := fmt.Fprintf(cmd.OutOrStdout(), "dlgt %s (commit %s)\n", statedir.Version, statedir.CommitID())
 				return err
 			}
-			return printOK(cmd, struct {
+			return PrintOK(cmd, struct {
 				Version string `json:"version"`
 				Commit  string `json:"commit"`
 			}{statedir.Version, statedir.CommitID()})
 		},
 	}
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

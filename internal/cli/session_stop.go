@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"github.com/spf13/cobra"
@@ -8,7 +8,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionStopCommand(e *env) *cobra.Command {
+func newSessionStopCommand(e *Env) *cobra.Command {
 	var force, removeWorktree bool
 	cmd := &cobra.Command{
 		Use:   "stop SESSION [--force] [--remove-worktree]",
@@ -31,14 +31,14 @@ the branch has commits the repository's HEAD lacks, unless --force.`,
 		Example: `  dlgt session stop review
   dlgt session stop review --force
   dlgt session stop fix-flaky --remove-worktree`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return callAndPrint(e, cmd, (*client.Client).SessionStop, rpc.SessionStopParams{Session: args[0], Force: force, RemoveWorktree: removeWorktree}, render.SessionResult)
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "stop even while an execution is active (interrupting it) and kill at once; with --remove-worktree, remove a dirty worktree or unmerged branch too")
 	cmd.Flags().BoolVar(&removeWorktree, "remove-worktree", false, "also remove the Session's git worktree and its branch (refused when there is uncommitted or unmerged work, unless --force)")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }

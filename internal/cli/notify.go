@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"path/filepath"
@@ -9,7 +9,7 @@ import (
 	"github.com/dlgt-dev/dlgt/internal/notify"
 )
 
-func newNotifyCommand(e *env) *cobra.Command {
+func newNotifyCommand(e *Env) *cobra.Command {
 	var (
 		on          string
 		stateFile   string
@@ -44,23 +44,23 @@ login.`,
 		Example: `  dlgt notify
   dlgt notify --desktop --bell --on blocked,failed,idle
   dlgt notify --exec 'printf "%s\n" "$DLGT_MESSAGE" | mail -s "dlgt: $DLGT_EVENT" me'`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			kinds, err := notify.ParseOn(on)
 			if err != nil {
-				return usageFailure(cmd, err)
+				return UsageFailure(cmd, err)
 			}
 			if execTimeout <= 0 {
-				return usageFailure(cmd, usageError("--exec-timeout must be positive"))
+				return UsageFailure(cmd, Usagef("--exec-timeout must be positive"))
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			if stateFile == "" {
 				p, err := c.Paths()
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				stateFile = filepath.Join(p.Home, "notify.seq")
 			}
@@ -70,7 +70,7 @@ login.`,
 				Desktop: desktop, Bell: bell, Out: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(),
 			})
 			if err != nil && ctx.Err() == nil {
-				return printFailure(cmd, err)
+				return PrintFailure(cmd, err)
 			}
 			return nil
 		},

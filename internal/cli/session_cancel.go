@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"time"
@@ -10,7 +10,7 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-func newSessionCancelCommand(e *env) *cobra.Command {
+func newSessionCancelCommand(e *Env) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "cancel SESSION [--timeout D]",
@@ -22,13 +22,13 @@ status 3); cancellation continues in the daemon. A Session with no active
 execution has nothing to cancel: the command succeeds without a "result"
 (with -o text: "nothing to cancel").`,
 		Example: `  dlgt session cancel review --timeout 30s`,
-		Args:    jsonArgs(cobra.ExactArgs(1)),
+		Args:    JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p := rpc.SessionCancelParams{Session: args[0]}
 			if cmd.Flags().Changed("timeout") {
 				ms, err := durationMS("timeout", timeout)
 				if err != nil {
-					return printFailure(cmd, err)
+					return PrintFailure(cmd, err)
 				}
 				p.TimeoutMS = &ms
 			}
@@ -36,7 +36,7 @@ execution has nothing to cancel: the command succeeds without a "result"
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "how long to wait for the execution to stop (daemon default if unset)")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	AddPretty(cmd)
+	AddOutputFlag(cmd)
 	return cmd
 }
