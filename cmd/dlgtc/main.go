@@ -3,8 +3,8 @@
 // (session create, send, fetch, read, list, cancel, stop, respond, ...,
 // events, version: package internal/cli), with the same flags, output
 // bytes, exit statuses and help as dlgt's. It links neither the daemon
-// nor the MCP, ACP or terminal-UI libraries, so it starts in a fraction
-// of dlgt's time (docs/design.md, "A second binary for the socket-only
+// nor the MCP, ACP or terminal-UI libraries, so it starts in about 70 %
+// of dlgt's CPU time (docs/design.md, "A second binary for the socket-only
 // commands"). Any other command line it hands to the full dlgt beside it
 // (else on PATH), which also is the daemon it autostarts.
 package main
