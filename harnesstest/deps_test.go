@@ -30,7 +30,7 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-// TestProductDoesNotImport: the dlgt binary links none of the test doubles,
+// TestProductDoesNotImport: the dlgt and dlgtc binaries link none of the test doubles,
 // and no product package imports them outside its _test.go files.
 func TestProductDoesNotImport(t *testing.T) {
 	deps := goList(t, "-deps", "github.com/dlgt-dev/dlgt/cmd/dlgt")
@@ -46,6 +46,12 @@ func TestProductDoesNotImport(t *testing.T) {
 	}
 	if !sawDaemon {
 		t.Fatalf("go list -deps github.com/dlgt-dev/dlgt/cmd/dlgt does not list github.com/dlgt-dev/dlgt/daemon: %q", deps)
+	}
+	// Nor does dlgtc, the socket-only commands alone.
+	for _, p := range goList(t, "-deps", "github.com/dlgt-dev/dlgt/cmd/dlgtc") {
+		if isDouble(p) {
+			t.Errorf("github.com/dlgt-dev/dlgt/cmd/dlgtc depends on the test double %s", p)
+		}
 	}
 
 	// Every package of the module, with its non-test imports.

@@ -4,6 +4,6 @@
 //
 // It owns nothing the product runs. No package outside harnesstest
 // may import it or its subpackages except from _test.go files, and the dlgt
-// binary (./cmd/dlgt) must not depend on it; TestProductDoesNotImport
+// binaries (./cmd/dlgt, ./cmd/dlgtc) must not depend on it; TestProductDoesNotImport
 // enforces both.
 package harnesstest

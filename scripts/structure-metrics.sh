@@ -21,7 +21,7 @@ lines() { # lines of the .go files given on stdin, 0 for none
 	xargs -r cat | wc -l
 }
 echo "package non-test test"
-for d in cmd/dlgt client mcp acp daemon harness rpc statedir store vt pty internal; do
+for d in cmd/dlgt cmd/dlgtc internal/cli client mcp acp daemon harness rpc statedir store vt pty internal; do
 	[ -d "$d" ] || continue
 	src=$(find "$d" -name '*.go' ! -name '*_test.go' | lines)
 	tst=$(find "$d" -name '*_test.go' | lines)

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/acp"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
 
@@ -12,7 +13,7 @@ import (
 
 func newACPCommand(e *env) *cobra.Command {
 	var (
-		opts    launchOptions
+		opts    cli.LaunchOptions
 		harness string
 	)
 	cmd := &cobra.Command{
@@ -33,34 +34,34 @@ editor setups.`,
 		Example: `  dlgt acp --harness claude
   dlgt acp --profile review
   dlgt acp --harness codex --no-auto-approve --host build-box`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.worktreeFlag(cmd)
-			if opts.worktree != nil && opts.noWorktree {
-				return usageFailure(cmd, usageError("--worktree and --no-worktree exclude each other"))
+			opts.WorktreeFlag(cmd)
+			if opts.Worktree != nil && opts.NoWorktree {
+				return cli.UsageFailure(cmd, cli.Usagef("--worktree and --no-worktree exclude each other"))
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			spec := opts.spec(harness, false)
+			spec := opts.Spec(harness, false)
 			// The launch is checked now, so a bad flag fails the editor's
 			// start instead of every thread.
 			l, err := c.ResolveLaunch(spec)
 			if err != nil {
-				return printFailure(cmd, launchFlagError(err))
+				return cli.PrintFailure(cmd, cli.LaunchFlagError(err))
 			}
 			if l.Params.Harness == "" {
-				return usageFailure(cmd, usageError("missing --harness (%s), or a --profile that sets one", harnessList(e.registry())))
+				return cli.UsageFailure(cmd, cli.Usagef("missing --harness (%s), or a --profile that sets one", cli.HarnessList(e.Registry())))
 			}
-			defer e.cleanupRemote()
+			defer e.CleanupRemote()
 			return acp.Serve(cmd.Context(), c, acp.Options{
-				Launch: spec, Version: statedir.Version, Harnesses: e.registry(), Stderr: e.stderr,
-			}, e.stdin, e.stdout)
+				Launch: spec, Version: statedir.Version, Harnesses: e.Registry(), Stderr: e.Stderr,
+			}, e.Stdin, e.Stdout)
 		},
 	}
-	opts.registerLaunch(cmd)
-	opts.registerWorktree(cmd)
-	cmd.Flags().StringVar(&harness, "harness", "", "harness of the editor's Sessions: "+harnessList(e.registry())+" (required unless --profile sets it)")
+	opts.RegisterLaunch(cmd)
+	opts.RegisterWorktree(cmd)
+	cmd.Flags().StringVar(&harness, "harness", "", "harness of the editor's Sessions: "+cli.HarnessList(e.Registry())+" (required unless --profile sets it)")
 	return cmd
 }

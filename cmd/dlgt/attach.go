@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/internal/attach"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -35,14 +36,14 @@ func newSessionAttachCommand(e *env) *cobra.Command {
 		Long:  attachLong,
 		Example: `  dlgt session attach review
   dlgt session attach review --read-only`,
-		Args: jsonArgs(cobra.ExactArgs(1)),
+		Args: cli.JSONArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if noEndLine {
 				// Nothing is left on the terminal: a failure goes to
 				// stderr, for the program that ran this one.
 				cmd.SetOut(cmd.ErrOrStderr())
 			}
-			return e.attach(cmd, args[0], readOnly, noEndLine)
+			return fullEnv{e}.attach(cmd, args[0], readOnly, noEndLine)
 		},
 	}
 	cmd.Flags().BoolVar(&readOnly, "read-only", false, "watch without taking the input lease (keys other than Ctrl-] are ignored)")
@@ -50,27 +51,27 @@ func newSessionAttachCommand(e *env) *cobra.Command {
 	// screen under the UI's, to be seen after the UI quits.
 	cmd.Flags().BoolVar(&noEndLine, "no-end-line", false, "print nothing after detaching, and a failure on stderr")
 	cmd.Flags().MarkHidden("no-end-line")
-	addPretty(cmd)
+	cli.AddPretty(cmd)
 	return cmd
 }
 
-func (e *env) attach(cmd *cobra.Command, ref string, readOnly, noEndLine bool) error {
-	in, out := e.stdin, e.stdout
-	if !e.terminal(in) || !e.terminal(out) {
-		return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "attach needs a terminal"))
+func (e fullEnv) attach(cmd *cobra.Command, ref string, readOnly, noEndLine bool) error {
+	in, out := e.Stdin, e.Stdout
+	if !e.Terminal(in) || !e.Terminal(out) {
+		return cli.PrintFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "attach needs a terminal"))
 	}
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
-		return printFailure(cmd, err)
+		return cli.PrintFailure(cmd, err)
 	}
 	inFd, _ := attach.Fd(in)
 	end, err := attach.Run(cmd.Context(), attach.Options{Client: c, Session: ref, In: in, InFd: inFd, Out: out, ReadOnly: readOnly,
 		Size: func() (int, int, bool) { return attach.Size(out) }})
 	if err != nil {
-		return printFailure(cmd, err)
+		return cli.PrintFailure(cmd, err)
 	}
 	if noEndLine {
 		return nil
 	}
-	return printOK(cmd, end)
+	return cli.PrintOK(cmd, end)
 }

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dlgt-dev/dlgt/internal/attach"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -59,7 +60,7 @@ func TestAttachNeedsTerminal(t *testing.T) {
 	e, out, _ := testEnv(t, map[string]string{"DLGT_SOCKET": "/nonexistent/s"}, "")
 	code := run([]string{"session", "attach", "review"}, e)
 	want := `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":"attach needs a terminal"}}` + "\n"
-	if code != exitError || out.String() != want {
+	if code != cli.ExitError || out.String() != want {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 }
@@ -169,7 +170,7 @@ func (r *ptyReader) waitExit(t *testing.T, code <-chan int) {
 	t.Helper()
 	select {
 	case c := <-code:
-		if c != exitOK {
+		if c != cli.ExitOK {
 			t.Fatalf("exit %d; terminal %q", c, r)
 		}
 	case <-time.After(10 * time.Second):
@@ -209,7 +210,7 @@ func TestAttachRawModeInputDetachRestore(t *testing.T) {
 	term := readPTY(master)
 
 	e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
-	e.stdin, e.stdout = slave, slave
+	e.Stdin, e.Stdout = slave, slave
 	code := make(chan int, 1)
 	go func() { code <- run([]string{"session", "attach", "claude:x"}, e) }()
 
@@ -273,9 +274,9 @@ func TestAttachAlreadyAttachedIsJSONFailure(t *testing.T) {
 	defer slave.Close()
 	before, _ := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 	e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
-	e.stdin, e.stdout = slave, slave
+	e.Stdin, e.Stdout = slave, slave
 	term := readPTY(master)
-	if code := run([]string{"session", "attach", "claude:x"}, e); code != exitError {
+	if code := run([]string{"session", "attach", "claude:x"}, e); code != cli.ExitError {
 		t.Fatalf("exit %d", code)
 	}
 	term.waitFor(t, `"code":"ALREADY_ATTACHED"`)
@@ -294,7 +295,7 @@ func TestAttachNoEndLine(t *testing.T) {
 	_, sock, master, slave := attachOnPTY(t)
 	term := readPTY(master)
 	e, _, errb := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
-	e.stdin, e.stdout = slave, slave
+	e.Stdin, e.Stdout = slave, slave
 	code := make(chan int, 1)
 	go func() { code <- run([]string{"session", "attach", "--no-end-line", "claude:x"}, e) }()
 	term.waitFor(t, "HELLO-FROM-HARNESS")
@@ -311,8 +312,8 @@ func TestAttachNoEndLine(t *testing.T) {
 		return nil, &rpc.Error{Code: rpc.CodeAlreadyAttached, SessionID: "claude:x", Message: "another client holds the attach lease"}
 	})
 	e, _, errb = testEnv(t, map[string]string{"DLGT_SOCKET": sock2}, "")
-	e.stdin, e.stdout = slave, slave
-	if c := run([]string{"session", "attach", "--no-end-line", "claude:x"}, e); c != exitError {
+	e.Stdin, e.Stdout = slave, slave
+	if c := run([]string{"session", "attach", "--no-end-line", "claude:x"}, e); c != cli.ExitError {
 		t.Fatalf("exit %d", c)
 	}
 	if !strings.Contains(errb.String(), `"code":"ALREADY_ATTACHED"`) || strings.Count(term.String(), `"ok"`) != 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/progress"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -65,11 +66,11 @@ func twoVersions(t *testing.T, ours, theirs map[string]bool) (home string, mine,
 func TestQualifiedIDReachesTheOwningVersionsDaemon(t *testing.T) {
 	home, mine, old := twoVersions(t, map[string]bool{"claude:mine": true}, map[string]bool{"claude:old": true})
 	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": home}, "")
-	if code := run([]string{"session", "read", "claude:old"}, e); code != exitOK || !strings.Contains(out.String(), `"id":"claude:old"`) {
+	if code := run([]string{"session", "read", "claude:old"}, e); code != cli.ExitOK || !strings.Contains(out.String(), `"id":"claude:old"`) {
 		t.Fatalf("read: exit %d %q", code, out)
 	}
 	e, out, _ = testEnv(t, map[string]string{"DLGT_HOME": home}, "")
-	if code := run([]string{"session", "send", "claude:old", "--request-id", "r", "--", "hi"}, e); code != exitOK || !strings.Contains(out.String(), `"execution_seq":2`) {
+	if code := run([]string{"session", "send", "claude:old", "--request-id", "r", "--", "hi"}, e); code != cli.ExitOK || !strings.Contains(out.String(), `"execution_seq":2`) {
 		t.Fatalf("send: exit %d %q", code, out)
 	}
 	if got := strings.Join(old.methods(), ","); !strings.Contains(got, "session.send claude:old") {
@@ -83,7 +84,7 @@ func TestQualifiedIDReachesTheOwningVersionsDaemon(t *testing.T) {
 	// A Session this version holds stays here without asking anyone else.
 	before := len(old.methods())
 	e, out, _ = testEnv(t, map[string]string{"DLGT_HOME": home}, "")
-	if code := run([]string{"session", "read", "claude:mine"}, e); code != exitOK {
+	if code := run([]string{"session", "read", "claude:mine"}, e); code != cli.ExitOK {
 		t.Fatalf("read mine: exit %d %q", code, out)
 	}
 	if len(old.methods()) != before {
@@ -91,7 +92,7 @@ func TestQualifiedIDReachesTheOwningVersionsDaemon(t *testing.T) {
 	}
 	// Nobody holds it: this version's daemon answers NOT_FOUND.
 	e, out, _ = testEnv(t, map[string]string{"DLGT_HOME": home}, "")
-	if code := run([]string{"session", "read", "claude:nobody"}, e); code != exitError || !strings.Contains(out.String(), "NOT_FOUND") {
+	if code := run([]string{"session", "read", "claude:nobody"}, e); code != cli.ExitError || !strings.Contains(out.String(), "NOT_FOUND") {
 		t.Fatalf("read nobody: exit %d %q", code, out)
 	}
 }
@@ -99,7 +100,7 @@ func TestQualifiedIDReachesTheOwningVersionsDaemon(t *testing.T) {
 func TestQualifiedIDFoundWhenThisVersionIsNotRunning(t *testing.T) {
 	home, _, old := twoVersions(t, nil, map[string]bool{"claude:old": true})
 	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": home}, "")
-	if code := run([]string{"session", "read", "claude:old"}, e); code != exitOK {
+	if code := run([]string{"session", "read", "claude:old"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d %q", code, out)
 	}
 	if len(old.methods()) != 2 { // the probe, then the command
@@ -110,12 +111,12 @@ func TestQualifiedIDFoundWhenThisVersionIsNotRunning(t *testing.T) {
 func TestAliasesAndPinnedSocketsAreNotRouted(t *testing.T) {
 	home, mine, old := twoVersions(t, map[string]bool{}, map[string]bool{"review": true, "claude:old": true})
 	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": home}, "")
-	if code := run([]string{"session", "read", "review"}, e); code != exitError || !strings.Contains(out.String(), "NOT_FOUND") {
+	if code := run([]string{"session", "read", "review"}, e); code != cli.ExitError || !strings.Contains(out.String(), "NOT_FOUND") {
 		t.Fatalf("alias: exit %d %q", code, out)
 	}
 	pinned := filepath.Join(home, "run", statedir.Version, "dlgt.sock")
 	e, out, _ = testEnv(t, map[string]string{"DLGT_HOME": home, "DLGT_SOCKET": pinned}, "")
-	if code := run([]string{"session", "read", "claude:old"}, e); code != exitError || !strings.Contains(out.String(), "NOT_FOUND") {
+	if code := run([]string{"session", "read", "claude:old"}, e); code != cli.ExitError || !strings.Contains(out.String(), "NOT_FOUND") {
 		t.Fatalf("pinned: exit %d %q", code, out)
 	}
 	if n := len(old.methods()); n != 0 {
@@ -155,9 +156,9 @@ func TestFetchWaitProgressOnTerminalStderr(t *testing.T) {
 	sock := slowFetchDaemon(t, 400*time.Millisecond)
 	e, out, errb := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
 	var tty bytes.Buffer
-	e.stderr = &tty
-	e.isTerminal = func(f any) bool { return f == e.stderr }
-	if code := run([]string{"session", "fetch", "claude:x", "--wait", "1m"}, e); code != exitOK {
+	e.Stderr = &tty
+	e.IsTerminal = func(f any) bool { return f == e.Stderr }
+	if code := run([]string{"session", "fetch", "claude:x", "--wait", "1m"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 	oneJSONLine(t, out.String())
@@ -177,7 +178,7 @@ func TestFetchWaitNoProgressWithoutTerminal(t *testing.T) {
 	defer func() { progress.Every = old }()
 	sock := slowFetchDaemon(t, 300*time.Millisecond)
 	e, out, errb := testEnv(t, map[string]string{"DLGT_SOCKET": sock}, "")
-	if code := run([]string{"session", "fetch", "claude:x", "--wait", "1m"}, e); code != exitOK {
+	if code := run([]string{"session", "fetch", "claude:x", "--wait", "1m"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	oneJSONLine(t, out.String())

@@ -23,7 +23,7 @@ func cliEnv(t *testing.T, d *testkit.FakeDaemon, vars map[string]string, environ
 		vars["DLGT_PROFILES"] = filepath.Join(t.TempDir(), "none.toml")
 	}
 	e, out, errb := testEnv(t, vars, stdin)
-	e.environ = func() []string { return environ }
+	e.Environ = func() []string { return environ }
 	return e, out, errb
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -15,8 +16,8 @@ import (
 func complete(t *testing.T, e *env, args ...string) ([]string, string) {
 	t.Helper()
 	var out strings.Builder
-	e.stdout = &out
-	if code := run(append([]string{"__complete"}, args...), e); code != exitOK {
+	e.Stdout = &out
+	if code := run(append([]string{"__complete"}, args...), e); code != cli.ExitOK {
 		t.Fatalf("__complete %v: exit %d", args, code)
 	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
@@ -72,7 +73,7 @@ func TestCompletionNeverStartsADaemon(t *testing.T) {
 	vars := map[string]string{}
 	e, _, _ := testEnv(t, vars, "")
 	vars["DLGT_NO_AUTOSTART"] = "0" // would start one, were completion to connect
-	e.exe = "/bin/false"
+	e.Exe = "/bin/false"
 	got, directive := complete(t, e, "session", "read", "")
 	if len(got) != 0 || directive != ":4" {
 		t.Fatalf("%v %s", got, directive)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon"
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/doctor"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -40,7 +41,7 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
   dlgt daemon stop`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := e.paths()
+			p, err := e.Paths()
 			if err != nil {
 				return err
 			}
@@ -49,14 +50,14 @@ no process per hook, at the cost of a TCP listener beside the sockets.`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			opts := daemon.Options{BinEnv: harness.BinEnv(harness.All(), e.getenv)}
-			if e.exe != "" {
-				opts.HookCommand = hookCommand(e.exe)
+			opts := daemon.Options{BinEnv: harness.BinEnv(harness.All(), e.Getenv)}
+			if e.Exe != "" {
+				opts.HookCommand = hookCommand(e.Exe)
 			}
-			if opts.HTTPHooks, err = doctor.HTTPHooks(e.getenv("DLGT_HOOKS")); err != nil {
+			if opts.HTTPHooks, err = doctor.HTTPHooks(e.Getenv("DLGT_HOOKS")); err != nil {
 				return err
 			}
-			if e.getenv("GOMAXPROCS") == "" {
+			if e.Getenv("GOMAXPROCS") == "" {
 				runtime.GOMAXPROCS(daemonProcs(runtime.GOMAXPROCS(0)))
 			}
 			return daemon.Run(cmd.Context(), daemon.Config{Paths: p, Logger: log, Options: opts})
@@ -96,24 +97,24 @@ branch on "running". A socket that cannot be reached for another reason
 		Example: `  dlgt daemon status`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := cli.TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			st, sock, err := c.DaemonStatus(cmd.Context())
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			if st == nil {
 				if text {
 					_, err := fmt.Fprintf(cmd.OutOrStdout(), "not running (socket %s)\n", sock)
 					return err
 				}
-				return printOK(cmd, struct {
+				return cli.PrintOK(cmd, struct {
 					Running bool   `json:"running"`
 					Socket  string `json:"socket"`
 				}{false, sock})
@@ -121,14 +122,14 @@ branch on "running". A socket that cannot be reached for another reason
 			if text {
 				return render.DaemonStatus(cmd.OutOrStdout(), *st)
 			}
-			return printOK(cmd, struct {
+			return cli.PrintOK(cmd, struct {
 				Running bool `json:"running"`
 				rpc.DaemonStatus
 			}{true, *st})
 		},
 	}
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	cli.AddPretty(cmd)
+	cli.AddOutputFlag(cmd)
 	return cmd
 }
 
@@ -143,18 +144,18 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 		Example: `  dlgt daemon stop`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := cli.TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			// Wait until the socket is gone, so "stop; start" never races.
 			stopped, err := c.DaemonStop(cmd.Context(), 60*time.Second)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			if text {
 				msg := "stopped\n"
@@ -165,12 +166,12 @@ there. With no daemon running it fails with RPC_UNAVAILABLE (exit status 1).
 				_, err := io.WriteString(cmd.OutOrStdout(), msg)
 				return err
 			}
-			return printOK(cmd, struct {
+			return cli.PrintOK(cmd, struct {
 				Stopped bool `json:"stopped"`
 			}{stopped})
 		},
 	}
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	cli.AddPretty(cmd)
+	cli.AddOutputFlag(cmd)
 	return cmd
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
@@ -47,7 +48,7 @@ func TestSecondDaemonRefused(t *testing.T) {
 		t.Fatal("daemon never became ready")
 	}
 	e, out, _ := testEnv(t, vars, "")
-	if code := run([]string{"daemon"}, e); code != exitError {
+	if code := run([]string{"daemon"}, e); code != cli.ExitError {
 		t.Fatalf("second daemon: exit %d, stdout %q", code, out)
 	}
 	var got struct {
@@ -78,7 +79,7 @@ func TestRelativeHomeRefused(t *testing.T) {
 			vars := map[string]string{"DLGT_HOME": "state"}
 			e, out, _ := testEnv(t, vars, "")
 			delete(vars, "DLGT_NO_AUTOSTART") // session list would start one
-			if code := run(args, e); code != exitError {
+			if code := run(args, e); code != cli.ExitError {
 				t.Fatalf("%s in %s: exit %d, stdout %q", args, dir, code, out)
 			}
 			var got struct {

@@ -4,20 +4,18 @@
 //
 // # What it owns, by file
 //
-//   - main.go, root.go: the process entry (the hook fast path first), the
-//     command tree, exit statuses and the one JSON failure shape;
-//     client.go: finding, dialing and auto-starting this version's daemon;
-//     remote.go: the same protocol to another machine through ssh.
-//   - session_*.go, events*.go, scrollback.go, transcript.go, models.go,
-//     harnesses.go, doctor.go, attach.go: one file per command; output.go
-//     and textout.go: the JSON output and the -o text flag (the texts
-//     themselves are package internal/render's).
+//   - main.go: the process entry (the hook fast path first) and the
+//     commands only the full binary has (extend); the command tree's core
+//     and the socket-only commands (session create, send, fetch, list, ...,
+//     events, version) are package internal/cli's, which cmd/dlgtc links
+//     too.
+//   - daemon_cmd.go, rpc_cmd.go, hook.go, doctor.go, attach.go (session
+//     attach), ui.go, completion.go: one file per command.
 //   - mcp.go: `dlgt mcp`, package mcp's server on stdio over a
 //     client.Client; mcp_config.go, mcp_install.go: the commands that
 //     configure a leader harness for it (the file edits are package
-//     internal/setup's); skill*.go and skill/:
-//     the agent-facing guide and its installation; profiles.go: the
-//     client-side launch profiles.
+//     internal/setup's); acp.go: `dlgt acp`; skill*.go and skill/:
+//     the agent-facing guide and its installation.
 //
 // # What it must not touch
 //

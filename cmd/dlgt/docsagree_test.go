@@ -17,6 +17,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -72,9 +73,9 @@ func TestDocsAgentsProfileExampleWritesTheReadFile(t *testing.T) {
 			}
 			vars["DLGT_NO_AUTOSTART"] = "1"
 			var out, errb bytes.Buffer
-			e := &env{getenv: func(k string) string { return vars[k] }, environ: func() []string { return nil },
-				stdin: strings.NewReader(""), stdout: &out, stderr: &errb}
-			if code := run([]string{"profiles"}, e); code != exitOK || !strings.Contains(out.String(), `"name":"careful"`) {
+			e := &env{Getenv: func(k string) string { return vars[k] }, Environ: func() []string { return nil },
+				Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb}
+			if code := run([]string{"profiles"}, e); code != cli.ExitOK || !strings.Contains(out.String(), `"name":"careful"`) {
 				t.Fatalf("dlgt profiles after the example: exit %d\n%s%s", code, out.String(), errb.String())
 			}
 		})
@@ -85,7 +86,7 @@ func TestDocsAgentsProfileExampleWritesTheReadFile(t *testing.T) {
 func helpOf(t *testing.T, args ...string) string {
 	t.Helper()
 	e, out, errb := testEnv(t, nil, "")
-	if code := run(append(args, "--help"), e); code != exitOK {
+	if code := run(append(args, "--help"), e); code != cli.ExitOK {
 		t.Fatalf("dlgt %v --help: exit %d: %s", args, code, errb)
 	}
 	return out.String()
@@ -225,7 +226,7 @@ func TestHelpAndDocsNameEveryHarness(t *testing.T) {
 	if h := helpOf(t); !strings.Contains(strings.Join(strings.Fields(h), " "), "hosts "+harness.AndList(display)+" sessions") {
 		t.Errorf("dlgt --help does not say it hosts %s sessions:\n%s", harness.AndList(display), h)
 	}
-	skills := harness.DisplayNames(harness.Filter(reg, loadsSkills))
+	skills := harness.DisplayNames(harness.Filter(reg, cli.LoadsSkills))
 	if h := strings.Join(strings.Fields(helpOf(t, "skill")), " "); !strings.Contains(h, "is what "+harness.AndList(skills)+" read") {
 		t.Errorf("dlgt skill --help does not name %s:\n%s", harness.AndList(skills), h)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/doctor"
 	"github.com/dlgt-dev/dlgt/internal/render"
 )
@@ -40,13 +41,13 @@ func newDoctorCommand(e *env) *cobra.Command {
 		Long:  doctorLong,
 		Example: `  dlgt doctor --pretty
   dlgt doctor -o text`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := cli.TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			checks := e.doctor(cmd.Context())
+			checks := fullEnv{e}.doctor(cmd.Context())
 			ok := true
 			for _, c := range checks {
 				ok = ok && c.OK
@@ -54,24 +55,24 @@ func newDoctorCommand(e *env) *cobra.Command {
 			if text {
 				render.Doctor(cmd.OutOrStdout(), checks)
 				if !ok {
-					return exitStatus{exitError}
+					return cli.ExitStatus{Code: cli.ExitError}
 				}
 				return nil
 			}
-			return printDoc(cmd, ok, struct {
+			return cli.PrintDoc(cmd, ok, struct {
 				Checks []doctorCheck `json:"checks"`
 			}{checks})
 		},
 	}
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	cli.AddPretty(cmd)
+	cli.AddOutputFlag(cmd)
 	return cmd
 }
 
 // doctor runs the checks (internal/doctor) with this env's registry,
 // agent guides and client.
-func (e *env) doctor(ctx context.Context) []doctorCheck {
-	c, _ := e.client() // nil only for a host that does not parse: doctor reports it
-	return doctor.Run(ctx, doctor.Options{Getenv: e.getenv, Harnesses: e.registry(), Host: e.remoteHost(),
+func (e fullEnv) doctor(ctx context.Context) []doctorCheck {
+	c, _ := e.Client() // nil only for a host that does not parse: doctor reports it
+	return doctor.Run(ctx, doctor.Options{Getenv: e.Getenv, Harnesses: e.Registry(), Host: e.RemoteHost(),
 		Client: c, SkillGuide: skillGuide})
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dlgt-dev/dlgt/internal/cli"
 )
 
 // fakeSSH is a DLGT_SSH_COMMAND: run as ssh would be (options, the
@@ -27,7 +29,7 @@ func remoteDoctorEnv(t *testing.T, host, script string) (*env, *strings.Builder,
 	}
 	e, _, _ := testEnv(t, map[string]string{"DLGT_HOME": home, "DLGT_HOST": host, "DLGT_SSH_COMMAND": ssh, "PATH": filepath.Join(t.TempDir(), "empty")}, "")
 	var out strings.Builder
-	e.stdout = &out
+	e.Stdout = &out
 	return e, &out, args
 }
 
@@ -36,7 +38,7 @@ func remoteDoctorEnv(t *testing.T, host, script string) (*env, *strings.Builder,
 // dlgt ran ssh; a --host that does not parse says how to write one.
 func TestRemoteDoctorFixHintSSHLine(t *testing.T) {
 	e, out, argsFile := remoteDoctorEnv(t, "me@devbox.invalid:2222", "echo 'ssh: connect to host devbox.invalid port 2222: Connection refused' >&2; exit 255")
-	if code := run([]string{"doctor"}, e); code != exitError {
+	if code := run([]string{"doctor"}, e); code != cli.ExitError {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	var doc doctorDoc
@@ -62,7 +64,7 @@ func TestRemoteDoctorFixHintSSHLine(t *testing.T) {
 	}
 
 	e, out, _ = remoteDoctorEnv(t, "devbox:99999", "exit 255")
-	if code := run([]string{"doctor"}, e); code != exitError {
+	if code := run([]string{"doctor"}, e); code != cli.ExitError {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	doc = doctorDoc{}
@@ -88,7 +90,7 @@ func TestRemoteDoctorTextNamesTheMachine(t *testing.T) {
 *) printf '%s' '` + hello + `'; while read -r line; do :; done;;
 esac`
 	e, out, _ := remoteDoctorEnv(t, "me@devbox.invalid:2222", script)
-	if code := run([]string{"doctor", "-o", "text"}, e); code != exitError {
+	if code := run([]string{"doctor", "-o", "text"}, e); code != cli.ExitError {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	text := out.String()

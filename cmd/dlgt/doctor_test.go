@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
@@ -61,7 +62,7 @@ func TestDoctorHealthy(t *testing.T) {
 		return rpc.DaemonStatus{Version: statedir.Version, Commit: "abc", PID: 42, Sessions: 3}, nil
 	})
 	code, doc, c := runDoctor(t, map[string]string{"DLGT_HOME": home, "PATH": bin, "DLGT_CODEX_BIN": codex, "DLGT_SOCKET": sock})
-	if code != exitOK || !doc.OK {
+	if code != cli.ExitOK || !doc.OK {
 		t.Fatalf("exit %d doc %+v", code, doc)
 	}
 	if cl := c["harness.claude"]; !cl.OK || !strings.Contains(cl.Detail, "(the tested version)") || cl.Fix != "" {
@@ -91,7 +92,7 @@ func TestDoctorFailures(t *testing.T) {
 		"DLGT_CODEX_BIN": filepath.Join(dir, "missing-codex"),
 		"DLGT_SOCKET":    filepath.Join(dir, "nobody.sock"),
 	})
-	if code != exitError || doc.OK {
+	if code != cli.ExitError || doc.OK {
 		t.Fatalf("exit %d doc %+v", code, doc)
 	}
 	if cl := c["harness.claude"]; cl.OK || !strings.Contains(cl.Detail, "boom") {
@@ -111,7 +112,7 @@ func TestDoctorFailures(t *testing.T) {
 func TestDoctorNotInstalledIsNotAFailure(t *testing.T) {
 	dir := shortDir(t)
 	code, doc, c := runDoctor(t, map[string]string{"DLGT_HOME": filepath.Join(dir, "fresh"), "PATH": filepath.Join(dir, "empty")})
-	if code != exitOK || !doc.OK {
+	if code != cli.ExitOK || !doc.OK {
 		t.Fatalf("exit %d doc %+v", code, doc)
 	}
 	if cl := c["harness.claude"]; !cl.OK || !strings.Contains(cl.Detail, "not installed") || !strings.Contains(cl.Fix, harness.ClaudeTestedVersion) {
@@ -129,7 +130,7 @@ func TestDoctorVersionMismatchedDaemon(t *testing.T) {
 		return rpc.DaemonStatus{Version: "0.0.1-old", PID: 7}, nil
 	})
 	code, _, c := runDoctor(t, map[string]string{"DLGT_HOME": filepath.Join(dir, "h"), "PATH": filepath.Join(dir, "empty"), "DLGT_SOCKET": sock})
-	if code != exitError {
+	if code != cli.ExitError {
 		t.Fatalf("exit %d", code)
 	}
 	if d := c["daemon"]; d.OK || !strings.Contains(d.Detail, "0.0.1-old") {
@@ -164,7 +165,7 @@ func TestDoctorClaudeHookTransport(t *testing.T) {
 	if h := c["hooks.claude"]; !h.OK || !h.Warning || !strings.Contains(h.Detail, "allowedHttpHookUrls") || !strings.Contains(h.Fix, "http://127.0.0.1:*") {
 		t.Errorf("settings forbidding http hooks: %+v", h)
 	}
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Errorf("a warning failed doctor: exit %d", code)
 	}
 	os.Remove(settings)
@@ -173,7 +174,7 @@ func TestDoctorClaudeHookTransport(t *testing.T) {
 			t.Errorf("DLGT_HOOKS=%q: %+v", v, c["hooks.claude"])
 		}
 	}
-	if code, _, c := runDoctor(t, with("DLGT_HOOKS", "sometimes")); c["hooks.claude"].OK || code != exitError {
+	if code, _, c := runDoctor(t, with("DLGT_HOOKS", "sometimes")); c["hooks.claude"].OK || code != cli.ExitError {
 		t.Errorf("DLGT_HOOKS=sometimes: exit %d, %+v", code, c["hooks.claude"])
 	}
 }
@@ -183,7 +184,7 @@ func TestDoctorClaudeHookTransport(t *testing.T) {
 func TestDaemonRefusesUnknownHooksValue(t *testing.T) {
 	dir := shortDir(t)
 	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": filepath.Join(dir, "state"), "DLGT_HOOKS": "sometimes"}, "")
-	if code := run([]string{"daemon"}, e); code == exitOK {
+	if code := run([]string{"daemon"}, e); code == cli.ExitOK {
 		t.Fatalf("daemon started with DLGT_HOOKS=sometimes: %s", out)
 	}
 	if !strings.Contains(out.String(), `"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), "sometimes") {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -60,8 +61,8 @@ func TestCLIErrorShapes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, out, errb := testEnv(t, nil, "")
 			code, stdout := runCLI(t, e, out, tc.args...)
-			if code != exitError {
-				t.Fatalf("exit %d, want %d (stdout %q)", code, exitError, stdout)
+			if code != cli.ExitError {
+				t.Fatalf("exit %d, want %d (stdout %q)", code, cli.ExitError, stdout)
 			}
 			var m struct {
 				OK    *bool      `json:"ok"`
@@ -88,7 +89,7 @@ func TestCLIRPCUsageErrorOnStderr(t *testing.T) {
 	for _, args := range [][]string{{"rpc"}, {"rpc", "--stdio", "--bogus"}} {
 		e, out, errb := testEnv(t, nil, "")
 		code, stdout := runCLI(t, e, out, args...)
-		if code != exitError || stdout != "" || !strings.HasPrefix(errb.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) || !strings.Contains(errb.String(), "Usage:") {
+		if code != cli.ExitError || stdout != "" || !strings.HasPrefix(errb.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) || !strings.Contains(errb.String(), "Usage:") {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
 		}
 	}
@@ -99,7 +100,7 @@ func TestCLIVersionFlag(t *testing.T) {
 	code, stdout := runCLI(t, e, out, "--version")
 	e2, out2, _ := testEnv(t, nil, "")
 	_, want := runCLI(t, e2, out2, "version")
-	if code != exitOK || stdout != want || errb.Len() != 0 {
+	if code != cli.ExitOK || stdout != want || errb.Len() != 0 {
 		t.Fatalf("--version: exit %d, stdout %q (want %q), stderr %q", code, stdout, want, errb)
 	}
 }
@@ -122,7 +123,7 @@ func TestCLIInterruptDuringWait(t *testing.T) {
 		d.Set(rpc.MethodSessionCancel, testkit.BlockUntilClosed{})
 		d.Set(rpc.MethodEventSubscribe, testkit.BlockUntilClosed{})
 		e, out, errb := cliEnv(t, d, nil, nil, "")
-		e.signals = make(chan os.Signal, 1)
+		e.Signals = make(chan os.Signal, 1)
 		done := make(chan int, 1)
 		go func() { done <- run(tc.args, e) }()
 		for deadline := time.Now().Add(30 * time.Second); d.Count() == 0; time.Sleep(5 * time.Millisecond) {
@@ -130,7 +131,7 @@ func TestCLIInterruptDuringWait(t *testing.T) {
 				t.Fatalf("%v: the request never reached the daemon", tc.args)
 			}
 		}
-		e.signals <- tc.sig
+		e.Signals <- tc.sig
 		select {
 		case code := <-done:
 			if code != tc.code || out.Len() != 0 {
@@ -144,7 +145,7 @@ func TestCLIInterruptDuringWait(t *testing.T) {
 
 func TestRootHelpExitStatusesOnce(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code, stdout := runCLI(t, e, out, "--help"); code != exitOK || strings.Count(stdout, "SESSION_BUSY") != 1 || !strings.Contains(stdout, "130") {
+	if code, stdout := runCLI(t, e, out, "--help"); code != cli.ExitOK || strings.Count(stdout, "SESSION_BUSY") != 1 || !strings.Contains(stdout, "130") {
 		t.Fatalf("exit %d, root help lists the exit statuses %d times:\n%s", code, strings.Count(stdout, "SESSION_BUSY"), stdout)
 	}
 }
@@ -179,7 +180,7 @@ func TestCLIStateDirErrors(t *testing.T) {
 			m := oneJSONLine(t, stdout)
 			er, _ := m["error"].(map[string]any)
 			msg, _ := er["message"].(string)
-			if code != exitError || er["code"] != string(rpc.CodeRPCUnavailable) || !strings.Contains(msg, tc.home) || !strings.Contains(msg, tc.want) || strings.Contains(errb.String(), "Usage:") {
+			if code != cli.ExitError || er["code"] != string(rpc.CodeRPCUnavailable) || !strings.Contains(msg, tc.home) || !strings.Contains(msg, tc.want) || strings.Contains(errb.String(), "Usage:") {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want RPC_UNAVAILABLE naming %q", code, stdout, errb, tc.want)
 			}
 		})
@@ -195,7 +196,7 @@ func TestCLIStateDirErrors(t *testing.T) {
 	vars["DLGT_NO_AUTOSTART"] = "false"
 	code, stdout := runCLI(t, e, out, "session", "list") // e.exe is empty: no daemon starts
 	fi, _ := os.Stat(loose)
-	if code != exitError || !strings.Contains(stdout, "RPC_UNAVAILABLE") || !strings.Contains(errb.String(), "tightened "+loose+" from mode 0755 to 0700") || fi.Mode().Perm() != 0o700 {
+	if code != cli.ExitError || !strings.Contains(stdout, "RPC_UNAVAILABLE") || !strings.Contains(errb.String(), "tightened "+loose+" from mode 0755 to 0700") || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("loose home: exit %d, stdout %q, stderr %q, mode %v", code, stdout, errb, fi.Mode())
 	}
 }
@@ -218,7 +219,7 @@ func TestCLINoAutostartIsBoolean(t *testing.T) {
 		if tc.v == "maybe" {
 			wantCode = rpc.CodeInvalidArgument
 		}
-		if code != exitError || !strings.Contains(stdout, `"code":"`+string(wantCode)+`"`) || !strings.Contains(stdout, tc.want) {
+		if code != cli.ExitError || !strings.Contains(stdout, `"code":"`+string(wantCode)+`"`) || !strings.Contains(stdout, tc.want) {
 			t.Fatalf("DLGT_NO_AUTOSTART=%s: exit %d, stdout %q, want %s %q", tc.v, code, stdout, wantCode, tc.want)
 		}
 	}
@@ -230,7 +231,7 @@ func TestCLIDaemonStatusNoDaemon(t *testing.T) {
 	e, out, _ := testEnv(t, vars, "")
 	code, stdout := runCLI(t, e, out, "daemon", "status")
 	m := oneJSONLine(t, stdout)
-	if code != exitOK || m["ok"] != true || m["running"] != false || !strings.HasSuffix(m["socket"].(string), "dlgt.sock") {
+	if code != cli.ExitOK || m["ok"] != true || m["running"] != false || !strings.HasSuffix(m["socket"].(string), "dlgt.sock") {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 	// A stale socket file nobody listens on reads the same.
@@ -243,11 +244,11 @@ func TestCLIDaemonStatusNoDaemon(t *testing.T) {
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close()
 	e, out, _ = testEnv(t, vars, "")
-	if code, stdout := runCLI(t, e, out, "daemon", "status"); code != exitOK || !strings.Contains(stdout, `"running":false`) {
+	if code, stdout := runCLI(t, e, out, "daemon", "status"); code != cli.ExitOK || !strings.Contains(stdout, `"running":false`) {
 		t.Fatalf("stale socket: exit %d, stdout %q", code, stdout)
 	}
 	e, out, _ = testEnv(t, vars, "")
-	if code, stdout := runCLI(t, e, out, "daemon", "status", "-o", "text"); code != exitOK || stdout != "not running (socket "+sock+")\n" {
+	if code, stdout := runCLI(t, e, out, "daemon", "status", "-o", "text"); code != cli.ExitOK || stdout != "not running (socket "+sock+")\n" {
 		t.Fatalf("-o text: exit %d, stdout %q", code, stdout)
 	}
 }
@@ -270,7 +271,7 @@ func TestDaemonStop(t *testing.T) {
 			os.Remove(d.Socket)
 		}()
 		e, out, _ := cliEnv(t, d, nil, nil, "")
-		if code, stdout := runCLI(t, e, out, tc.args...); code != exitOK || stdout != tc.want {
+		if code, stdout := runCLI(t, e, out, tc.args...); code != cli.ExitOK || stdout != tc.want {
 			t.Fatalf("%v: exit %d, stdout %q, want %q", tc.args, code, stdout, tc.want)
 		}
 	}
@@ -280,7 +281,7 @@ func TestCreateHelpSaysWhatIsRequired(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "create", "--help")
 	for _, want := range []string{"Required: --harness", "Without --title the title is the prompt", "Without --request-id the command makes one", "--harness-option permission-mode=default"} {
-		if code != exitOK || !strings.Contains(stdout, want) {
+		if code != cli.ExitOK || !strings.Contains(stdout, want) {
 			t.Fatalf("create --help lacks %q:\n%s", want, stdout)
 		}
 	}
@@ -321,14 +322,14 @@ func TestCLIEveryCommandUnknownFlagAndMissingArgument(t *testing.T) {
 				t.Errorf("%v: rpc wrote %q on stdout", args, out)
 			}
 		}
-		if code != exitError || !strings.HasPrefix(line, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":`) ||
+		if code != cli.ExitError || !strings.HasPrefix(line, `{"ok":false,"error":{"code":"INVALID_ARGUMENT","message":`) ||
 			!strings.Contains(line, wantMsg) || !strings.Contains(usage, "Usage:") {
 			t.Errorf("%v: exit %d, line %q, stderr %q", args, code, line, usage)
 		}
 	}
 	for _, p := range paths {
 		check(append(append([]string(nil), p...), "--no-such-flag"), "unknown flag: --no-such-flag")
-		if sessionArgCommands["dlgt "+strings.Join(p, " ")] {
+		if cli.SessionArgCommands["dlgt "+strings.Join(p, " ")] {
 			check(p, "")
 		}
 	}
@@ -340,14 +341,14 @@ func TestCLIRPCUnavailableSaysWhatToDo(t *testing.T) {
 	vars := map[string]string{}
 	e, out, _ := testEnv(t, vars, "")
 	code, stdout := runCLI(t, e, out, "session", "list")
-	if code != exitError || !strings.Contains(stdout, vars["DLGT_HOME"]+"/run/") || !strings.Contains(stdout, "DLGT_NO_AUTOSTART is true") || !strings.Contains(stdout, "dlgt daemon") {
+	if code != cli.ExitError || !strings.Contains(stdout, vars["DLGT_HOME"]+"/run/") || !strings.Contains(stdout, "DLGT_NO_AUTOSTART is true") || !strings.Contains(stdout, "dlgt daemon") {
 		t.Fatalf("exit %d, %q", code, stdout)
 	}
 	sock := filepath.Join(t.TempDir(), "pinned.sock")
 	vars = map[string]string{"DLGT_SOCKET": sock}
 	e, out, _ = testEnv(t, vars, "")
 	vars["DLGT_NO_AUTOSTART"] = ""
-	if code, stdout := runCLI(t, e, out, "session", "list"); code != exitError || !strings.Contains(stdout, sock) || !strings.Contains(stdout, "DLGT_SOCKET pins this socket") {
+	if code, stdout := runCLI(t, e, out, "session", "list"); code != cli.ExitError || !strings.Contains(stdout, sock) || !strings.Contains(stdout, "DLGT_SOCKET pins this socket") {
 		t.Fatalf("exit %d, %q", code, stdout)
 	}
 }
@@ -366,7 +367,7 @@ func TestCLIEveryCommandDaemonDown(t *testing.T) {
 	} {
 		e, out, errb := testEnv(t, nil, "")
 		code, stdout := runCLI(t, e, out, args...)
-		if code != exitError || !strings.HasPrefix(stdout, `{"ok":false,"error":{"code":"RPC_UNAVAILABLE"`) || strings.Count(stdout, "\n") != 1 || strings.Contains(errb.String(), "Usage:") {
+		if code != cli.ExitError || !strings.HasPrefix(stdout, `{"ok":false,"error":{"code":"RPC_UNAVAILABLE"`) || strings.Count(stdout, "\n") != 1 || strings.Contains(errb.String(), "Usage:") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
 		}
 		if args[0] == "daemon" && !strings.Contains(stdout, "no daemon is running (socket ") {
@@ -378,7 +379,7 @@ func TestCLIEveryCommandDaemonDown(t *testing.T) {
 	for _, args := range [][]string{{"transcript", "review", "--raw"}, {"rpc", "--stdio"}} {
 		e, out, errb := testEnv(t, nil, "")
 		code, stdout := runCLI(t, e, out, args...)
-		if code != exitError || stdout != "" || !strings.Contains(errb.String(), "RPC_UNAVAILABLE") {
+		if code != cli.ExitError || stdout != "" || !strings.Contains(errb.String(), "RPC_UNAVAILABLE") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, errb)
 		}
 	}
@@ -398,11 +399,11 @@ func TestCLIFailureAsText(t *testing.T) {
 		want  []string
 		usage bool
 	}{
-		{"daemon error", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r1", "-o", "text", "--", "hi"}, exitBlocked,
+		{"daemon error", []string{"session", "create", "--harness", "claude", "--title", "t", "--request-id", "r1", "-o", "text", "--", "hi"}, cli.ExitBlocked,
 			[]string{"dlgt: SESSION_BLOCKED: the Session waits for human input\n", "session: claude:9\n", "hint: ", "dlgt session respond claude:9 --allow", "dlgt session attach claude:9"}, false},
-		{"not found", []string{"session", "read", "nope", "-o", "text"}, exitError,
+		{"not found", []string{"session", "read", "nope", "-o", "text"}, cli.ExitError,
 			[]string{"dlgt: NOT_FOUND: no Session \"nope\" on this daemon\n", "hint: dlgt session list --all"}, false},
-		{"usage error", []string{"session", "fetch", "x", "--until", "foo", "-o", "text"}, exitError,
+		{"usage error", []string{"session", "fetch", "x", "--until", "foo", "-o", "text"}, cli.ExitError,
 			[]string{"dlgt: INVALID_ARGUMENT: "}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,7 +432,7 @@ func TestCLIFailureAsText(t *testing.T) {
 func TestMCPConfigGeminiNoUsage(t *testing.T) {
 	e, out, errb := testEnv(t, nil, "")
 	code, stdout := runCLI(t, e, out, "mcp", "config", "--harness", "gemini")
-	if code != exitError || !strings.Contains(stdout, "mcp install --harness gemini") || strings.Contains(errb.String(), "Usage:") {
+	if code != cli.ExitError || !strings.Contains(stdout, "mcp install --harness gemini") || strings.Contains(errb.String(), "Usage:") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 	}
 }

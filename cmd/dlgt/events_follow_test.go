@@ -161,14 +161,14 @@ func TestEventsFollowAcrossRestarts(t *testing.T) {
 	follower := func(args ...string) (stdout, stderr *syncBuf, stop func() int) {
 		e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": d.socket}, "")
 		stdout, stderr = &syncBuf{}, &syncBuf{}
-		e.stdout, e.stderr = stdout, stderr
-		e.signals = make(chan os.Signal, 1)
+		e.Stdout, e.Stderr = stdout, stderr
+		e.Signals = make(chan os.Signal, 1)
 		done := make(chan int, 1)
 		go func() {
 			done <- run(append([]string{"events", "--follow", "--state", state, "--exec", cmdline}, args...), e)
 		}()
 		return stdout, stderr, func() int {
-			e.signals <- os.Interrupt
+			e.Signals <- os.Interrupt
 			select {
 			case code := <-done:
 				return code
@@ -243,12 +243,12 @@ func TestEventsFollowStateBeforeAnyEvent(t *testing.T) {
 	follower := func() (*syncBuf, func()) {
 		e, _, _ := testEnv(t, map[string]string{"DLGT_SOCKET": d.socket}, "")
 		stdout := &syncBuf{}
-		e.stdout, e.stderr = stdout, &syncBuf{}
-		e.signals = make(chan os.Signal, 1)
+		e.Stdout, e.Stderr = stdout, &syncBuf{}
+		e.Signals = make(chan os.Signal, 1)
 		done := make(chan int, 1)
 		go func() { done <- run([]string{"events", "--follow", "--state", state}, e) }()
 		return stdout, func() {
-			e.signals <- os.Interrupt
+			e.Signals <- os.Interrupt
 			select {
 			case <-done:
 			case <-time.After(30 * time.Second):

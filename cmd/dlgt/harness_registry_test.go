@@ -10,6 +10,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -36,7 +37,7 @@ func (fakeHarness) Models(bool) rpc.ModelListResult {
 // withFakeHarness is the registry plus one more entry: what adding a
 // harness to harness.All amounts to for the CLI.
 func withFakeHarness(e *env) {
-	e.harnesses = append(harness.All(), harness.Descriptor{
+	e.Harnesses = append(harness.All(), harness.Descriptor{
 		Name: "fake", DisplayName: "Fake Agent", Harness: fakeHarness{},
 		BinEnv: "DLGT_FAKE_BIN", BinName: "fake-agent", Install: "install fake-agent@9.9.9",
 		Config: harness.ConfigDir{Env: "FAKE_HOME", Home: ".fake"}, SkillsDir: "skills",
@@ -68,8 +69,8 @@ func TestCLIListsTheRegistry(t *testing.T) {
 
 		// completion of --harness, with display names
 		var out strings.Builder
-		e.stdout = &out
-		if code := run([]string{"__complete", "session", "create", "--harness", ""}, e); code != exitOK {
+		e.Stdout = &out
+		if code := run([]string{"__complete", "session", "create", "--harness", ""}, e); code != cli.ExitOK {
 			t.Fatalf("__complete: exit %d", code)
 		}
 		lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
@@ -105,7 +106,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 		}
 
 		// profiles: a profile naming the third harness loads only with it
-		_, err := e.loadProfiles()
+		_, err := e.LoadProfiles()
 		if extra && err != nil {
 			t.Errorf("profile with harness fake refused with it registered: %v", err)
 		}
@@ -114,7 +115,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 		}
 		if extra {
 			os.WriteFile(profiles, []byte("[profiles.f]\nharness = \"nosuch\"\n"), 0o600)
-			if _, err := e.loadProfiles(); err == nil || !strings.Contains(err.Error(), "harness must be claude, codex, gemini, copilot or fake") {
+			if _, err := e.LoadProfiles(); err == nil || !strings.Contains(err.Error(), "harness must be claude, codex, gemini, copilot or fake") {
 				t.Errorf("unknown profile harness with three registered: %v", err)
 			}
 		}
@@ -125,7 +126,7 @@ func TestCLIListsTheRegistry(t *testing.T) {
 			withFakeHarness(e)
 		}
 		vars["FAKE_HOME"] = filepath.Join(dir, "fakehome")
-		if code := run([]string{"skill", "install"}, e); code != exitOK {
+		if code := run([]string{"skill", "install"}, e); code != cli.ExitOK {
 			t.Fatalf("skill install: exit %d %s", code, sout)
 		}
 		var res struct{ Targets []setup.SkillTarget }
@@ -143,10 +144,10 @@ func TestCLIListsTheRegistry(t *testing.T) {
 
 		// the MCP server's texts and the variables a Codex leader forwards
 		if extra {
-			if s := mcp.Instructions(e.registry()); !strings.Contains(s, "(Claude Code, Codex, Gemini CLI, GitHub Copilot CLI or Fake Agent)") {
+			if s := mcp.Instructions(e.Registry()); !strings.Contains(s, "(Claude Code, Codex, Gemini CLI, GitHub Copilot CLI or Fake Agent)") {
 				t.Errorf("instructions: %q", s)
 			}
-			if fw := setup.ForwardEnv(e.registry()); !slices.Contains(fw, "DLGT_FAKE_BIN") || !slices.Contains(fw, "FAKE_HOME") || !slices.Contains(fw, "FAKE_API_KEY") {
+			if fw := setup.ForwardEnv(e.Registry()); !slices.Contains(fw, "DLGT_FAKE_BIN") || !slices.Contains(fw, "FAKE_HOME") || !slices.Contains(fw, "FAKE_API_KEY") {
 				t.Errorf("forwarded variables miss the fake harness's: %v", fw)
 			}
 		}
@@ -164,7 +165,7 @@ func TestMCPForwardEnvUnchanged(t *testing.T) {
 		"GEMINI_API_KEY", "GEMINI_CLI_HOME", "GH_TOKEN", "GITHUB_TOKEN", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CLOUD_LOCATION",
 		"GOOGLE_CLOUD_PROJECT", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "OPENAI_API_KEY",
 		"DLGT_HOST", "DLGT_SSH_COMMAND", "DLGT_REMOTE_BIN", "SSH_AUTH_SOCK"}
-	if got := setup.ForwardEnv(e.registry()); !slices.Equal(got, want) {
+	if got := setup.ForwardEnv(e.Registry()); !slices.Equal(got, want) {
 		t.Fatalf("ForwardEnv = %v, want %v", got, want)
 	}
 }
@@ -207,12 +208,12 @@ func TestHarnessFlags(t *testing.T) {
 		{nil, []string{"claude", "codex", "gemini", "copilot"}},
 	} {
 		code, out := runOut(false, append([]string{"skill", "install", "--check"}, tc.args...)...)
-		if got := harnessesOf(out); code != exitError || !slices.Equal(got, tc.want) {
+		if got := harnessesOf(out); code != cli.ExitError || !slices.Equal(got, tc.want) {
 			t.Errorf("skill install --check %v: exit %d, targets %v, want %v", tc.args, code, got, tc.want)
 		}
 	}
 	code, out := runOut(false, "skill", "install", "--harness", "nosuch")
-	if code != exitError || !strings.Contains(out, `unknown harness \"nosuch\" (known: claude, codex, gemini, copilot)`) || !strings.Contains(out, "INVALID_ARGUMENT") {
+	if code != cli.ExitError || !strings.Contains(out, `unknown harness \"nosuch\" (known: claude, codex, gemini, copilot)`) || !strings.Contains(out, "INVALID_ARGUMENT") {
 		t.Errorf("--harness nosuch: exit %d %s", code, out)
 	}
 
@@ -220,7 +221,7 @@ func TestHarnessFlags(t *testing.T) {
 	for _, h := range []string{"claude", "codex"} {
 		c1, o1 := runOut(false, "mcp", "config", "--harness", h, "--approve")
 		c2, o2 := runOut(false, "mcp", "config", "--"+h, "--approve")
-		if c1 != exitOK || c2 != exitOK || o1 != o2 || o1 == "" {
+		if c1 != cli.ExitOK || c2 != cli.ExitOK || o1 != o2 || o1 == "" {
 			t.Errorf("mcp config --harness %s (exit %d) and --%s (exit %d) differ:\n%s\n%s", h, c1, h, c2, o1, o2)
 		}
 	}
@@ -229,12 +230,12 @@ func TestHarnessFlags(t *testing.T) {
 		{"mcp", "config", "--harness", "claude", "--codex"},
 		{"mcp", "install", "--claude", "--codex"},
 	} {
-		if code, out := runOut(false, args...); code != exitError || !strings.Contains(out, "give exactly one harness: --harness claude, codex, gemini or copilot") {
+		if code, out := runOut(false, args...); code != cli.ExitError || !strings.Contains(out, "give exactly one harness: --harness claude, codex, gemini or copilot") {
 			t.Errorf("%v: exit %d %s", args, code, out)
 		}
 	}
 	// A registered harness without an MCP format is refused clearly.
-	if code, out := runOut(true, "mcp", "config", "--harness", "fake"); code != exitError || !strings.Contains(out, "cannot add its MCP server to Fake Agent") {
+	if code, out := runOut(true, "mcp", "config", "--harness", "fake"); code != cli.ExitError || !strings.Contains(out, "cannot add its MCP server to Fake Agent") {
 		t.Errorf("mcp config --harness fake: exit %d %s", code, out)
 	}
 

@@ -35,7 +35,7 @@ func TestEveryCommandHelp(t *testing.T) {
 			visit(sub)
 		}
 	}
-	e := &env{getenv: func(string) string { return "" }, environ: func() []string { return nil },
-		stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}}
+	e := &env{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}
 	visit(newRootCommand(e))
 }

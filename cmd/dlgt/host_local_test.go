@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -16,7 +17,7 @@ func TestHostLocalIsThisMachine(t *testing.T) {
 	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
 	for _, args := range [][]string{{"--host", "local", "session", "list"}, {"session", "list"}} {
 		e, out, _ := cliEnv(t, d, map[string]string{"DLGT_HOST": "local", "DLGT_SSH_COMMAND": "echo ssh was run >&2; exit 255;"}, nil, "")
-		if code, stdout := runCLI(t, e, out, args...); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"sessions":[]`) {
+		if code, stdout := runCLI(t, e, out, args...); code != cli.ExitOK || !strings.HasPrefix(stdout, `{"ok":true,"sessions":[]`) {
 			t.Fatalf("%v: exit %d: %s", args, code, stdout)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
 )
@@ -30,18 +31,18 @@ func testEnv(t testing.TB, vars map[string]string, stdin string) (*env, *bytes.B
 	vars["DLGT_NO_AUTOSTART"] = "1"
 	var out, errb bytes.Buffer
 	e := &env{
-		getenv:  func(k string) string { return vars[k] },
-		environ: func() []string { return nil },
-		stdin:   strings.NewReader(stdin),
-		stdout:  &out,
-		stderr:  &errb,
+		Getenv:  func(k string) string { return vars[k] },
+		Environ: func() []string { return nil },
+		Stdin:   strings.NewReader(stdin),
+		Stdout:  &out,
+		Stderr:  &errb,
 	}
 	return e, &out, &errb
 }
 
 func TestVersion(t *testing.T) {
 	e, out, errb := testEnv(t, nil, "")
-	if code := run([]string{"version"}, e); code != exitOK {
+	if code := run([]string{"version"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
 	want := `{"ok":true,"version":` + quote(statedir.Version) + `,"commit":` + quote(statedir.CommitID()) + "}\n"
@@ -55,14 +56,14 @@ func TestVersion(t *testing.T) {
 
 func TestVersionText(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code := run([]string{"version", "-o", "text"}, e); code != exitOK || out.String() != "dlgt "+statedir.Version+" (commit "+statedir.CommitID()+")\n" {
+	if code := run([]string{"version", "-o", "text"}, e); code != cli.ExitOK || out.String() != "dlgt "+statedir.Version+" (commit "+statedir.CommitID()+")\n" {
 		t.Fatalf("exit %d, stdout %q", code, out)
 	}
 }
 
 func TestVersionPretty(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code := run([]string{"version", "--pretty"}, e); code != exitOK {
+	if code := run([]string{"version", "--pretty"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	var v struct {
@@ -86,7 +87,7 @@ func TestProfilesCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	e, out, _ := testEnv(t, map[string]string{"DLGT_PROFILES": path}, "")
-	if code := run([]string{"profiles"}, e); code != exitOK {
+	if code := run([]string{"profiles"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	want := `{"ok":true,"profiles":[{"name":"review","harness":"claude","environment_keys":["SECRET_TOKEN"]}]}` + "\n"
@@ -96,20 +97,20 @@ func TestProfilesCommand(t *testing.T) {
 
 	// A missing file is no profiles; a broken one is an ok:false failure.
 	e, out, _ = testEnv(t, map[string]string{"DLGT_PROFILES": filepath.Join(t.TempDir(), "none.toml")}, "")
-	if code := run([]string{"profiles"}, e); code != exitOK || out.String() != `{"ok":true,"profiles":[]}`+"\n" {
+	if code := run([]string{"profiles"}, e); code != cli.ExitOK || out.String() != `{"ok":true,"profiles":[]}`+"\n" {
 		t.Fatalf("missing file: exit %d %q", code, out)
 	}
 	os.WriteFile(path, []byte("[profiles.x]\nbogus = 1\n"), 0o600)
 	e, out, _ = testEnv(t, map[string]string{"DLGT_PROFILES": path}, "")
-	if code := run([]string{"profiles"}, e); code != exitError || !strings.HasPrefix(out.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) {
+	if code := run([]string{"profiles"}, e); code != cli.ExitError || !strings.HasPrefix(out.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) {
 		t.Fatalf("broken file: exit %d %q", code, out)
 	}
 }
 
 func TestRPCRequiresStdio(t *testing.T) {
 	e, out, errb := testEnv(t, nil, `{"id":1,"method":"session.list"}`+"\n")
-	if code := run([]string{"rpc"}, e); code != exitError {
-		t.Fatalf("exit %d, want %d", code, exitError)
+	if code := run([]string{"rpc"}, e); code != cli.ExitError {
+		t.Fatalf("exit %d, want %d", code, cli.ExitError)
 	}
 	if !strings.Contains(errb.String(), "--stdio") {
 		t.Fatalf("stderr %q does not mention --stdio", errb)
@@ -154,7 +155,7 @@ func TestRPCStdioAgainstDaemon(t *testing.T) {
 		`{"id":"c","method":"session.list","params":{"all":true}}`,
 	}, "\n") + "\n"
 	e, out, errb := testEnv(t, vars, in)
-	if code := run([]string{"rpc", "--stdio"}, e); code != exitOK {
+	if code := run([]string{"rpc", "--stdio"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, errb)
 	}
 	got := map[string]rpc.Response{}
@@ -183,8 +184,8 @@ func TestRPCStdioAgainstDaemon(t *testing.T) {
 
 	// Invalid JSON ends the proxy with exit status 1 after an error line.
 	e, out, _ = testEnv(t, vars, `{"id":"x",`+"\n"+`{"id":"y","method":"session.list"}`+"\n")
-	if code := run([]string{"rpc", "--stdio"}, e); code != exitError {
-		t.Fatalf("invalid JSON: exit %d, want %d", code, exitError)
+	if code := run([]string{"rpc", "--stdio"}, e); code != cli.ExitError {
+		t.Fatalf("invalid JSON: exit %d, want %d", code, cli.ExitError)
 	}
 	if lines := strings.Count(out.String(), "\n"); lines != 1 || !strings.Contains(out.String(), `"INVALID_ARGUMENT"`) {
 		t.Fatalf("invalid JSON output %q, want one error line", out)

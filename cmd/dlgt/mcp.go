@@ -48,8 +48,8 @@ one at 300 s).`,
 			defer c.Close()
 			// Profiles with warm spares get them now, while the leader
 			// starts: its first delegate then finds the harness up.
-			go mcp.WarmProfiles(cmd.Context(), c, e.stderr)
-			return mcp.Serve(cmd.Context(), c, mcpOptions(e, waitMax), e.stdin, e.stdout)
+			go mcp.WarmProfiles(cmd.Context(), c, e.Stderr)
+			return mcp.Serve(cmd.Context(), c, mcpOptions(e, waitMax), e.Stdin, e.Stdout)
 		},
 	}
 	cmd.Flags().DurationVar(&waitMax, "wait-max", mcp.WaitDefault, "longest a single wait call blocks before returning the cursor to continue")
@@ -60,11 +60,11 @@ one at 300 s).`,
 // mcpDialer is the client the MCP tools call: the environment, --host and
 // autostart of every dlgt command.
 func mcpDialer(e *env) (*client.Client, error) {
-	return client.New(client.Options{Getenv: e.getenv, Environ: e.environ, DaemonExe: e.exe, Host: e.hostFlag, Stderr: e.stderr})
+	return client.New(client.Options{Getenv: e.Getenv, Environ: e.Environ, DaemonExe: e.Exe, Host: e.HostFlag, Stderr: e.Stderr})
 }
 
 // mcpOptions are the server's texts that come from the command line: the
 // registry's harnesses and the CLI's words for token usage.
 func mcpOptions(e *env, waitMax time.Duration) mcp.Options {
-	return mcp.Options{WaitMax: waitMax, Harnesses: e.registry()}
+	return mcp.Options{WaitMax: waitMax, Harnesses: e.Registry()}
 }

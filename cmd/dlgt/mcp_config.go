@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -17,13 +18,13 @@ func newMCPConfigCommand(e *env) *cobra.Command {
 		approve bool
 		waitMax time.Duration
 		forward []string
-		hf      *harnessFlags
+		hf      *cli.HarnessFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "config --harness NAME [--approve]",
 		Short: "Print the per-launch arguments that add dlgt's MCP server to a harness",
 		Long: `Print the command-line arguments that register "dlgt mcp" with one launch of
-the harness named with --harness (` + mcpHarnessList(e.registry()) + `), one
+the harness named with --harness (` + mcpHarnessList(e.Registry()) + `), one
 argument per line, so a shell can pass them on unchanged:
 
   mapfile -t args < <(dlgt mcp config --harness claude) && claude "${args[@]}"
@@ -37,18 +38,18 @@ server is marked required (so its tools are in the first model request) and
 the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 		Example: `  claude -p "..." $(dlgt mcp config --harness claude --approve | paste -sd' ')   # no spaces in paths
   mapfile -t args < <(dlgt mcp config --harness codex) && codex "${args[@]}"`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := e.mcpHarness(hf)
+			d, err := fullEnv{e}.mcpHarness(hf)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			if d.MCP == harness.MCPGeminiJSON {
-				return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "--harness %s: %s takes MCP servers only from its settings files, not per launch: run `dlgt mcp install --harness %s`", d.Name, d.DisplayName, d.Name))
+				return cli.PrintFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "--harness %s: %s takes MCP servers only from its settings files, not per launch: run `dlgt mcp install --harness %s`", d.Name, d.DisplayName, d.Name))
 			}
-			spec, err := e.mcpServerSpec(cmd, d, approve, waitMax, forward)
+			spec, err := fullEnv{e}.mcpServerSpec(cmd, d, approve, waitMax, forward)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			for _, a := range setup.Args(d, spec) {
 				fmt.Fprintln(cmd.OutOrStdout(), a)
@@ -56,7 +57,7 @@ the variables dlgt needs are forwarded by name (env_vars), never by value.`,
 			return nil
 		},
 	}
-	hf = e.addHarnessFlags(cmd, false, "the harness to print arguments for: "+mcpHarnessList(e.registry()))
+	hf = e.AddHarnessFlags(cmd, false, "the harness to print arguments for: "+mcpHarnessList(e.Registry()))
 	f := cmd.Flags()
 	f.BoolVar(&approve, "approve", false, "let the leader call every dlgt tool without asking")
 	f.DurationVar(&waitMax, "wait-max", mcp.WaitDefault, "bound of one wait call, passed to dlgt mcp")
@@ -76,38 +77,38 @@ func mcpHarnesses(reg []harness.Descriptor, format harness.MCPFormat) []harness.
 }
 
 func mcpHarnessList(reg []harness.Descriptor) string {
-	return harnessList(mcpHarnesses(reg, harness.MCPNone))
+	return cli.HarnessList(mcpHarnesses(reg, harness.MCPNone))
 }
 
 // mcpHarness is the one harness mcp config or install is for.
-func (e *env) mcpHarness(hf *harnessFlags) (harness.Descriptor, error) {
-	ds, err := hf.selected(e)
+func (e fullEnv) mcpHarness(hf *cli.HarnessFlags) (harness.Descriptor, error) {
+	ds, err := hf.Selected(e.env)
 	if err != nil {
 		return harness.Descriptor{}, err
 	}
 	if len(ds) != 1 {
-		return harness.Descriptor{}, usageError("give exactly one harness: --harness %s", mcpHarnessList(e.registry()))
+		return harness.Descriptor{}, cli.Usagef("give exactly one harness: --harness %s", mcpHarnessList(e.Registry()))
 	}
 	if ds[0].MCP == harness.MCPNone {
-		return harness.Descriptor{}, usageError("--harness %s: dlgt cannot add its MCP server to %s (it can to %s)",
-			ds[0].Name, ds[0].DisplayName, mcpHarnessList(e.registry()))
+		return harness.Descriptor{}, cli.Usagef("--harness %s: dlgt cannot add its MCP server to %s (it can to %s)",
+			ds[0].Name, ds[0].DisplayName, mcpHarnessList(e.Registry()))
 	}
 	return ds[0], nil
 }
 
 // mcpServerSpec checks the flags shared by mcp config and mcp install and
 // builds the entry they describe for d.
-func (e *env) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bool, waitMax time.Duration, forward []string) (setup.ServerSpec, error) {
+func (e fullEnv) mcpServerSpec(cmd *cobra.Command, d harness.Descriptor, approve bool, waitMax time.Duration, forward []string) (setup.ServerSpec, error) {
 	var extra []string
 	if cmd.Flags().Changed("wait-max") {
 		if waitMax < time.Second || waitMax > mcp.WaitCeiling {
-			return setup.ServerSpec{}, usageError("--wait-max must be between 1s and %s", mcp.WaitCeiling)
+			return setup.ServerSpec{}, cli.Usagef("--wait-max must be between 1s and %s", mcp.WaitCeiling)
 		}
 		extra = []string{"--wait-max", waitMax.String()}
 	}
-	spec, err := setup.NewServerSpec(e.registry(), d, e.exe, e.hostFlag, extra, approve, forward)
+	spec, err := setup.NewServerSpec(e.Registry(), d, e.Exe, e.HostFlag, extra, approve, forward)
 	if err != nil {
-		return spec, cliUsageError{err}
+		return spec, cli.UsageError{Err: err}
 	}
 	return spec, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/mcp"
@@ -50,58 +51,58 @@ func newMCPInstallCommand(e *env) *cobra.Command {
 		approve bool
 		waitMax time.Duration
 		forward []string
-		hf      *harnessFlags
+		hf      *cli.HarnessFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "install --harness NAME [--approve]",
 		Short: "Add dlgt's MCP server to a harness's user config (what mcp config prints, kept)",
-		Long:  mcpInstallLong(e.registry()),
+		Long:  mcpInstallLong(e.Registry()),
 		Example: `  dlgt mcp install --harness codex -o text
   dlgt mcp install --harness claude --approve -o text`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := cli.TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			d, err := e.mcpHarness(hf)
+			d, err := fullEnv{e}.mcpHarness(hf)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			spec, err := e.mcpServerSpec(cmd, d, approve, waitMax, forward)
+			spec, err := fullEnv{e}.mcpServerSpec(cmd, d, approve, waitMax, forward)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			files, err := setup.Install(d, spec, e.configDir)
+			files, err := setup.Install(d, spec, fullEnv{e}.configDir)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			if text {
 				render.SetupFiles(cmd.OutOrStdout(), files)
 				return nil
 			}
-			return printOK(cmd, struct {
+			return cli.PrintOK(cmd, struct {
 				Harness string       `json:"harness"`
 				Files   []setup.File `json:"files"`
 			}{d.Name, files})
 		},
 	}
-	hf = e.addHarnessFlags(cmd, false, "the harness whose user config gets the entry: "+mcpHarnessList(e.registry()))
+	hf = e.AddHarnessFlags(cmd, false, "the harness whose user config gets the entry: "+mcpHarnessList(e.Registry()))
 	f := cmd.Flags()
 	f.BoolVar(&approve, "approve", false, "let the leader call every dlgt tool without asking")
 	f.DurationVar(&waitMax, "wait-max", mcp.WaitDefault, "bound of one wait call, passed to dlgt mcp")
 	f.StringArrayVar(&forward, "forward-env", nil, "Codex: also forward this variable to the server (repeatable)")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	cli.AddPretty(cmd)
+	cli.AddOutputFlag(cmd)
 	return cmd
 }
 
 // configDir resolves a harness's config directory with the command's
 // environment; an error is a usage error naming the variable to fix.
-func (e *env) configDir(c harness.ConfigDir) (string, error) {
-	dir, err := c.Resolve(e.getenv)
+func (e fullEnv) configDir(c harness.ConfigDir) (string, error) {
+	dir, err := c.Resolve(e.Getenv)
 	if err != nil {
-		return "", usageError("%v", err)
+		return "", cli.Usagef("%v", err)
 	}
 	return dir, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -24,7 +25,7 @@ func TestMCPInstallCopilot(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "mcp-config.json"), []byte(user), 0o600)
 	vars := map[string]string{"HOME": home}
 	code, d := runInstall(t, vars, "--harness", "copilot")
-	if code != exitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != filepath.Join(dir, "mcp-config.json") || d.Files[0].Backup == "" {
+	if code != cli.ExitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != filepath.Join(dir, "mcp-config.json") || d.Files[0].Backup == "" {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	var got struct {
@@ -38,16 +39,16 @@ func TestMCPInstallCopilot(t *testing.T) {
 	if !reflect.DeepEqual(got.MCPServers["dlgt"], want) || got.MCPServers["other"] == nil {
 		t.Fatalf("mcp-config.json:\n%s", data)
 	}
-	if code, d := runInstall(t, vars, "--harness", "copilot"); code != exitOK || d.Files[0].Status != setup.Unchanged {
+	if code, d := runInstall(t, vars, "--harness", "copilot"); code != cli.ExitOK || d.Files[0].Status != setup.Unchanged {
 		t.Fatalf("second install: exit %d %+v", code, d)
 	}
 	// COPILOT_HOME names the directory itself.
 	alt := t.TempDir()
-	if code, d := runInstall(t, map[string]string{"HOME": home, "COPILOT_HOME": alt}, "--harness", "copilot"); code != exitOK || d.Files[0].Path != filepath.Join(alt, "mcp-config.json") {
+	if code, d := runInstall(t, map[string]string{"HOME": home, "COPILOT_HOME": alt}, "--harness", "copilot"); code != cli.ExitOK || d.Files[0].Path != filepath.Join(alt, "mcp-config.json") {
 		t.Fatalf("with COPILOT_HOME: exit %d %+v", code, d)
 	}
 	code, out := runMCP(t, vars, "config", "--harness", "copilot")
-	if code != exitOK || !strings.HasPrefix(out, "--additional-mcp-config\n{\"mcpServers\":{\"dlgt\":{\"tools\":[\"*\"],\"type\":\"local\",\"command\":\"/opt/dlgt/bin/dlgt\",\"args\":[\"mcp\"]}}}\n") {
+	if code != cli.ExitOK || !strings.HasPrefix(out, "--additional-mcp-config\n{\"mcpServers\":{\"dlgt\":{\"tools\":[\"*\"],\"type\":\"local\",\"command\":\"/opt/dlgt/bin/dlgt\",\"args\":[\"mcp\"]}}}\n") {
 		t.Fatalf("mcp config --harness copilot: exit %d %q", code, out)
 	}
 

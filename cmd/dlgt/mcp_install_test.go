@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -21,7 +22,7 @@ import (
 func runMCP(t *testing.T, vars map[string]string, args ...string) (int, string) {
 	t.Helper()
 	e, out, _ := testEnv(t, vars, "")
-	e.exe = "/opt/dlgt/bin/dlgt"
+	e.Exe = "/opt/dlgt/bin/dlgt"
 	code := run(append([]string{"mcp"}, args...), e)
 	return code, out.String()
 }
@@ -52,7 +53,7 @@ func codexEntryFromConfig(t *testing.T, vars map[string]string, args ...string) 
 	t.Helper()
 	code, out := runMCP(t, vars, append([]string{"config", "--codex"}, args...)...)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if code != exitOK || len(lines)%2 != 0 {
+	if code != cli.ExitOK || len(lines)%2 != 0 {
 		t.Fatalf("mcp config: exit %d %q", code, out)
 	}
 	var entry map[string]any
@@ -111,7 +112,7 @@ func TestMCPInstallCodex(t *testing.T) {
 	}
 	vars := map[string]string{"HOME": t.TempDir(), "CODEX_HOME": codexHome}
 	code, d := runInstall(t, vars, "--codex")
-	if code != exitOK || !d.OK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != path {
+	if code != cli.ExitOK || !d.OK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != path {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	f := d.Files[0]
@@ -152,20 +153,20 @@ func TestMCPInstallCodex(t *testing.T) {
 
 	// A second run changes nothing and says so.
 	code, d = runInstall(t, vars, "--codex")
-	if code != exitOK || d.Files[0].Status != setup.Unchanged || d.Files[0].Backup != "" || d.Files[0].Diff != "" {
+	if code != cli.ExitOK || d.Files[0].Status != setup.Unchanged || d.Files[0].Backup != "" || d.Files[0].Diff != "" {
 		t.Errorf("second install: exit %d %+v", code, d)
 	}
 	if again, _ := os.ReadFile(path); !bytes.Equal(again, got) || len(backups(t, path)) != 1 {
 		t.Errorf("second install changed the file or backed it up again")
 	}
 	code, out := runMCP(t, vars, "install", "--codex", "-o", "text")
-	if code != exitOK || !strings.HasPrefix(out, "unchanged "+path) {
+	if code != cli.ExitOK || !strings.HasPrefix(out, "unchanged "+path) {
 		t.Errorf("text: %q", out)
 	}
 
 	// --approve and --wait-max change the entry, as they change the snippet.
 	code, d = runInstall(t, vars, "--codex", "--approve", "--wait-max", "60s")
-	if code != exitOK || d.Files[0].Status != setup.Written {
+	if code != cli.ExitOK || d.Files[0].Status != setup.Written {
 		t.Fatalf("install --approve: exit %d %+v", code, d)
 	}
 	got, _ = os.ReadFile(path)
@@ -184,7 +185,7 @@ func TestMCPInstallCodexNewConfig(t *testing.T) {
 	codexHome := filepath.Join(t.TempDir(), "codex")
 	vars := map[string]string{"HOME": t.TempDir(), "CODEX_HOME": codexHome}
 	code, d := runInstall(t, vars, "--codex")
-	if code != exitOK || d.Files[0].Status != setup.Written || d.Files[0].Backup != "" {
+	if code != cli.ExitOK || d.Files[0].Status != setup.Written || d.Files[0].Backup != "" {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	var after map[string]any
@@ -212,7 +213,7 @@ func TestMCPInstallRefusesUnparsable(t *testing.T) {
 			os.WriteFile(path, []byte(c.content), 0o600)
 			vars := map[string]string{"HOME": dir, "CODEX_HOME": dir}
 			code, d := runInstall(t, vars, c.flag)
-			if code != exitError || d.OK || d.Error.Code != "INVALID_ARGUMENT" || !strings.Contains(d.Error.Message, c.want) ||
+			if code != cli.ExitError || d.OK || d.Error.Code != "INVALID_ARGUMENT" || !strings.Contains(d.Error.Message, c.want) ||
 				!strings.Contains(d.Error.Message, "nothing was changed") || !strings.Contains(d.Error.Message, path) {
 				t.Errorf("exit %d %+v, want INVALID_ARGUMENT %q", code, d, c.want)
 			}
@@ -254,7 +255,7 @@ func TestMCPInstallClaude(t *testing.T) {
 	vars := map[string]string{"HOME": home}
 
 	code, d := runInstall(t, vars, "--claude")
-	if code != exitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != path {
+	if code != cli.ExitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != path {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	got, _ := os.ReadFile(path)
@@ -271,7 +272,7 @@ func TestMCPInstallClaude(t *testing.T) {
 	var snippet struct {
 		MCPServers map[string]any `json:"mcpServers"`
 	}
-	if lines := strings.Split(out, "\n"); code != exitOK || json.Unmarshal([]byte(lines[1]), &snippet) != nil {
+	if lines := strings.Split(out, "\n"); code != cli.ExitOK || json.Unmarshal([]byte(lines[1]), &snippet) != nil {
 		t.Fatalf("mcp config: %d %q", code, out)
 	}
 	servers := after["mcpServers"].(map[string]any)
@@ -293,13 +294,13 @@ func TestMCPInstallClaude(t *testing.T) {
 	}
 
 	code, d = runInstall(t, vars, "--claude")
-	if code != exitOK || d.Files[0].Status != setup.Unchanged || len(backups(t, path)) != 1 {
+	if code != cli.ExitOK || d.Files[0].Status != setup.Unchanged || len(backups(t, path)) != 1 {
 		t.Errorf("second install: exit %d %+v", code, d)
 	}
 
 	// --approve adds the rule to the user's permissions, once.
 	code, d = runInstall(t, vars, "--claude", "--approve")
-	if code != exitOK || len(d.Files) != 2 || d.Files[0].Status != setup.Unchanged || d.Files[1].Status != setup.Written || d.Files[1].Path != settings {
+	if code != cli.ExitOK || len(d.Files) != 2 || d.Files[0].Status != setup.Unchanged || d.Files[1].Status != setup.Written || d.Files[1].Path != settings {
 		t.Fatalf("install --approve: exit %d %+v", code, d)
 	}
 	var st map[string]any
@@ -309,7 +310,7 @@ func TestMCPInstallClaude(t *testing.T) {
 		t.Errorf("settings (%v):\n%s", err, s)
 	}
 	code, d = runInstall(t, vars, "--claude", "--approve")
-	if code != exitOK || d.Files[0].Status != setup.Unchanged || d.Files[1].Status != setup.Unchanged {
+	if code != cli.ExitOK || d.Files[0].Status != setup.Unchanged || d.Files[1].Status != setup.Unchanged {
 		t.Errorf("second install --approve: exit %d %+v", code, d)
 	}
 }
@@ -319,15 +320,15 @@ func TestMCPInstallClaudeConfigDir(t *testing.T) {
 	dir := t.TempDir()
 	vars := map[string]string{"HOME": t.TempDir(), "CLAUDE_CONFIG_DIR": dir}
 	code, d := runInstall(t, vars, "--claude", "--approve")
-	if code != exitOK || len(d.Files) != 2 || d.Files[0].Path != filepath.Join(dir, ".claude.json") || d.Files[1].Path != filepath.Join(dir, "settings.json") {
+	if code != cli.ExitOK || len(d.Files) != 2 || d.Files[0].Path != filepath.Join(dir, ".claude.json") || d.Files[1].Path != filepath.Join(dir, "settings.json") {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	code, d = runInstall(t, map[string]string{"HOME": "relative"}, "--claude")
-	if code != exitError || d.Error.Code != "INVALID_ARGUMENT" {
+	if code != cli.ExitError || d.Error.Code != "INVALID_ARGUMENT" {
 		t.Errorf("relative HOME: exit %d %+v", code, d)
 	}
 	code, d = runInstall(t, vars, "--claude", "--forward-env", "X")
-	if code != exitError || !strings.Contains(d.Error.Message, "--forward-env is for --harness codex") {
+	if code != cli.ExitError || !strings.Contains(d.Error.Message, "--forward-env is for --harness codex") {
 		t.Errorf("--forward-env with --claude: exit %d %+v", code, d)
 	}
 }
@@ -342,7 +343,7 @@ func TestMCPInstallSeenByRealCLIs(t *testing.T) {
 	os.WriteFile(filepath.Join(home, ".claude.json"), []byte(claudeUserState), 0o600)
 	vars := map[string]string{"HOME": home, "CODEX_HOME": codexHome}
 	for _, h := range []string{"--codex", "--claude"} {
-		if code, d := runInstall(t, vars, h); code != exitOK {
+		if code, d := runInstall(t, vars, h); code != cli.ExitOK {
 			t.Fatalf("install %s: %+v", h, d)
 		}
 	}
@@ -384,7 +385,7 @@ func TestMCPInstallGemini(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "settings.json"), []byte(user), 0o600)
 	vars := map[string]string{"HOME": home}
 	code, d := runInstall(t, vars, "--harness", "gemini", "--approve")
-	if code != exitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != filepath.Join(dir, "settings.json") || d.Files[0].Backup == "" {
+	if code != cli.ExitOK || len(d.Files) != 1 || d.Files[0].Status != setup.Written || d.Files[0].Path != filepath.Join(dir, "settings.json") || d.Files[0].Backup == "" {
 		t.Fatalf("install: exit %d %+v", code, d)
 	}
 	var got map[string]any
@@ -397,15 +398,15 @@ func TestMCPInstallGemini(t *testing.T) {
 	if !reflect.DeepEqual(servers["dlgt"], want) || servers["other"] == nil || got["model"].(map[string]any)["name"] != "gemini-2.5-pro" {
 		t.Fatalf("settings.json:\n%s", data)
 	}
-	if code, d := runInstall(t, vars, "--harness", "gemini", "--approve"); code != exitOK || d.Files[0].Status != setup.Unchanged {
+	if code, d := runInstall(t, vars, "--harness", "gemini", "--approve"); code != cli.ExitOK || d.Files[0].Status != setup.Unchanged {
 		t.Fatalf("second install: exit %d %+v", code, d)
 	}
 	// GEMINI_CLI_HOME stands for the home.
 	alt := t.TempDir()
-	if code, d := runInstall(t, map[string]string{"HOME": home, "GEMINI_CLI_HOME": alt}, "--harness", "gemini"); code != exitOK || d.Files[0].Path != filepath.Join(alt, ".gemini", "settings.json") {
+	if code, d := runInstall(t, map[string]string{"HOME": home, "GEMINI_CLI_HOME": alt}, "--harness", "gemini"); code != cli.ExitOK || d.Files[0].Path != filepath.Join(alt, ".gemini", "settings.json") {
 		t.Fatalf("with GEMINI_CLI_HOME: exit %d %+v", code, d)
 	}
-	if code, out := runMCP(t, vars, "config", "--harness", "gemini"); code != exitError || !strings.Contains(out, "dlgt mcp install --harness gemini") {
+	if code, out := runMCP(t, vars, "config", "--harness", "gemini"); code != cli.ExitError || !strings.Contains(out, "dlgt mcp install --harness gemini") {
 		t.Fatalf("mcp config --harness gemini: exit %d %s", code, out)
 	}
 

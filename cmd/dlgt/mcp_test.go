@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/mcp"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -95,12 +96,12 @@ func TestMCPCommandTexts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tool := range res.Tools {
-		if tool.Name == "delegate" && !strings.Contains(tool.Description, "(harness "+harnessList(e.registry())+")") {
+		if tool.Name == "delegate" && !strings.Contains(tool.Description, "(harness "+cli.HarnessList(e.Registry())+")") {
 			t.Errorf("delegate description %q", tool.Description)
 		}
 	}
 	text, _, isErr = callTool(t, cs, "delegate", map[string]any{"prompt": "x", "request_id": "r"})
-	if !isErr || !strings.Contains(text, "harness: is required: "+harnessList(e.registry())) {
+	if !isErr || !strings.Contains(text, "harness: is required: "+cli.HarnessList(e.Registry())) {
 		t.Errorf("delegate without a harness: %v\n%s", isErr, text)
 	}
 }
@@ -109,8 +110,8 @@ func strp(s string) *string { return &s }
 
 func TestMCPConfigArgs(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	e.exe = "/opt/dlgt/bin/dlgt"
-	if code := run([]string{"mcp", "config", "--claude", "--approve"}, e); code != exitOK {
+	e.Exe = "/opt/dlgt/bin/dlgt"
+	if code := run([]string{"mcp", "config", "--claude", "--approve"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
@@ -127,7 +128,7 @@ func TestMCPConfigArgs(t *testing.T) {
 		t.Errorf("claude config %s (%v)", lines[1], err)
 	}
 	out.Reset()
-	if code := run([]string{"mcp", "config", "--codex"}, e); code != exitOK {
+	if code := run([]string{"mcp", "config", "--codex"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	got := out.String()
@@ -136,7 +137,7 @@ func TestMCPConfigArgs(t *testing.T) {
 		t.Errorf("codex args without --approve:\n%s", got)
 	}
 	out.Reset()
-	if code := run([]string{"mcp", "config"}, e); code != exitError {
+	if code := run([]string{"mcp", "config"}, e); code != cli.ExitError {
 		t.Errorf("neither harness: exit %d, out %q", code, out)
 	}
 }

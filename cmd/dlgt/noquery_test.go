@@ -15,18 +15,18 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// dlgtBinary builds this command (with -race when the test runs with
-// it, so the build reuses the test's compiled packages), for a test that
-// needs the program as a user runs it: its package initialisation and
-// all, which an in-process run() skips.
-func dlgtBinary(t *testing.T) string {
+// buildBinary builds the command in pkg (with -race when the test runs
+// with it, so the build reuses the test's compiled packages), for a test
+// that needs the program as a user runs it: its package initialisation
+// and all, which an in-process run() skips.
+func buildBinary(t *testing.T, pkg, name string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "dlgt")
+	bin := filepath.Join(t.TempDir(), name)
 	args := []string{"build", "-o", bin}
 	if raceBuild {
 		args = append(args, "-race")
 	}
-	if out, err := exec.Command("go", append(args, ".")...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(args, pkg)...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
@@ -104,14 +104,17 @@ func runOnSilentPTY(t *testing.T, bin string, env []string, args []string, bound
 	}
 }
 
-// No dlgt command but `dlgt ui` writes anything to the terminal it was
+// No dlgt (or dlgtc) command but `dlgt ui` writes anything to the terminal it was
 // not asked to, nor waits on the terminal's answers: run on a PTY that
 // never answers (a program driving dlgt, `script`, an editor's shell),
 // each returns well within the 5 s a terminal query waits, and writes no
 // query. Before Bubble Tea v2, the UI library's package initialisation
 // asked for the background color in every command and waited 5 s.
 func TestCommandsDoNotQueryTheTerminal(t *testing.T) {
-	bin := dlgtBinary(t)
+	bin := buildBinary(t, ".", "dlgt")
+	// dlgtc alone (no dlgt beside it, none on PATH) runs the same
+	// socket-only commands itself.
+	dlgtc := buildBinary(t, "../dlgtc", "dlgtc")
 	d := testkit.NewFakeDaemon(t)
 	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
 	d.Set(rpc.MethodHarnessList, rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}})
@@ -121,18 +124,34 @@ func TestCommandsDoNotQueryTheTerminal(t *testing.T) {
 		"DLGT_SOCKET=" + d.Socket, "TERM=xterm-256color", "GORACE=atexit_sleep_ms=0"}
 	// 2 s: a query waited 5 s; the commands take tens of milliseconds.
 	const bound = 2 * time.Second
+	type run struct {
+		bin  string
+		args []string
+	}
+	var runs []run
 	for _, args := range [][]string{
 		{"--version"}, {"version"}, {"--help"}, {"help", "session"}, {"session", "list"}, {"session", "list", "-o", "text"},
 		{"harnesses"}, {"doctor"}, {"doctor", "-o", "text"}, {"daemon", "status"},
 	} {
-		r := runOnSilentPTY(t, bin, env, args, 3*bound, nil, nil)
-		t.Logf("dlgt %s: %v", strings.Join(args, " "), r.elapsed.Round(time.Millisecond))
+		runs = append(runs, run{bin, args})
+	}
+	for _, args := range [][]string{{"--version"}, {"version"}, {"session", "list"}, {"session", "list", "-o", "text"}, {"harnesses"}} {
+		runs = append(runs, run{dlgtc, args})
+	}
+	for _, rn := range runs {
+		args := rn.args
+		r := runOnSilentPTY(t, rn.bin, env, args, 3*bound, nil, nil)
+		// dlgtc alone ran it itself (it has no dlgt to hand it to).
+		if rn.bin == dlgtc && r.err != nil {
+			t.Errorf("%s %s: %v; it wrote %q", filepath.Base(rn.bin), strings.Join(args, " "), r.err, r.out)
+		}
+		t.Logf("%s %s: %v", filepath.Base(rn.bin), strings.Join(args, " "), r.elapsed.Round(time.Millisecond))
 		if r.elapsed > bound {
-			t.Errorf("dlgt %s took %v on a terminal that never answers", strings.Join(args, " "), r.elapsed)
+			t.Errorf("%s %s took %v on a terminal that never answers", filepath.Base(rn.bin), strings.Join(args, " "), r.elapsed)
 		}
 		for _, q := range terminalQueries {
 			if strings.Contains(r.out, q) {
-				t.Errorf("dlgt %s wrote the terminal query %q: %q", strings.Join(args, " "), q, r.out)
+				t.Errorf("%s %s wrote the terminal query %q: %q", filepath.Base(rn.bin), strings.Join(args, " "), q, r.out)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -25,14 +26,14 @@ func TestNotifyCommand(t *testing.T) {
 	state := filepath.Join(dir, "state")
 
 	e, out, errb := testEnv(t, map[string]string{"DLGT_SOCKET": d.socket}, "")
-	if code := run([]string{"notify", "--on", "busy", "--state", state}, e); code != exitError || !strings.Contains(out.String(), `\"busy\" is not one of blocked, failed, idle`) {
+	if code := run([]string{"notify", "--on", "busy", "--state", state}, e); code != cli.ExitError || !strings.Contains(out.String(), `\"busy\" is not one of blocked, failed, idle`) {
 		t.Fatalf("--on busy: exit %d, %q %q", code, out, errb)
 	}
 
 	e, _, _ = testEnv(t, map[string]string{"DLGT_SOCKET": d.socket}, "")
 	stdout, stderr := &syncBuf{}, &syncBuf{}
-	e.stdout, e.stderr = stdout, stderr
-	e.signals = make(chan os.Signal, 1)
+	e.Stdout, e.Stderr = stdout, stderr
+	e.Signals = make(chan os.Signal, 1)
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"notify", "--state", state, "--bell"}, e) }()
 	waitFor(t, "the state file", func() bool { b, _ := os.ReadFile(state); return strings.TrimSpace(string(b)) == "1" })
@@ -40,7 +41,7 @@ func TestNotifyCommand(t *testing.T) {
 	d.add(ev(2, "session.idle", 1, "completed"), blocked)
 	waitFor(t, "the notification", func() bool { return strings.Contains(stdout.String(), "\n") })
 	waitFor(t, "the state file at 3", func() bool { b, _ := os.ReadFile(state); return strings.TrimSpace(string(b)) == "3" })
-	e.signals <- os.Interrupt
+	e.Signals <- os.Interrupt
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

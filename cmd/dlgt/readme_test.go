@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/pty"
 )
 
@@ -313,7 +314,7 @@ func TestREADMEHeadline(t *testing.T) {
 	t.Run("no claude", func(t *testing.T) {
 		code, stdout, stderr := runHeadline(t, root, line)
 		// -o text: the failure is text on stderr, stdout stays empty.
-		if code != exitError || stdout != "" || !strings.Contains(stderr, "dlgt: LAUNCH_FAILED: claude not found") ||
+		if code != cli.ExitError || stdout != "" || !strings.Contains(stderr, "dlgt: LAUNCH_FAILED: claude not found") ||
 			strings.Contains(stdout+stderr, "CURSOR") {
 			t.Fatalf("exit %d, want 1 with LAUNCH_FAILED \"claude not found\"\nstdout: %s\nstderr: %s", code, stdout, stderr)
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/dlgt-dev/dlgt/internal/cli"
 )
 
 // dlgt --help describes the output as it is: the commands that do not
@@ -10,7 +12,7 @@ import (
 // does.
 func TestRootHelpNamesTheCommandsWithoutOneJSONLine(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code := run([]string{"--help"}, e); code != exitOK {
+	if code := run([]string{"--help"}, e); code != cli.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	help := strings.Join(strings.Fields(out.String()), " ")

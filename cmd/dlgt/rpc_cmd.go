@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/client"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -51,9 +52,9 @@ either.`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !stdio {
-				return cliUsageError{errors.New("rpc needs --stdio (the only transport it proxies)")}
+				return cli.UsageError{Err: errors.New("rpc needs --stdio (the only transport it proxies)")}
 			}
-			cl, err := e.client()
+			cl, err := e.Client()
 			if err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ either.`,
 			p := &rpc.Proxy{
 				In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Conn: c,
 				Local: func(method string, params json.RawMessage) (any, error) {
-					return e.profileList(params)
+					return e.ProfileList(params)
 				},
 			}
 			if remote {
@@ -73,11 +74,11 @@ either.`,
 				if _, err := cmd.OutOrStdout().Write(helloLine()); err != nil {
 					return err
 				}
-				p.Rewrite = client.FillLaunch(e.environ)
+				p.Rewrite = client.FillLaunch(e.Environ)
 			}
 			if err := p.Run(cmd.Context()); err != nil {
 				if errors.Is(err, rpc.ErrProxyInput) {
-					return exitStatus{exitError}
+					return cli.ExitStatus{Code: cli.ExitError}
 				}
 				return fmt.Errorf("rpc proxy: %w", err)
 			}

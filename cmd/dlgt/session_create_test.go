@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -28,7 +29,7 @@ func TestCreateNamesEveryMissingInput(t *testing.T) {
 		d := testkit.NewFakeDaemon(t)
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, c.args...)
-		if code != exitError {
+		if code != cli.ExitError {
 			t.Fatalf("%v: exit %d, stdout %q", c.args, code, stdout)
 		}
 		var doc struct {
@@ -76,7 +77,7 @@ func TestCreateWait(t *testing.T) {
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, args...)
 	m := oneJSONLine(t, stdout)
-	if code != exitOK || m["ok"] != true || m["reason"] != "result" || m["cursor"] != "23" || m["session"] != nil {
+	if code != cli.ExitOK || m["ok"] != true || m["reason"] != "result" || m["cursor"] != "23" || m["session"] != nil {
 		t.Fatalf("exit %d, stdout %q: want the fetch's document", code, stdout)
 	}
 	fetches := d.Params(rpc.MethodSessionFetch)
@@ -94,7 +95,7 @@ func TestCreateWait(t *testing.T) {
 	// -o text: the fetch's text form, with the result's final_text.
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	code, stdout = runCLI(t, e, out, append(args[:len(args)-2:len(args)-2], "-o", "text", "--", "Review it")...)
-	if code != exitOK || !strings.Contains(stdout, final+"\n") || !strings.Contains(stdout, "reason result, cursor 23") || strings.Contains(stdout, `"ok"`) {
+	if code != cli.ExitOK || !strings.Contains(stdout, final+"\n") || !strings.Contains(stdout, "reason result, cursor 23") || strings.Contains(stdout, `"ok"`) {
 		t.Fatalf("-o text: exit %d:\n%s", code, stdout)
 	}
 
@@ -105,7 +106,7 @@ func TestCreateWait(t *testing.T) {
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	code, stdout = runCLI(t, e, out, args...)
 	m = oneJSONLine(t, stdout)
-	if code != exitError || m["ok"] != false || m["error"].(map[string]any)["code"] != string(rpc.CodeLaunchFailed) ||
+	if code != cli.ExitError || m["ok"] != false || m["error"].(map[string]any)["code"] != string(rpc.CodeLaunchFailed) ||
 		!strings.Contains(stdout, "claude not found") {
 		t.Fatalf("failed create: exit %d, stdout %q", code, stdout)
 	}
@@ -116,7 +117,7 @@ func TestCreateWait(t *testing.T) {
 	// A negative --wait is a usage error before anything is sent.
 	d = testkit.NewFakeDaemon(t)
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout = runCLI(t, e, out, append(args[:len(args)-4:len(args)-4], "--wait", "-1s", "--", "x")...); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") || d.Count() != 0 {
+	if code, stdout = runCLI(t, e, out, append(args[:len(args)-4:len(args)-4], "--wait", "-1s", "--", "x")...); code != cli.ExitError || !strings.Contains(stdout, "INVALID_ARGUMENT") || d.Count() != 0 {
 		t.Fatalf("--wait -1s: exit %d, %q, %d requests", code, stdout, d.Count())
 	}
 }
@@ -140,7 +141,7 @@ func TestLaunchFlagErrorsNameTheFlag(t *testing.T) {
 	} {
 		e, out, errb := testEnv(t, map[string]string{"DLGT_HOME": home}, "")
 		args := append(append([]string{"session", "create"}, tt.args...), "--title", "t", "--request-id", "r", "--", "hi")
-		if code := run(args, e); code != exitError {
+		if code := run(args, e); code != cli.ExitError {
 			t.Errorf("%v: exit %d", tt.args, code)
 		}
 		if got := strings.TrimSpace(out.String()); got != tt.want {
@@ -162,7 +163,7 @@ func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
 	os.WriteFile(profiles, []byte("[profiles.p]\nharness = \"codex\"\nmodel = \"m1\"\neffort = \"high\"\n"), 0o600)
 	vars := map[string]string{"DLGT_PROFILES": profiles}
 	e, out, _ := cliEnv(t, d, vars, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--model=", "--title", "t", "--request-id", "r", "--", "hi"); code != exitOK {
+	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--model=", "--title", "t", "--request-id", "r", "--", "hi"); code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	ps := d.Params(rpc.MethodSessionCreate)
@@ -171,7 +172,7 @@ func TestEmptyLaunchFlagIsNotFilledByTheProfile(t *testing.T) {
 		t.Fatalf("create params %s", ps)
 	}
 	e, out, _ = cliEnv(t, d, vars, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--harness=", "--title", "t", "--request-id", "r", "--", "hi"); code != exitError || !strings.Contains(stdout, "missing required --harness") {
+	if code, stdout := runCLI(t, e, out, "session", "create", "--profile", "p", "--harness=", "--title", "t", "--request-id", "r", "--", "hi"); code != cli.ExitError || !strings.Contains(stdout, "missing required --harness") {
 		t.Fatalf("--harness= exit %d: %s", code, stdout)
 	}
 }
@@ -196,19 +197,19 @@ func TestCreateMakesTitleAndRequestID(t *testing.T) {
 	code, stdout := runCLI(t, e, out, "session", "create", "--harness", "claude", "--", "Fix it\nthen test")
 	m := oneJSONLine(t, stdout)
 	p := sent(0)
-	if code != exitOK || p.Title != "Fix it" || !strings.HasPrefix(p.RequestID, "cli-") || m["request_id"] != p.RequestID || m["cursor"] != "2" {
+	if code != cli.ExitOK || p.Title != "Fix it" || !strings.HasPrefix(p.RequestID, "cli-") || m["request_id"] != p.RequestID || m["cursor"] != "2" {
 		t.Fatalf("exit %d, sent %+v, printed %s", code, p, stdout)
 	}
 
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	code, stdout = runCLI(t, e, out, "session", "create", "--harness", "claude", "-o", "text", "--", "Fix it")
-	if p2 := sent(1); code != exitOK || p2.RequestID == p.RequestID || !strings.Contains(stdout, "request "+p2.RequestID+" (") {
+	if p2 := sent(1); code != cli.ExitOK || p2.RequestID == p.RequestID || !strings.Contains(stdout, "request "+p2.RequestID+" (") {
 		t.Fatalf("exit %d, sent %+v, printed %q", code, p2, stdout)
 	}
 
 	e, out, _ = cliEnv(t, d, nil, nil, "")
 	code, stdout = runCLI(t, e, out, "session", "create", "--harness", "claude", "--title", "mine", "--request-id", "r-7", "--", "Fix it")
-	if p3 := sent(2); code != exitOK || p3.Title != "mine" || p3.RequestID != "r-7" || strings.Contains(stdout, "request_id") {
+	if p3 := sent(2); code != cli.ExitOK || p3.Title != "mine" || p3.RequestID != "r-7" || strings.Contains(stdout, "request_id") {
 		t.Fatalf("exit %d, sent %+v, printed %q", code, p3, stdout)
 	}
 }

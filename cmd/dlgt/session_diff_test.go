@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -34,7 +35,7 @@ func TestCreateWorktreeFlag(t *testing.T) {
 	}
 	d := testkit.NewFakeDaemon(t)
 	e, out, _ := cliEnv(t, d, nil, nil, "")
-	if code, _ := runCLI(t, e, out, "session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--worktree", "--no-worktree", "--", "go"); code != exitError || d.Count() != 0 {
+	if code, _ := runCLI(t, e, out, "session", "create", "--harness", "claude", "--title", "t", "--request-id", "r", "--worktree", "--no-worktree", "--", "go"); code != cli.ExitError || d.Count() != 0 {
 		t.Fatalf("--worktree --no-worktree: exit %d, %d requests", code, d.Count())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -31,7 +32,7 @@ func TestSessionReadText(t *testing.T) {
 			t.Fatalf("exit %d, text lacks %q:\n%s", code, want, stdout)
 		}
 	}
-	if code != exitOK || strings.Contains(stdout, `"ok"`) {
+	if code != cli.ExitOK || strings.Contains(stdout, `"ok"`) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 
@@ -42,7 +43,7 @@ func TestSessionReadText(t *testing.T) {
 		OK bool `json:"ok"`
 		rpc.SessionReadResult
 	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != exitOK || !doc.OK {
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != cli.ExitOK || !doc.OK {
 		t.Fatalf("json: exit %d %v %q", code, err, stdout)
 	}
 	if doc.Result == nil {
@@ -70,7 +71,7 @@ func TestSessionReadText(t *testing.T) {
 		t.Fatalf("no result:\n%s", stdout)
 	}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "read", "x", "-o", "yaml"); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
+	if code, stdout := runCLI(t, e, out, "session", "read", "x", "-o", "yaml"); code != cli.ExitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
 		t.Fatalf("-o yaml: exit %d %q", code, stdout)
 	}
 }
@@ -98,7 +99,7 @@ func TestBlockedTextSaysHowToAnswer(t *testing.T) {
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, tc.args...)
 		for _, w := range tc.want {
-			if code != exitOK || !strings.Contains(stdout, w) {
+			if code != cli.ExitOK || !strings.Contains(stdout, w) {
 				t.Fatalf("%v: exit %d, lacks %q:\n%s", tc.args, code, w, stdout)
 			}
 		}
@@ -106,7 +107,7 @@ func TestBlockedTextSaysHowToAnswer(t *testing.T) {
 	blocked.Pending = nil
 	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: blocked})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != exitOK || !strings.Contains(stdout, "answer   only in its terminal: dlgt session attach fix\n") {
+	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != cli.ExitOK || !strings.Contains(stdout, "answer   only in its terminal: dlgt session attach fix\n") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -29,7 +30,7 @@ func TestSessionResultsPages(t *testing.T) {
 	}...)
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "results", "rev", "--after", "1")
-	if code != exitOK {
+	if code != cli.ExitOK {
 		t.Fatalf("exit %d: %s", code, stdout)
 	}
 	var got struct {
@@ -67,7 +68,7 @@ func TestSessionResultsPages(t *testing.T) {
 
 	d.SetPages(rpc.MethodSessionFetch, []any{resultDoc("9", false, chunk(2, "two", 0, true))}...)
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout = runCLI(t, e, out, "session", "results", "rev", "-o", "text"); code != exitOK ||
+	if code, stdout = runCLI(t, e, out, "session", "results", "rev", "-o", "text"); code != cli.ExitOK ||
 		!strings.Contains(stdout, "1 retained result\n") || !strings.Contains(stdout, "result   #2 completed") || !strings.Contains(stdout, "two\n") {
 		t.Fatalf("text exit %d:\n%s", code, stdout)
 	}

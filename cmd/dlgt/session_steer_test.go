@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -25,7 +26,7 @@ func TestSessionSendSteerFillsTheRunningExecution(t *testing.T) {
 			d.Set(rpc.MethodSessionRead, c.read)
 			d.Set(rpc.MethodSessionSend, rpc.Receipt{Session: c.read.Session, ExecutionSeq: 7, Cursor: "1", Submission: rpc.SubmissionConfirmed, Steered: true})
 			e, out, _ := cliEnv(t, d, nil, nil, "")
-			if code, _ := runCLI(t, e, out, "session", "send", "rev", "--steer", "--request-id", "r1", "--", "use", "v2"); code != exitOK {
+			if code, _ := runCLI(t, e, out, "session", "send", "rev", "--steer", "--request-id", "r1", "--", "use", "v2"); code != cli.ExitOK {
 				t.Fatalf("exit %d: %s", code, out)
 			}
 			sent := d.Params(rpc.MethodSessionSend)
@@ -43,7 +44,7 @@ func TestSessionSendSteerQueueUsage(t *testing.T) {
 		{"session", "send", "rev", "--queue", "--resume", "--request-id", "r1", "--", "x"},
 	} {
 		e, out, _ := cliEnv(t, d, nil, nil, "")
-		if code, _ := runCLI(t, e, out, args...); code == exitOK {
+		if code, _ := runCLI(t, e, out, args...); code == cli.ExitOK {
 			t.Fatalf("%v: exit 0", args)
 		}
 	}

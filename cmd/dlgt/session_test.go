@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -133,7 +134,7 @@ func TestControlCommands(t *testing.T) {
 			d.Set(tt.method, tt.result)
 			e, out, errb := cliEnv(t, d, nil, environ, tt.stdin)
 			code, stdout := runCLI(t, e, out, tt.args...)
-			if code != exitOK {
+			if code != cli.ExitOK {
 				t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 			}
 			if stdout != tt.wantOut {
@@ -155,7 +156,7 @@ func TestPretty(t *testing.T) {
 	d := testkit.NewFakeDaemon(t)
 	d.Set(rpc.MethodSessionList, rpc.SessionListResult{Sessions: []rpc.Session{}})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "list", "--pretty"); code != exitOK || stdout != "{\n  \"ok\": true,\n  \"sessions\": []\n}\n" {
+	if code, stdout := runCLI(t, e, out, "session", "list", "--pretty"); code != cli.ExitOK || stdout != "{\n  \"ok\": true,\n  \"sessions\": []\n}\n" {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 }
@@ -165,13 +166,13 @@ func TestErrorExitStatus(t *testing.T) {
 		code rpc.Code
 		exit int
 	}{
-		{rpc.CodeCancelTimeout, exitCancelTimeout},
-		{rpc.CodeSessionBlocked, exitBlocked},
-		{rpc.CodeSessionBusy, exitBusy},
-		{rpc.CodeNotFound, exitError},
-		{rpc.CodeCursorExpired, exitError},
-		{rpc.CodeLaunchFailed, exitError},
-		{rpc.CodeInternal, exitError},
+		{rpc.CodeCancelTimeout, cli.ExitCancelTimeout},
+		{rpc.CodeSessionBlocked, cli.ExitBlocked},
+		{rpc.CodeSessionBusy, cli.ExitBusy},
+		{rpc.CodeNotFound, cli.ExitError},
+		{rpc.CodeCursorExpired, cli.ExitError},
+		{rpc.CodeLaunchFailed, cli.ExitError},
+		{rpc.CodeInternal, cli.ExitError},
 	}
 	commands := []struct {
 		method string
@@ -217,7 +218,7 @@ func TestDaemonUnavailable(t *testing.T) {
 	defer os.RemoveAll(dir)
 	e, out, _ := testEnv(t, map[string]string{"DLGT_SOCKET": filepath.Join(dir, "none")}, "")
 	code, stdout := runCLI(t, e, out, "session", "list")
-	if code != exitError || !strings.HasPrefix(stdout, `{"ok":false,"error":{"code":"RPC_UNAVAILABLE"`) {
+	if code != cli.ExitError || !strings.HasPrefix(stdout, `{"ok":false,"error":{"code":"RPC_UNAVAILABLE"`) {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 	oneJSONLine(t, stdout)
@@ -254,8 +255,8 @@ func TestUsageErrors(t *testing.T) {
 			d := testkit.NewFakeDaemon(t)
 			e, out, _ := cliEnv(t, d, nil, nil, tt.in)
 			code, stdout := runCLI(t, e, out, tt.args...)
-			if code != exitError {
-				t.Fatalf("exit %d, want %d (stdout %q)", code, exitError, stdout)
+			if code != cli.ExitError {
+				t.Fatalf("exit %d, want %d (stdout %q)", code, cli.ExitError, stdout)
 			}
 			m := oneJSONLine(t, stdout)
 			if m["ok"] != false {
@@ -308,7 +309,7 @@ P = "p"
 			e, out, _ := cliEnv(t, d, map[string]string{"DLGT_PROFILES": path}, environ, "")
 			args := append([]string{"session", "create", "--profile", "review", "--cwd", "/w", "--title", "t", "--request-id", "r"}, tt.flags...)
 			args = append(args, "--", "p")
-			if code, stdout := runCLI(t, e, out, args...); code != exitOK {
+			if code, stdout := runCLI(t, e, out, args...); code != cli.ExitOK {
 				t.Fatalf("exit %d: %q", code, stdout)
 			}
 			sameJSON(t, d.Params(rpc.MethodSessionCreate)[0], tt.want)
@@ -319,7 +320,7 @@ P = "p"
 	d := testkit.NewFakeDaemon(t)
 	d.Set(rpc.MethodSessionSend, testReceipt)
 	e, out, _ := cliEnv(t, d, map[string]string{"DLGT_PROFILES": path}, environ, "")
-	if code, stdout := runCLI(t, e, out, "session", "send", "s1", "--resume", "--profile", "review", "--effort", "low", "--request-id", "r", "--", "p"); code != exitOK {
+	if code, stdout := runCLI(t, e, out, "session", "send", "s1", "--resume", "--profile", "review", "--effort", "low", "--request-id", "r", "--", "p"); code != cli.ExitOK {
 		t.Fatalf("exit %d: %q", code, stdout)
 	}
 	sameJSON(t, d.Params(rpc.MethodSessionSend)[0],
@@ -339,7 +340,7 @@ func TestEvents(t *testing.T) {
 		d.Set(rpc.MethodEventRead, events)
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "events", "--session", "s1", "--after", "4")
-		if code != exitOK || stdout != want {
+		if code != cli.ExitOK || stdout != want {
 			t.Fatalf("exit %d, stdout\n got %q\nwant %q", code, stdout, want)
 		}
 		sameJSON(t, d.Params(rpc.MethodEventRead)[0], `{"session":"s1","after":4}`)
@@ -348,7 +349,7 @@ func TestEvents(t *testing.T) {
 		d := testkit.NewFakeDaemon(t)
 		d.Set(rpc.MethodEventRead, []rpc.Event{})
 		e, out, _ := cliEnv(t, d, nil, nil, "")
-		if code, stdout := runCLI(t, e, out, "events", "--after", "0"); code != exitOK || stdout != "" {
+		if code, stdout := runCLI(t, e, out, "events", "--after", "0"); code != cli.ExitOK || stdout != "" {
 			t.Fatalf("exit %d, stdout %q", code, stdout)
 		}
 		sameJSON(t, d.Params(rpc.MethodEventRead)[0], `{"after":0}`)
@@ -364,7 +365,7 @@ func TestEvents(t *testing.T) {
 		e, _, errb := cliEnv(t, d, nil, nil, "")
 		w := &lineWriter{n: 2, done: make(chan struct{})}
 		done := w.done
-		e.stdout = w
+		e.Stdout = w
 		root := newRootCommand(e)
 		root.SetArgs([]string{"events", "--follow", "--session", "s1"})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -386,7 +387,7 @@ func TestEvents(t *testing.T) {
 		d.Set(rpc.MethodEventSubscribe, &rpc.Error{Code: rpc.CodeNotFound, Message: "no such session"})
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "events", "--follow", "--session", "zz")
-		if code != exitError || stdout != `{"ok":false,"error":{"code":"NOT_FOUND","message":"no such session"}}`+"\n" {
+		if code != cli.ExitError || stdout != `{"ok":false,"error":{"code":"NOT_FOUND","message":"no such session"}}`+"\n" {
 			t.Fatalf("exit %d, stdout %q", code, stdout)
 		}
 	})
@@ -401,7 +402,7 @@ func TestTranscript(t *testing.T) {
 		d.SetPages(rpc.MethodTranscriptReadRaw, []any{page("\x1b[2Jhello ", 0, 10, true), page("world\r\n\x00", 10, 18, false)}...)
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1", "--raw", "--after", "2")
-		if code != exitOK || stdout != "\x1b[2Jhello world\r\n\x00" || errb.Len() != 0 {
+		if code != cli.ExitOK || stdout != "\x1b[2Jhello world\r\n\x00" || errb.Len() != 0 {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 		}
 		ps := d.Params(rpc.MethodTranscriptReadRaw)
@@ -416,7 +417,7 @@ func TestTranscript(t *testing.T) {
 		d.SetPages(rpc.MethodTranscriptReadRaw, []any{page("abc", 0, 3, true), page("def", 3, 6, false)}...)
 		e, out, _ := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1", "--raw", "--limit", "3")
-		if code != exitOK || stdout != "abc" {
+		if code != cli.ExitOK || stdout != "abc" {
 			t.Fatalf("exit %d, stdout %q", code, stdout)
 		}
 		ps := d.Params(rpc.MethodTranscriptReadRaw)
@@ -430,7 +431,7 @@ func TestTranscript(t *testing.T) {
 		d.SetPages(rpc.MethodTranscriptReadRaw, []any{page("abc", 0, 3, false)}...)
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1")
-		if code != exitOK || stdout != "abc" || errb.Len() != 0 {
+		if code != cli.ExitOK || stdout != "abc" || errb.Len() != 0 {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 		}
 	})
@@ -439,7 +440,7 @@ func TestTranscript(t *testing.T) {
 		d.Set(rpc.MethodTranscriptReadRaw, &rpc.Error{Code: rpc.CodeNotFound, Message: "gone"})
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, "transcript", "s1", "--raw")
-		if code != exitError || stdout != "" || errb.String() != `{"ok":false,"error":{"code":"NOT_FOUND","message":"gone"}}`+"\n" {
+		if code != cli.ExitError || stdout != "" || errb.String() != `{"ok":false,"error":{"code":"NOT_FOUND","message":"gone"}}`+"\n" {
 			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errb)
 		}
 	})
@@ -448,7 +449,7 @@ func TestTranscript(t *testing.T) {
 func TestCompletion(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
 	code, stdout := runCLI(t, e, out, "completion", "bash")
-	if code != exitOK || !strings.Contains(stdout, "__start_dlgt") {
+	if code != cli.ExitOK || !strings.Contains(stdout, "__start_dlgt") {
 		t.Fatalf("exit %d, completion output %.200q", code, stdout)
 	}
 }
@@ -464,7 +465,7 @@ func TestRespondPinsThePendingRequest(t *testing.T) {
 	d.Set(rpc.MethodSessionRespond, rpc.SessionRespondResult{Session: testSession, PendingID: "prq_7", Decision: "allow"})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--allow", "-o", "text")
-	if code != exitOK || !strings.HasPrefix(stdout, "allowed  prq_7\n") {
+	if code != cli.ExitOK || !strings.HasPrefix(stdout, "allowed  prq_7\n") {
 		t.Fatalf("exit %d, stdout %q", code, stdout)
 	}
 	ps := d.Params(rpc.MethodSessionRespond)
@@ -475,13 +476,13 @@ func TestRespondPinsThePendingRequest(t *testing.T) {
 	// Nothing pending: SESSION_UNAVAILABLE, and no answer is sent.
 	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: testSession})
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--deny"); code == exitOK || !strings.Contains(stdout, "SESSION_UNAVAILABLE") || len(d.Params(rpc.MethodSessionRespond)) != 1 {
+	if code, stdout := runCLI(t, e, out, "session", "respond", "rev", "--deny"); code == cli.ExitOK || !strings.Contains(stdout, "SESSION_UNAVAILABLE") || len(d.Params(rpc.MethodSessionRespond)) != 1 {
 		t.Fatalf("nothing pending: exit %d, stdout %q", code, stdout)
 	}
 	// Usage: exactly one answer; --message only with --deny.
 	for _, args := range [][]string{{"--allow", "--deny"}, {}, {"--allow", "--message", "m"}} {
 		e, out, _ = cliEnv(t, d, nil, nil, "")
-		if code, _ := runCLI(t, e, out, append([]string{"session", "respond", "rev"}, args...)...); code == exitOK {
+		if code, _ := runCLI(t, e, out, append([]string{"session", "respond", "rev"}, args...)...); code == cli.ExitOK {
 			t.Errorf("%v accepted", args)
 		}
 	}

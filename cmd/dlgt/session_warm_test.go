@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -46,7 +47,7 @@ func TestSessionWarm(t *testing.T) {
 	}
 
 	e, out, _ = cliEnv(t, d, vars, environ, "")
-	if code, _ := runCLI(t, e, out, "session", "warm", "--profile", "far"); code != exitError || len(d.Params(rpc.MethodSessionWarm)) != 2 {
+	if code, _ := runCLI(t, e, out, "session", "warm", "--profile", "far"); code != cli.ExitError || len(d.Params(rpc.MethodSessionWarm)) != 2 {
 		t.Fatalf("a remote profile: exit %d, %d requests", code, len(d.Params(rpc.MethodSessionWarm)))
 	}
 }

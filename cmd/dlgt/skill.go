@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 )
 
 // skillGuide is the agent-facing guide: a SKILL.md with the front matter
@@ -30,10 +31,10 @@ func newSkillCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "skill",
 		Short: "Print the agent-facing guide (SKILL.md) built into this binary",
-		Long:  fmt.Sprintf(skillLong, harness.AndList(harness.DisplayNames(harness.Filter(e.registry(), loadsSkills)))),
+		Long:  fmt.Sprintf(skillLong, harness.AndList(harness.DisplayNames(harness.Filter(e.Registry(), cli.LoadsSkills)))),
 		Example: `  dlgt skill > SKILL.md
   dlgt skill install`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := cmd.OutOrStdout().Write(skillGuide)
 			if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dlgt-dev/dlgt/harness"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
@@ -43,37 +44,37 @@ binary's guide), "stale" (differs, e.g. installed by another version) or
 
 func newSkillInstallCommand(e *env) *cobra.Command {
 	var check bool
-	var hf *harnessFlags
+	var hf *cli.HarnessFlags
 	cmd := &cobra.Command{
 		Use:   "install [--harness NAME]... [--check]",
 		Short: "Install the guide as a skill for each harness, or check the installed copies",
-		Long:  skillInstallLong(e.registry()),
+		Long:  skillInstallLong(e.Registry()),
 		Example: `  dlgt skill install
   dlgt skill install --harness codex -o text
   dlgt skill install --check`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			text, err := textOutput(cmd)
+			text, err := cli.TextOutput(cmd)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
-			ds, err := hf.selected(e)
+			ds, err := hf.Selected(e)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			for _, d := range ds {
 				if d.SkillsDir == "" {
-					return printFailure(cmd, usageError("--harness %s: %s loads no user skills", d.Name, d.DisplayName))
+					return cli.PrintFailure(cmd, cli.Usagef("--harness %s: %s loads no user skills", d.Name, d.DisplayName))
 				}
 			}
 			if len(ds) == 0 {
-				ds = e.registry()
+				ds = e.Registry()
 			}
 			// Every path is resolved before anything is written, so a
 			// bad environment changes nothing.
-			targets, err := setup.SkillTargets(ds, e.getenv)
+			targets, err := setup.SkillTargets(ds, e.Getenv)
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			ok := true
 			for i := range targets {
@@ -84,24 +85,24 @@ func newSkillInstallCommand(e *env) *cobra.Command {
 					continue
 				}
 				if err := setup.InstallSkill(t, skillGuide); err != nil {
-					return printFailure(cmd, setup.InstallSkillError(targets[:i+1], err))
+					return cli.PrintFailure(cmd, setup.InstallSkillError(targets[:i+1], err))
 				}
 			}
 			if !text {
-				return printDoc(cmd, ok, struct {
+				return cli.PrintDoc(cmd, ok, struct {
 					Targets []setup.SkillTarget `json:"targets"`
 				}{targets})
 			}
 			if render.SkillTargets(cmd.OutOrStdout(), targets); !ok {
-				return exitStatus{exitError}
+				return cli.ExitStatus{Code: cli.ExitError}
 			}
 			return nil
 		},
 	}
-	hf = e.addHarnessFlags(cmd, true, "install for this harness: "+harnessList(e.registry())+" (repeatable or comma-separated; default: every harness)")
+	hf = e.AddHarnessFlags(cmd, true, "install for this harness: "+cli.HarnessList(e.Registry())+" (repeatable or comma-separated; default: every harness)")
 	f := cmd.Flags()
 	f.BoolVar(&check, "check", false, "write nothing; report whether each installed copy is current, stale or missing (exit 1 unless all are current)")
-	addPretty(cmd)
-	addOutputFlag(cmd)
+	cli.AddPretty(cmd)
+	cli.AddOutputFlag(cmd)
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 )
 
@@ -97,7 +98,7 @@ func TestSkillInstalledCopySeenByRealClaude(t *testing.T) {
 		}
 		if tc.installed {
 			e, out, _ := testEnv(t, vars, "")
-			if code := run([]string{"skill", "install", "--claude"}, e); code != exitOK || !strings.Contains(out.String(), `"status":"written"`) {
+			if code := run([]string{"skill", "install", "--claude"}, e); code != cli.ExitOK || !strings.Contains(out.String(), `"status":"written"`) {
 				t.Fatalf("%s: install: exit %d %s", tc.name, code, out)
 			}
 		}
@@ -127,7 +128,7 @@ func TestSkillInstalledCopySeenByRealCodex(t *testing.T) {
 			t.Fatal(err)
 		}
 		if installed {
-			if code, doc, _ := runSkill(t, home, codexHome, "install", "--codex"); code != exitOK || statuses(doc)["codex"] != setup.SkillWritten {
+			if code, doc, _ := runSkill(t, home, codexHome, "install", "--codex"); code != cli.ExitOK || statuses(doc)["codex"] != setup.SkillWritten {
 				t.Fatalf("install: exit %d %+v", code, doc)
 			}
 		}
@@ -160,7 +161,7 @@ func TestSkillBodyLoadedByRealClaudeSkillTool(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), state, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, doc, _ := runSkill(t, home, "", "install", "--claude"); code != exitOK || statuses(doc)["claude"] != setup.SkillWritten {
+	if code, doc, _ := runSkill(t, home, "", "install", "--claude"); code != cli.ExitOK || statuses(doc)["claude"] != setup.SkillWritten {
 		t.Fatalf("install: exit %d %+v", code, doc)
 	}
 	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + srv.URL(),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/internal/setup"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -85,7 +86,7 @@ func dirNames(t *testing.T, dir string) []string {
 // brackets (Codex's validator), nothing YAML would read as more structure.
 func TestSkillGuideFrontMatter(t *testing.T) {
 	e, out, _ := testEnv(t, nil, "")
-	if code := run([]string{"skill"}, e); code != exitOK || !bytes.Equal(out.Bytes(), skillGuide) {
+	if code := run([]string{"skill"}, e); code != cli.ExitOK || !bytes.Equal(out.Bytes(), skillGuide) {
 		t.Fatalf("dlgt skill: exit %d, printed %d bytes, want the %d-byte guide", code, out.Len(), len(skillGuide))
 	}
 	rest, ok := strings.CutPrefix(string(skillGuide), "---\n")
@@ -119,8 +120,8 @@ func TestSkillGuideFrontMatter(t *testing.T) {
 // command of this binary and flags that command has; every MCP tool and
 // argument it names exists.
 func TestSkillGuideNamesRealCommandsAndTools(t *testing.T) {
-	root := newRootCommand(&env{getenv: func(string) string { return "" }, environ: func() []string { return nil },
-		stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
+	root := newRootCommand(&env{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})
 	var mentions []string
 	for _, m := range regexp.MustCompile("`(dlgt [^`]+)`").FindAllStringSubmatch(string(skillGuide), -1) {
 		mentions = append(mentions, m[1])
@@ -229,7 +230,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 
 	// Before: both missing.
 	code, doc, _ := runSkill(t, home, codexHome, "install", "--check")
-	if code != exitError || doc.OK || statuses(doc)["claude"] != setup.SkillMissing || statuses(doc)["codex"] != setup.SkillMissing {
+	if code != cli.ExitError || doc.OK || statuses(doc)["claude"] != setup.SkillMissing || statuses(doc)["codex"] != setup.SkillMissing {
 		t.Fatalf("check before install: exit %d %+v", code, doc)
 	}
 	if _, err := os.Stat(codexHome); !os.IsNotExist(err) {
@@ -237,7 +238,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	}
 
 	code, doc, _ = runSkill(t, home, codexHome, "install")
-	if code != exitOK || !doc.OK || len(doc.Targets) != 4 {
+	if code != cli.ExitOK || !doc.OK || len(doc.Targets) != 4 {
 		t.Fatalf("install: exit %d %+v", code, doc)
 	}
 	for _, tg := range doc.Targets {
@@ -285,14 +286,14 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	// Idempotent: the second install writes nothing (same inode).
 	before, _ := os.Stat(claudePath)
 	code, doc, _ = runSkill(t, home, codexHome, "install")
-	if code != exitOK || statuses(doc)["claude"] != setup.SkillUnchanged || statuses(doc)["codex"] != setup.SkillUnchanged {
+	if code != cli.ExitOK || statuses(doc)["claude"] != setup.SkillUnchanged || statuses(doc)["codex"] != setup.SkillUnchanged {
 		t.Fatalf("second install: exit %d %+v", code, doc)
 	}
 	if after, _ := os.Stat(claudePath); !os.SameFile(before, after) {
 		t.Errorf("an unchanged install replaced the file")
 	}
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--check")
-	if code != exitOK || !doc.OK || statuses(doc)["claude"] != setup.SkillCurrent || statuses(doc)["codex"] != setup.SkillCurrent {
+	if code != cli.ExitOK || !doc.OK || statuses(doc)["claude"] != setup.SkillCurrent || statuses(doc)["codex"] != setup.SkillCurrent {
 		t.Fatalf("check after install: exit %d %+v", code, doc)
 	}
 
@@ -300,18 +301,18 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	os.WriteFile(claudePath, []byte("an older guide"), 0o644)
 	os.Remove(codexPath)
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--check", "--claude")
-	if code != exitError || doc.OK || len(doc.Targets) != 1 || statuses(doc)["claude"] != setup.SkillStale {
+	if code != cli.ExitError || doc.OK || len(doc.Targets) != 1 || statuses(doc)["claude"] != setup.SkillStale {
 		t.Fatalf("check stale claude: exit %d %+v", code, doc)
 	}
 	e, out, _ := skillEnv(t, home, codexHome)
-	if code := run([]string{"skill", "install", "--check", "-o", "text"}, e); code != exitError ||
+	if code := run([]string{"skill", "install", "--check", "-o", "text"}, e); code != cli.ExitError ||
 		!regexp.MustCompile(`(?m)^claude +stale +`+regexp.QuoteMeta(claudePath)+`$`).MatchString(out.String()) ||
 		!regexp.MustCompile(`(?m)^codex +missing +`+regexp.QuoteMeta(codexPath)+`$`).MatchString(out.String()) ||
 		!strings.Contains(out.String(), "fix: dlgt skill install --harness claude\nfix: dlgt skill install --harness codex\n") {
 		t.Fatalf("check -o text: exit %d\n%s", code, out)
 	}
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--codex")
-	if code != exitOK || len(doc.Targets) != 1 || statuses(doc)["codex"] != setup.SkillWritten {
+	if code != cli.ExitOK || len(doc.Targets) != 1 || statuses(doc)["codex"] != setup.SkillWritten {
 		t.Fatalf("install --codex: exit %d %+v", code, doc)
 	}
 	if data, _ := os.ReadFile(claudePath); string(data) != "an older guide" {
@@ -321,7 +322,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 	os.WriteFile(claudePath, skillGuide, 0o600)
 	os.Chmod(claudePath, 0o600)
 	code, doc, _ = runSkill(t, home, codexHome, "install", "--claude")
-	if code != exitOK || statuses(doc)["claude"] != setup.SkillWritten || mode(t, claudePath) != 0o644 {
+	if code != cli.ExitOK || statuses(doc)["claude"] != setup.SkillWritten || mode(t, claudePath) != 0o644 {
 		t.Fatalf("install over a 0600 copy: exit %d %+v, mode %v", code, doc, mode(t, claudePath))
 	}
 }
@@ -331,7 +332,7 @@ func TestSkillInstallAndCheck(t *testing.T) {
 func TestSkillInstallClaudeConfigDir(t *testing.T) {
 	home, cfg := t.TempDir(), t.TempDir()
 	e, out, _ := testEnv(t, map[string]string{"HOME": home, "CLAUDE_CONFIG_DIR": cfg}, "")
-	if code := run([]string{"skill", "install", "--claude"}, e); code != exitOK ||
+	if code := run([]string{"skill", "install", "--claude"}, e); code != cli.ExitOK ||
 		!strings.Contains(out.String(), `"path":"`+filepath.Join(cfg, "skills", "dlgt", "SKILL.md")+`","status":"written"`) {
 		t.Fatalf("exit %d, %s", code, out)
 	}
@@ -351,7 +352,7 @@ func TestSkillInstallDefaultsAndSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, doc, _ := runSkill(t, home, "", "install", "--codex")
-	if code != exitOK || len(doc.Targets) != 1 || doc.Targets[0].Path != link || doc.Targets[0].Status != setup.SkillWritten {
+	if code != cli.ExitOK || len(doc.Targets) != 1 || doc.Targets[0].Path != link || doc.Targets[0].Status != setup.SkillWritten {
 		t.Fatalf("exit %d %+v", code, doc)
 	}
 	if mode(t, link)&os.ModeSymlink == 0 {
@@ -360,7 +361,7 @@ func TestSkillInstallDefaultsAndSymlink(t *testing.T) {
 	if data, _ := os.ReadFile(dotfiles); !bytes.Equal(data, skillGuide) {
 		t.Fatalf("the link's target was not written")
 	}
-	if code, doc, _ := runSkill(t, home, "", "install", "--check", "--codex"); code != exitOK || statuses(doc)["codex"] != setup.SkillCurrent {
+	if code, doc, _ := runSkill(t, home, "", "install", "--check", "--codex"); code != cli.ExitOK || statuses(doc)["codex"] != setup.SkillCurrent {
 		t.Fatalf("check through the link: exit %d %+v", code, doc)
 	}
 }
@@ -383,7 +384,7 @@ func TestSkillInstallBadInput(t *testing.T) {
 	} {
 		e, out, _ := testEnv(t, tc.vars, "")
 		code := run(append([]string{"skill", "install"}, tc.args...), e)
-		if code != exitError || !strings.HasPrefix(out.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), tc.want) {
+		if code != cli.ExitError || !strings.HasPrefix(out.String(), `{"ok":false,"error":{"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), tc.want) {
 			t.Errorf("%s: exit %d, %q", tc.name, code, out)
 		}
 		if _, err := os.Stat(codexHome); !os.IsNotExist(err) {
@@ -400,7 +401,7 @@ func TestSkillInstallBadInput(t *testing.T) {
 	os.MkdirAll(filepath.Dir(blocker), 0o755)
 	os.WriteFile(blocker, []byte("not a folder"), 0o644)
 	e, out, _ := skillEnv(t, home, codexHome)
-	if code := run([]string{"skill", "install", "--claude"}, e); code != exitError ||
+	if code := run([]string{"skill", "install", "--claude"}, e); code != cli.ExitError ||
 		!strings.Contains(out.String(), `"code":"INVALID_ARGUMENT"`) || !strings.Contains(out.String(), blocker) {
 		t.Fatalf("exit %d, %q", code, out)
 	}
@@ -417,7 +418,7 @@ func TestDoctorSkillWarnings(t *testing.T) {
 	os.MkdirAll(home, 0o700)
 	vars := map[string]string{"DLGT_HOME": filepath.Join(dir, "fresh"), "PATH": filepath.Join(dir, "empty"), "HOME": home}
 	code, doc, c := runDoctor(t, vars)
-	if code != exitOK || !doc.OK {
+	if code != cli.ExitOK || !doc.OK {
 		t.Fatalf("no harness, no skill: exit %d %+v", code, doc)
 	}
 	for _, h := range []string{"claude", "codex"} {
@@ -431,7 +432,7 @@ func TestDoctorSkillWarnings(t *testing.T) {
 	vars["DLGT_CODEX_BIN"] = fakeBinary(t, dir, "mycodex", "echo 'codex-cli 0.1.2'")
 	fakeBinary(t, bin, "claude", "echo '1.0.0 (Claude Code)'")
 	code, doc, c = runDoctor(t, vars)
-	if code != exitOK || !doc.OK {
+	if code != cli.ExitOK || !doc.OK {
 		t.Fatalf("missing skills failed doctor: exit %d %+v", code, doc)
 	}
 	for _, h := range []string{"claude", "codex"} {
@@ -440,12 +441,12 @@ func TestDoctorSkillWarnings(t *testing.T) {
 			t.Errorf("missing %s skill: %+v", h, s)
 		}
 	}
-	if code, _, _ := runSkill(t, home, "", "install"); code != exitOK {
+	if code, _, _ := runSkill(t, home, "", "install"); code != cli.ExitOK {
 		t.Fatal("install failed")
 	}
 	os.WriteFile(filepath.Join(home, ".codex", "skills", "dlgt", "SKILL.md"), []byte("old"), 0o644)
 	code, doc, c = runDoctor(t, vars)
-	if code != exitOK || !doc.OK {
+	if code != cli.ExitOK || !doc.OK {
 		t.Fatalf("stale skill failed doctor: exit %d %+v", code, doc)
 	}
 	if s := c["skill.claude"]; !s.OK || s.Warning || s.Fix != "" || !strings.Contains(s.Detail, "matches this binary's guide") {
@@ -455,7 +456,7 @@ func TestDoctorSkillWarnings(t *testing.T) {
 		t.Errorf("stale codex skill: %+v", s)
 	}
 	e, out, _ := testEnv(t, vars, "")
-	if code := run([]string{"doctor", "-o", "text"}, e); code != exitOK ||
+	if code := run([]string{"doctor", "-o", "text"}, e); code != cli.ExitOK ||
 		!strings.Contains(out.String(), "[warn] skill.codex: ") || !strings.Contains(out.String(), "       fix: run `dlgt skill install --harness codex`\n") ||
 		!strings.Contains(out.String(), "[ok]   skill.claude: ") {
 		t.Fatalf("doctor -o text: exit %d\n%s", code, out)

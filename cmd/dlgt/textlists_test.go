@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -38,7 +39,7 @@ func TestListingsText(t *testing.T) {
 	for _, c := range cases {
 		e, out, errb := cliEnv(t, d, nil, nil, "")
 		code, stdout := runCLI(t, e, out, c.args...)
-		if code != exitOK || strings.Contains(stdout, `"ok"`) {
+		if code != cli.ExitOK || strings.Contains(stdout, `"ok"`) {
 			t.Fatalf("%v: exit %d\n%s", c.args, code, stdout)
 		}
 		for _, w := range c.want {
@@ -60,7 +61,7 @@ func TestListingsText(t *testing.T) {
 		}
 		e, out, _ = cliEnv(t, d, nil, nil, "")
 		bad := append(append([]string{}, c.args[:len(c.args)-1]...), "yaml")
-		if code, stdout := runCLI(t, e, out, bad...); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
+		if code, stdout := runCLI(t, e, out, bad...); code != cli.ExitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
 			t.Fatalf("%v: exit %d %q", bad, code, stdout)
 		}
 	}
@@ -69,7 +70,7 @@ func TestListingsText(t *testing.T) {
 	// status.
 	d.Set(rpc.MethodScrollbackRead, rpc.Errorf(rpc.CodeNotFound, "no Session rev"))
 	e, out, errb := cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "scrollback", "rev", "-o", "text"); code != exitError || stdout != "" || !strings.HasPrefix(errb.String(), "dlgt: NOT_FOUND: no Session rev\n") {
+	if code, stdout := runCLI(t, e, out, "scrollback", "rev", "-o", "text"); code != cli.ExitError || stdout != "" || !strings.HasPrefix(errb.String(), "dlgt: NOT_FOUND: no Session rev\n") {
 		t.Fatalf("failure under -o text: exit %d %q %q", code, stdout, errb)
 	}
 
@@ -80,13 +81,13 @@ func TestListingsText(t *testing.T) {
 	}
 	e, out, _ = cliEnv(t, d, map[string]string{"DLGT_PROFILES": profiles}, nil, "")
 	code, stdout := runCLI(t, e, out, "profiles", "-o", "text")
-	if code != exitOK || !strings.Contains(stdout, "review   claude   opus   -       max-turns=3      SECRET_TOKEN\n") || strings.Contains(stdout, "hunter2") {
+	if code != cli.ExitOK || !strings.Contains(stdout, "review   claude   opus   -       max-turns=3      SECRET_TOKEN\n") || strings.Contains(stdout, "hunter2") {
 		t.Fatalf("profiles text: exit %d\n%s", code, stdout)
 	}
 	// With none, the table says where they would be defined.
 	missing := filepath.Join(t.TempDir(), "none.toml")
 	e, out, _ = cliEnv(t, d, map[string]string{"DLGT_PROFILES": missing}, nil, "")
-	if code, stdout := runCLI(t, e, out, "profiles", "-o", "text"); code != exitOK || !strings.Contains(stdout, "(no profiles: define them in "+missing+",") {
+	if code, stdout := runCLI(t, e, out, "profiles", "-o", "text"); code != cli.ExitOK || !strings.Contains(stdout, "(no profiles: define them in "+missing+",") {
 		t.Fatalf("no profiles: exit %d\n%s", code, stdout)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/testkit"
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/render"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -23,7 +24,7 @@ func TestSessionListText(t *testing.T) {
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "session", "list", "-o", "text")
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
-	if code != exitOK || len(lines) != 3 || !strings.HasPrefix(lines[0], "SESSION") {
+	if code != cli.ExitOK || len(lines) != 3 || !strings.HasPrefix(lines[0], "SESSION") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	// Aligned: every column starts at the same offset on every line.
@@ -40,11 +41,11 @@ func TestSessionListText(t *testing.T) {
 	}
 	// JSON stays the default.
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "list"); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"sessions":[`) {
+	if code, stdout := runCLI(t, e, out, "session", "list"); code != cli.ExitOK || !strings.HasPrefix(stdout, `{"ok":true,"sessions":[`) {
 		t.Fatalf("default output: %q", stdout)
 	}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "list", "-o", "yaml"); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
+	if code, stdout := runCLI(t, e, out, "session", "list", "-o", "yaml"); code != cli.ExitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
 		t.Fatalf("-o yaml: exit %d %q", code, stdout)
 	}
 }
@@ -114,7 +115,7 @@ func TestSessionListFitsColumns(t *testing.T) {
 	}{{"80", 80}, {"", 120}, {"wide", 120}} {
 		e, out, _ := cliEnv(t, d, map[string]string{"COLUMNS": c.columns}, nil, "")
 		code, stdout := runCLI(t, e, out, "session", "list", "-o", "text")
-		if code != exitOK {
+		if code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", code, stdout)
 		}
 		checkFits(t, stdout, c.width)
@@ -143,7 +144,7 @@ func TestSessionFetchText(t *testing.T) {
 			t.Fatalf("exit %d, text lacks %q:\n%s", code, want, stdout)
 		}
 	}
-	if code != exitOK || strings.Contains(stdout, `"ok"`) {
+	if code != cli.ExitOK || strings.Contains(stdout, `"ok"`) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 }
@@ -183,10 +184,10 @@ func watchFrames(t *testing.T, tty bool, vars map[string]string, sessions []rpc.
 	frames := &lineWriter{n: 9, done: make(chan struct{})}
 	if tty {
 		frames.n = 8
-		e.isTerminal = func(any) bool { return true }
+		e.IsTerminal = func(any) bool { return true }
 	}
-	e.stdout = frames
-	e.signals = make(chan os.Signal, 1)
+	e.Stdout = frames
+	e.Signals = make(chan os.Signal, 1)
 	arrived := frames.done // Write clears the field once it fires
 	done := make(chan int, 1)
 	go func() { done <- run([]string{"session", "list", "--watch"}, e) }()
@@ -197,7 +198,7 @@ func watchFrames(t *testing.T, tty bool, vars map[string]string, sessions []rpc.
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no second frame: %q", frames.String())
 	}
-	e.signals <- os.Interrupt
+	e.Signals <- os.Interrupt
 	if code := <-done; code != 130 {
 		t.Fatalf("exit %d after Ctrl-C", code)
 	}
@@ -211,7 +212,7 @@ func TestDoctorText(t *testing.T) {
 	os.Chmod(home, 0o755)
 	e, out, _ := testEnv(t, map[string]string{"DLGT_HOME": home, "PATH": dir}, "")
 	code, stdout := runCLI(t, e, out, "doctor", "-o", "text")
-	if code != exitError || !strings.Contains(stdout, "[FAIL] state_dir: "+home+" has mode 0755") ||
+	if code != cli.ExitError || !strings.Contains(stdout, "[FAIL] state_dir: "+home+" has mode 0755") ||
 		!strings.Contains(stdout, "       fix: chmod 700 "+home+"\n") || !strings.Contains(stdout, "[ok]   harness.claude: ") ||
 		!strings.HasSuffix(stdout, " checks failed\n") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
@@ -228,7 +229,7 @@ func TestEventsText(t *testing.T) {
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	code, stdout := runCLI(t, e, out, "events", "-o", "text")
 	lines := strings.Split(strings.TrimRight(stdout, "\n"), "\n")
-	if code != exitOK || len(lines) != 2 || !strings.HasPrefix(lines[0], "     5  session.busy ") || !strings.HasSuffix(lines[1], "fix (claude:1) #2 permission Bash rm -rf build") {
+	if code != cli.ExitOK || len(lines) != 2 || !strings.HasPrefix(lines[0], "     5  session.busy ") || !strings.HasSuffix(lines[1], "fix (claude:1) #2 permission Bash rm -rf build") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	// The Sessions are listed once for all their events.
@@ -273,7 +274,7 @@ func TestControlCommandsText(t *testing.T) {
 			e, out, _ := cliEnv(t, d, nil, nil, "")
 			code, stdout := runCLI(t, e, out, args...)
 			for _, want := range c.want {
-				if code != exitOK || !strings.Contains(stdout, want) {
+				if code != cli.ExitOK || !strings.Contains(stdout, want) {
 					t.Fatalf("%s: exit %d, lacks %q:\n%s", args[1], code, want, stdout)
 				}
 			}
@@ -292,19 +293,19 @@ func TestControlCommandsText(t *testing.T) {
 		{[]string{"session", "stop", "review", "-o", "text"}, "review  stopped  claude\n"},
 	} {
 		e, out, _ := cliEnv(t, d, nil, nil, "")
-		if code, stdout := runCLI(t, e, out, c.args...); code != exitOK || stdout != c.want {
+		if code, stdout := runCLI(t, e, out, c.args...); code != cli.ExitOK || stdout != c.want {
 			t.Fatalf("%s: exit %d\n%s\nwant\n%s", c.args[1], code, stdout, c.want)
 		}
 	}
 
 	// JSON stays the default, and a bad -o sends nothing.
 	e, out, _ := cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "stop", "review"); code != exitOK || !strings.HasPrefix(stdout, `{"ok":true,"session":{`) {
+	if code, stdout := runCLI(t, e, out, "session", "stop", "review"); code != cli.ExitOK || !strings.HasPrefix(stdout, `{"ok":true,"session":{`) {
 		t.Fatalf("default output: exit %d %q", code, stdout)
 	}
 	before := d.Count()
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "send", "review", "--request-id", "r9", "-o", "yaml", "--", "hello"); code != exitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
+	if code, stdout := runCLI(t, e, out, "session", "send", "review", "--request-id", "r9", "-o", "yaml", "--", "hello"); code != cli.ExitError || !strings.Contains(stdout, "INVALID_ARGUMENT") {
 		t.Fatalf("-o yaml: exit %d %q", code, stdout)
 	}
 	if d.Count() != before {
@@ -320,12 +321,12 @@ func TestCancelNothingToCancel(t *testing.T) {
 	d.Set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle}})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
 	want := "review  idle  claude\nresult  none: nothing to cancel, no execution was active (the Session is idle)\n"
-	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != exitOK || stdout != want {
+	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != cli.ExitOK || stdout != want {
 		t.Fatalf("idle cancel: exit %d\n%s\nwant\n%s", code, stdout, want)
 	}
 	// JSON is the daemon's answer as it is: no "result" member.
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "cancel", "review"); code != exitOK || strings.Contains(stdout, `"result"`) {
+	if code, stdout := runCLI(t, e, out, "session", "cancel", "review"); code != cli.ExitOK || strings.Contains(stdout, `"result"`) {
 		t.Fatalf("idle cancel JSON: exit %d %q", code, stdout)
 	}
 	e, _, _ = cliEnv(t, d, nil, nil, "")
@@ -338,7 +339,7 @@ func TestCancelNothingToCancel(t *testing.T) {
 	d.Set(rpc.MethodSessionCancel, rpc.SessionResult{Session: rpc.Session{ID: "claude:1111", Alias: "review", Harness: "claude", State: rpc.StateIdle},
 		Result: &rpc.Result{ExecutionSeq: 3, Status: rpc.StatusCanceled, Error: &rpc.ResultError{Code: "canceled", Message: "canceled by request"}}})
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != exitOK || strings.Contains(stdout, "nothing to cancel") || !strings.Contains(stdout, "result  #3 canceled") {
+	if code, stdout := runCLI(t, e, out, "session", "cancel", "review", "-o", "text"); code != cli.ExitOK || strings.Contains(stdout, "nothing to cancel") || !strings.Contains(stdout, "result  #3 canceled") {
 		t.Fatalf("real cancel: exit %d\n%s", code, stdout)
 	}
 	text, _, isErr = callTool(t, cs, "cancel", map[string]any{"session": "review"})
@@ -355,12 +356,12 @@ func TestWarmText(t *testing.T) {
 	d.Set(rpc.MethodSessionCreate, rpc.Receipt{Session: s, ExecutionSeq: 1, Cursor: "2", Submission: rpc.SubmissionConfirmed})
 	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: s})
 	e, out, _ := cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "create", "--harness", "claude", "--request-id", "r", "-o", "text", "--", "go"); code != exitOK ||
+	if code, stdout := runCLI(t, e, out, "session", "create", "--harness", "claude", "--request-id", "r", "-o", "text", "--", "go"); code != cli.ExitOK ||
 		!strings.HasPrefix(stdout, "fix  busy  claude  execution #1  (on a warm spare)\n") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	e, out, _ = cliEnv(t, d, nil, nil, "")
-	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != exitOK || !strings.Contains(stdout, "harness  claude, started on a warm spare\n") {
+	if code, stdout := runCLI(t, e, out, "session", "read", "fix", "-o", "text"); code != cli.ExitOK || !strings.Contains(stdout, "harness  claude, started on a warm spare\n") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/dlgt-dev/dlgt/internal/cli"
 	"github.com/dlgt-dev/dlgt/internal/ui"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -34,22 +35,22 @@ func newUICommand(e *env) *cobra.Command {
 		Long:  uiLong,
 		Example: `  dlgt ui
   NO_COLOR=1 dlgt ui`,
-		Args: jsonArgs(cobra.NoArgs),
+		Args: cli.JSONArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !e.terminal(e.stdin) || !e.terminal(e.stdout) {
-				return printFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "dlgt ui needs a terminal on stdin and stdout"))
+			if !e.Terminal(e.Stdin) || !e.Terminal(e.Stdout) {
+				return cli.PrintFailure(cmd, rpc.Errorf(rpc.CodeInvalidArgument, "dlgt ui needs a terminal on stdin and stdout"))
 			}
-			c, err := e.client()
+			c, err := e.Client()
 			if err != nil {
-				return printFailure(cmd, err)
+				return cli.PrintFailure(cmd, err)
 			}
 			var pre []string
-			if e.hostFlag != "" {
-				pre = []string{"--host", e.hostFlag}
+			if e.HostFlag != "" {
+				pre = []string{"--host", e.HostFlag}
 			}
-			err = ui.Run(cmd.Context(), ui.Options{Client: c, Exe: e.exe, ExeArgs: pre, NoColor: e.getenv("NO_COLOR") != ""})
+			err = ui.Run(cmd.Context(), ui.Options{Client: c, Exe: e.Exe, ExeArgs: pre, NoColor: e.Getenv("NO_COLOR") != ""})
 			if err != nil {
-				return printFailure(cmd, rpc.Errorf(rpc.CodeInternal, "dlgt ui: %v", err))
+				return cli.PrintFailure(cmd, rpc.Errorf(rpc.CodeInternal, "dlgt ui: %v", err))
 			}
 			return nil
 		},
