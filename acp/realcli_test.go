@@ -319,3 +319,46 @@ func TestRealCodexCut(t *testing.T) {
 		t.Errorf("prompt: %v; result %s stop_reason %q error %+v", err, rd.Result.Status, rd.Result.StopReason, rd.Result.Error)
 	}
 }
+
+// TestRealToolCallsAfterRestart: the pinned Claude Code and Codex run a
+// tool in a turn; after a daemon restart, a new connection's
+// session/load replays that turn's tool call, completed, between its
+// prompt and its answer, from the result the daemon stored.
+func TestRealToolCallsAfterRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLIs")
+	}
+	for _, row := range realRows[:2] {
+		t.Run(row.name, func(t *testing.T) {
+			script := mockapi.Script{mockapi.Prefix("ACP-RUN", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-RUN"})}
+			env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
+			row.setup(t, env, script)
+			w := newWorldEnv(t, env)
+			ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
+			defer cancel()
+			e := w.connectWith(acp.Options{Launch: row.spec(false), Version: "test"})
+			e.initialize(ctx)
+			id := e.newSession(ctx, w.cwd)
+			if r, err := e.prompt(ctx, id, "ACP-RUN it"); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+				t.Fatalf("prompt: %+v, %v", r, err)
+			}
+			live := e.toolUpdates(id)
+			checkRealToolCall(t, live)
+			e.quit()
+			w.restart()
+
+			e2 := w.connectWith(acp.Options{Launch: row.spec(false), Version: "test"})
+			e2.initialize(ctx)
+			if _, err := e2.conn.LoadSession(ctx, sdk.LoadSessionRequest{SessionId: id, Cwd: w.cwd, McpServers: []sdk.McpServer{}}); err != nil {
+				t.Fatalf("session/load: %v", err)
+			}
+			got := e2.replay(id)
+			ups := e2.toolUpdates(id)
+			if len(got) != 3 || got[0] != "user: ACP-RUN it" || !strings.HasPrefix(got[1], "tool completed execute ") ||
+				!strings.Contains(got[1], "touch acp-marker") || got[2] != "agent: AFTER-RUN" ||
+				len(ups) != 1 || len(live) == 0 || ups[0].id != live[0].id {
+				t.Errorf("replayed %q (tool updates %+v, live %+v)", got, ups, live)
+			}
+		})
+	}
+}
