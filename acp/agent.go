@@ -229,7 +229,8 @@ func (a *agent) get(id sdk.SessionId) (*session, error) {
 }
 
 // LoadSession replays a dlgt Session's retained results (the prompt as
-// user_message_chunk when the daemon kept it, the final text as
+// user_message_chunk when the daemon kept it, then its kept tool calls as
+// tool_call with their last status, then the final text as
 // agent_message_chunk), then follows it.
 func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	s, res, err := a.open(ctx, p.SessionId)
@@ -239,6 +240,11 @@ func (a *agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	for _, r := range res.Results {
 		if p, ok := promptOf(r); ok {
 			if err := a.update(s.id, sdk.UpdateUserMessageText(p)); err != nil {
+				return sdk.LoadSessionResponse{}, err
+			}
+		}
+		for _, u := range replayedTools(r) {
+			if err := a.update(s.id, u); err != nil {
 				return sdk.LoadSessionResponse{}, err
 			}
 		}
@@ -290,7 +296,7 @@ func (a *agent) open(ctx context.Context, id sdk.SessionId) (*session, *client.S
 	}
 	// Pages as large as the watcher's, so a replayed prompt is cut no
 	// sooner than a followed one.
-	res, err := a.c.ResultsPaged(ctx, rd.Session.ID, 0, fetchBytes)
+	res, err := a.c.ResultsPaged(ctx, rd.Session.ID, 0, fetchBytes, true)
 	if err != nil {
 		return nil, nil, acpError(err)
 	}

@@ -2,6 +2,8 @@ package acp_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -29,6 +31,7 @@ type world struct {
 	cwd  string
 	c    *client.Client
 	env  map[string]string
+	d    *testkit.Daemon
 }
 
 func newWorld(t *testing.T) *world {
@@ -42,19 +45,36 @@ func newWorldEnv(t *testing.T, env map[string]string) *world {
 	t.Helper()
 	dir := testkit.ShortDir(t)
 	home := filepath.Join(dir, "h")
-	testkit.StartDaemon(t, home)
+	d := testkit.StartDaemon(t, home)
 	cwd := filepath.Join(dir, "work")
 	os.MkdirAll(cwd, 0o700)
 	if env == nil {
 		env = testkit.FakeClaudeEnv(dir)
 	}
-	c, err := client.New(client.Options{Getenv: testkit.Getenv(map[string]string{"DLGT_HOME": home}), Environ: testkit.Environ(env),
+	w := &world{t: t, home: home, cwd: cwd, env: env, d: d}
+	w.c = w.newClient()
+	return w
+}
+
+// newClient is a client of the world's daemon.
+func (w *world) newClient() *client.Client {
+	w.t.Helper()
+	c, err := client.New(client.Options{Getenv: testkit.Getenv(map[string]string{"DLGT_HOME": w.home}), Environ: testkit.Environ(w.env),
 		NoAutostart: true, Host: "local"})
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return &world{t: t, home: home, cwd: cwd, c: c, env: env}
+	w.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// restart stops the daemon and starts a new one on the same home, with a
+// new client (editors connected before keep the old one).
+func (w *world) restart() {
+	w.t.Helper()
+	w.d.Stop()
+	w.d = testkit.StartDaemon(w.t, w.home)
+	w.c = w.newClient()
 }
 
 // editor is a real ACP client (the SDK's client side) connected to an
@@ -242,7 +262,14 @@ func (e *editor) userText(id sdk.SessionId) string {
 
 // conversation is the session's message chunks in order, each run of
 // chunks of one side joined: "user: …" and "agent: …".
-func (e *editor) conversation(id sdk.SessionId) []string {
+func (e *editor) conversation(id sdk.SessionId) []string { return e.updatesOf(id, false) }
+
+// replay is conversation with each tool_call between ("tool <status>
+// <kind> <title> <raw input> <raw output>") and any other update as
+// "other update".
+func (e *editor) replay(id sdk.SessionId) []string { return e.updatesOf(id, true) }
+
+func (e *editor) updatesOf(id sdk.SessionId, all bool) []string {
 	e.stub.mu.Lock()
 	defer e.stub.mu.Unlock()
 	var out []string
@@ -256,7 +283,17 @@ func (e *editor) conversation(id sdk.SessionId) []string {
 			side, text = "user: ", u.UserMessageChunk.Content.Text.Text
 		case u.AgentMessageChunk != nil && u.AgentMessageChunk.Content.Text != nil:
 			side, text = "agent: ", u.AgentMessageChunk.Content.Text.Text
+		case !all:
+			continue
+		case u.ToolCall != nil:
+			in, _ := json.Marshal(u.ToolCall.RawInput)
+			outp, _ := json.Marshal(u.ToolCall.RawOutput)
+			out = append(out, fmt.Sprintf("tool %s %s %s %s %s", u.ToolCall.Status, u.ToolCall.Kind, u.ToolCall.Title, in, outp))
+			last = ""
+			continue
 		default:
+			out = append(out, "other update")
+			last = ""
 			continue
 		}
 		if side == last {

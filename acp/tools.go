@@ -228,3 +228,36 @@ func rawOutput(tc *rpc.ToolCallEvent) any {
 	}
 	return out
 }
+
+// replayedTools are the updates that replay result r's kept tool calls
+// (rpc.Result tool_calls) on session/load: each call once, as a
+// tool_call with its last status; a call whose end the daemon did not
+// see (declined at the harness's dialog) ends with the turn, as a
+// followed one does (finish).
+func replayedTools(r rpc.Result) []sdk.SessionUpdate {
+	out := make([]sdk.SessionUpdate, 0, len(r.ToolCalls))
+	for _, c := range r.ToolCalls {
+		if c.ID == "" {
+			continue
+		}
+		ev := rpc.Event{Tool: c.Tool, Command: c.Command, ToolCall: &rpc.ToolCallEvent{
+			ID: c.ID, Status: c.Status, Input: c.Input, InputTruncated: c.InputTruncated, Error: c.Error}}
+		status := sdk.ToolCallStatusCompleted
+		switch {
+		case c.Status == rpc.ToolStatusFailed:
+			status = sdk.ToolCallStatusFailed
+		case c.Status == rpc.ToolStatusStarted && r.Status != rpc.StatusCompleted:
+			status = sdk.ToolCallStatusFailed
+		}
+		detail := c.Command
+		if detail == "" {
+			detail = string(c.Input)
+		}
+		opts := []sdk.ToolCallStartOpt{sdk.WithStartKind(toolKind(c.Tool)), sdk.WithStartStatus(status), sdk.WithStartRawInput(rawInput(ev))}
+		if c.Error != "" {
+			opts = append(opts, sdk.WithStartRawOutput(rawOutput(ev.ToolCall)))
+		}
+		out = append(out, sdk.StartToolCall(sdk.ToolCallId(c.ID), toolTitle(c.Tool, detail), opts...))
+	}
+	return out
+}

@@ -58,6 +58,10 @@ func JoinChunk(rs []rpc.Result, r rpc.Result) []rpc.Result {
 		// The prompt comes with the first piece only.
 		r.Prompt, r.PromptTruncated = rs[n-1].Prompt, rs[n-1].PromptTruncated
 	}
+	if r.ToolCalls == nil && !r.ToolCallsTruncated {
+		// So do the tool calls.
+		r.ToolCalls, r.ToolCallsTruncated = rs[n-1].ToolCalls, rs[n-1].ToolCallsTruncated
+	}
 	rs[n-1] = r
 	return rs
 }
@@ -173,15 +177,16 @@ type SessionResults struct {
 // after (session.fetch with after_execution, then its cursor while
 // has_more), oldest first, each final_text whole (JoinChunk).
 func (c *Client) Results(ctx context.Context, ref string, after uint64) (*SessionResults, error) {
-	return c.ResultsPaged(ctx, ref, after, 0)
+	return c.ResultsPaged(ctx, ref, after, 0, false)
 }
 
 // ResultsPaged is Results with pages of maxBytes (session.fetch's
 // max_bytes; 0 is the daemon's default): a larger page carries a longer
-// prompt whole (docs/rpc.md, "Result prompt").
-func (c *Client) ResultsPaged(ctx context.Context, ref string, after uint64, maxBytes int) (*SessionResults, error) {
+// prompt whole (docs/rpc.md, "Result prompt"). toolCalls asks for each
+// result's tool_calls too ("Result tool calls").
+func (c *Client) ResultsPaged(ctx context.Context, ref string, after uint64, maxBytes int, toolCalls bool) (*SessionResults, error) {
 	out := &SessionResults{Results: []rpc.Result{}}
-	p := rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), AfterExecution: &after, MaxBytes: maxBytes}
+	p := rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), AfterExecution: &after, MaxBytes: maxBytes, ToolCalls: toolCalls}
 	for page := 0; ; page++ {
 		if page == maxResultPages {
 			return nil, rpc.Errorf(rpc.CodeInternal, "session results: no end after %d pages", page)
@@ -201,6 +206,6 @@ func (c *Client) ResultsPaged(ctx context.Context, ref string, after uint64, max
 			return out, nil
 		}
 		cur, _ := json.Marshal(doc.Cursor)
-		p = rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), Cursor: cur, MaxBytes: maxBytes}
+		p = rpc.SessionFetchParams{Session: ref, Screen: json.RawMessage("false"), Cursor: cur, MaxBytes: maxBytes, ToolCalls: toolCalls}
 	}
 }

@@ -49,10 +49,14 @@ func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 		rt.drainOutput(s, p.LaunchID)
 		s.rows.Flush()
 	}
-	if ev.Kind == harness.KindStop {
-		// Its usage and, when the hook carries none, its text are read
-		// from the transcript, which may lag the hook (reply.go).
+	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
+		// Its usage and stop reason and, for a Stop that carries none,
+		// its text are read from the transcript, which may lag the hook
+		// (usage.go, reply.go): Claude Code's StopFailure too runs
+		// before its queued writes of the turn's last messages land.
 		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
+	}
+	if ev.Kind == harness.KindStop {
 		rt.awaitReply(ctx, s, p.LaunchID, &ev)
 	}
 	return rt.applyEvidence(s, p.LaunchID, ev)

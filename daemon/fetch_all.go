@@ -93,6 +93,9 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 	if fr.ScreenSet {
 		return nil, rpc.InvalidField("screen", "all:true does not aggregate screens; fetch one Session for its screen")
 	}
+	if fr.ToolCalls {
+		return nil, rpc.InvalidField("tool_calls", "all:true does not carry tool calls; fetch one Session for them")
+	}
 	fr.Screen = false
 	var pos *positions.Position
 	if fr.HasCursor {

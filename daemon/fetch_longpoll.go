@@ -57,7 +57,7 @@ func (lp *longPoll) Start(respond func(any, error)) (stop func()) {
 
 // parkLocked waits for the change that closes changed.
 func (lp *longPoll) parkLocked(changed <-chan struct{}) {
-	lp.key = shareKey{pos: lp.pos, screen: lp.fr.Screen, stableCap: lp.fr.StableCap, maxBytes: lp.fr.MaxBytes, wokeFrom: changed}
+	lp.key = shareKey{pos: lp.pos, screen: lp.fr.Screen, stableCap: lp.fr.StableCap, maxBytes: lp.fr.MaxBytes, tools: lp.fr.ToolCalls, wokeFrom: changed}
 	if !fetchShareWakes {
 		lp.key.solo = lp
 	}

@@ -23,6 +23,7 @@ type shareKey struct {
 	screen    bool
 	stableCap int
 	maxBytes  int
+	tools     bool
 	wokeFrom  <-chan struct{}
 	solo      *longPoll
 }

@@ -460,6 +460,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 		p := e.prompt
 		res.Prompt = &p
 	}
+	res.ToolCalls, res.ToolCallsTruncated = e.tools.Calls()
 	data, _ := rpc.Marshal(res)
 	seq := e.seq
 	rt.storeLocked(s, "result", func(w store.Writer) error { return w.PutResult(s.uid, seq, data) })

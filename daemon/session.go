@@ -9,6 +9,7 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon/approvals"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
+	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/pty"
 	"github.com/dlgt-dev/dlgt/rpc"
@@ -82,6 +83,8 @@ type execution struct {
 	// when the execution started, if it was known then (see usage.go).
 	usagePath string
 	usageFrom int64
+	// tools are the tool calls its result keeps (s.mu).
+	tools toolcalls.Turn
 }
 
 // markReady closes g.ready once: the provider's ready evidence, or a

@@ -1,8 +1,9 @@
 // Tool call events: each tool a harness runs, as its hooks report it
 // (harness.ToolCall), kept in a bounded in-memory log and served as
 // tool.call events by event.read and event.subscribe to a caller that asks
-// (tool_calls). They are not lifecycle events: they are not stored, not in
-// session.fetch, and a daemon restart forgets them.
+// (tool_calls). They are not lifecycle events: they are not stored, and a
+// daemon restart forgets them. What lasts is each call's last status in
+// its execution's result (tool_calls), stored with the result.
 
 package daemon
 
@@ -33,7 +34,16 @@ func (rt *runtime) recordToolCall(s *session, launch string, ev harness.Evidence
 	}
 	uid, id := s.uid, s.rec.ID
 	s.mu.Unlock()
-	rt.tools.Add(uid, id, execSeq, rt.db.LastEventSeq(), ev.ToolCall)
+	rec := rt.tools.Add(uid, id, execSeq, rt.db.LastEventSeq(), ev.ToolCall)
+	if execSeq == 0 {
+		return
+	}
+	// The execution's result keeps its calls (rpc.Result tool_calls).
+	s.mu.Lock()
+	if s.exec != nil && s.exec.seq == execSeq {
+		s.exec.tools.Note(rec, ev.ToolCall)
+	}
+	s.mu.Unlock()
 }
 
 // toolStart is where a caller's tool.call events start: its tool_after,

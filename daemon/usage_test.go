@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -208,5 +209,24 @@ func TestExecUsageUnderAnotherTurnsID(t *testing.T) {
 		if err != nil || u == nil || *u != want {
 			t.Errorf("turn id %q: usage %+v (%v), want %+v", id, u, err, want)
 		}
+	}
+}
+
+// A turn Claude Code ends with StopFailure (every continuation of a cut
+// answer was cut) whose transcript lines land after the hook ran: the
+// result's stop_reason is read once they have landed, as a Stop's usage
+// is, not at once (which found the turn open and no reason).
+func TestStopFailureWaitsForTheTranscript(t *testing.T) {
+	td := startTestDaemon(t)
+	r := td.create(t, "late-fail-1", "[[fail]] [[cut]] [[lateend 1500]] write it all")
+	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
+	if res.Status != rpc.StatusFailed || res.StopReason != rpc.StopMaxTokens || res.Error == nil ||
+		!strings.Contains(res.Error.Message, "MOCK-FAIL") {
+		t.Fatalf("result %+v (error %+v), want failed with stop_reason max_tokens", res, res.Error)
+	}
+	// The cut message's usage is counted: the transcript was read after
+	// it landed.
+	if string(res.Usage) == "null" {
+		t.Errorf("usage null: the transcript was read before the turn landed")
 	}
 }

@@ -165,11 +165,13 @@ func TestMCPWaitAssemblesChunks(t *testing.T) {
 	}
 }
 
-// read leaves the result's prompt out of what the model reads.
+// read leaves the result's prompt and tool calls out of what the model
+// reads.
 func TestMCPReadLeavesThePromptOut(t *testing.T) {
 	d := testkit.NewFakeDaemon(t)
 	d.Set(rpc.MethodSessionRead, rpc.SessionReadResult{Session: rpc.Session{ID: "claude:03", Harness: "claude", State: "idle"},
-		Result: &rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: strp("answer"), Prompt: strp("a long prompt"), PromptTruncated: true}})
+		Result: &rpc.Result{ExecutionSeq: 1, Status: "completed", FinalText: strp("answer"), Prompt: strp("a long prompt"), PromptTruncated: true,
+			ToolCalls: []rpc.ResultToolCall{{ID: "toolu_1", Tool: "Bash", Command: "echo secret-call", Status: "completed"}}, ToolCallsTruncated: true}})
 	cs := testServer(t, d, nil, nil, 5*time.Second)
 	text, st, isErr := callTool(t, cs, "read", map[string]any{"session": "claude:03"})
 	res, _ := st["result"].(map[string]any)
@@ -178,6 +180,9 @@ func TestMCPReadLeavesThePromptOut(t *testing.T) {
 	}
 	if _, ok := res["prompt"]; ok || res["prompt_truncated"] != nil || strings.Contains(text, "long prompt") {
 		t.Errorf("the prompt reached the model: %v", res)
+	}
+	if _, ok := res["tool_calls"]; ok || res["tool_calls_truncated"] != nil || strings.Contains(text, "secret-call") {
+		t.Errorf("the tool calls reached the model: %v", res)
 	}
 }
 

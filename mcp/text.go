@@ -284,9 +284,12 @@ func (t *tools) sessionResultText(verb string, r *rpc.SessionResult) *sdk.CallTo
 
 // dropPrompt leaves a result's prompt (docs/rpc.md, "Result prompt") out
 // of what a model reads: a leader wrote it, and echoing up to 512 KiB of it
-// back would spend the leader's context for nothing.
+// back would spend the leader's context for nothing. The result's
+// tool_calls ("Result tool calls", up to 64 inputs) go too: the answer is
+// what a leader reads, and the calls stay readable with session.read.
 func dropPrompt(r *rpc.Result) {
 	if r != nil {
 		r.Prompt, r.PromptTruncated = nil, false
+		r.ToolCalls, r.ToolCallsTruncated = nil, false
 	}
 }

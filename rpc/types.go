@@ -301,6 +301,9 @@ type SessionFetchParams struct {
 	// AfterExecution (an extension of the seed) starts from the retained
 	// results after this execution_seq instead of a cursor.
 	AfterExecution *uint64 `json:"after_execution,omitempty"`
+	// ToolCalls (an extension) carries each result's tool_calls on its
+	// first chunk; without it no result in the document has them.
+	ToolCalls bool `json:"tool_calls,omitempty"`
 }
 
 // SessionCancelParams are the parameters of session.cancel.
@@ -507,6 +510,42 @@ type Result struct {
 	// that ended normally, or a harness whose transcript keeps no stop
 	// reason).
 	StopReason string `json:"stop_reason,omitempty"`
+	// ToolCalls (an extension) are the tool calls the execution ran, in
+	// the order they started, each with its last status: at most
+	// MaxResultToolCalls, each input bounded by MaxResultToolInput.
+	// session.read and the results of session.cancel and session.stop
+	// carry them whole; session.fetch only when asked (tool_calls), on a
+	// result's first chunk, within a quarter of the room left. Absent for
+	// a turn with none, or stored by a daemon older than the field.
+	ToolCalls []ResultToolCall `json:"tool_calls,omitempty"`
+	// ToolCallsTruncated (an extension): ToolCalls holds only the first
+	// of the turn's calls (over MaxResultToolCalls, or cut by a fetch's
+	// room).
+	ToolCallsTruncated bool `json:"tool_calls_truncated,omitempty"`
+}
+
+// Bounds of a result's tool_calls.
+const (
+	// MaxResultToolCalls bounds the tool calls a result keeps.
+	MaxResultToolCalls = 64
+	// MaxResultToolInput bounds each kept call's input: a longer one is
+	// a JSON string of its first MaxResultToolInput bytes of compact
+	// JSON, flagged input_truncated.
+	MaxResultToolInput = 2048
+)
+
+// ResultToolCall is one tool call of a result: the tool.call events of
+// the call folded into its last status (started: no end was seen before
+// the result, e.g. a call declined at the harness's dialog). The output
+// is not kept.
+type ResultToolCall struct {
+	ID             string          `json:"id"`
+	Tool           string          `json:"tool"`
+	Command        string          `json:"command,omitempty"`
+	Status         string          `json:"status"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	InputTruncated bool            `json:"input_truncated,omitempty"`
+	Error          string          `json:"error,omitempty"`
 }
 
 // A result's stop_reason values.

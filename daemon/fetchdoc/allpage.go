@@ -104,7 +104,7 @@ func EnumPage(env rpc.Runtime, in *EnumInput, upto *AllMark, fr *Req) (*AllDoc, 
 			if st.LatestErr != nil {
 				return nil, st.LatestErr
 			}
-			baselineResult(st.Latest, st.LatestEnd, &mark, &b, &r, &more)
+			baselineResult(st.Latest, st.LatestEnd, &mark, &b, &r, &more, false)
 		} else if st.Earlier {
 			break // this Session's result belongs on the next page
 		}
@@ -287,7 +287,7 @@ func AllDeltaOf(env rpc.Runtime, entries []AllEntry, quiet bool, prev, upto *All
 				return nil, st.LatestErr
 			}
 			more := false
-			baselineResult(st.Latest, st.LatestEnd, &sl.m, &sl.b, &room, &more)
+			baselineResult(st.Latest, st.LatestEnd, &sl.m, &sl.b, &room, &more, false)
 			a.HasMore = a.HasMore || more
 		}
 		slots = append(slots, sl)
@@ -345,7 +345,7 @@ func AllDeltaOf(env rpc.Runtime, entries []AllEntry, quiet bool, prev, upto *All
 			continue
 		}
 		cut, rfull := false, false
-		addResults(sl.p.results, sl.p.e.From, sl.p.upto, &sl.m, &sl.b.Results, &nres, &room, &rfull, &cut)
+		addResults(sl.p.results, sl.p.e.From, sl.p.upto, &sl.m, &sl.b.Results, &nres, &room, &rfull, &cut, false)
 		if rfull {
 			full = true
 			if nres >= MaxResults {

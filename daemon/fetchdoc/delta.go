@@ -139,7 +139,7 @@ func DeltaOf(env rpc.Runtime, st *State, from Mark, upto *Mark, fr *Req) (*Delta
 	// workable max_bytes keeps working when an unchunkable event arrives
 	// ahead of the chunk it was verified with).
 	nres := 0
-	addResults(st.Results, from, upto, &d.Mark, &d.Bucket.Results, &nres, &room, &full, &cut)
+	addResults(st.Results, from, upto, &d.Mark, &d.Bucket.Results, &nres, &room, &full, &cut, fr.ToolCalls)
 
 	// Stable rows: fragment_before, whole rows, fragment_after.
 	if d.Bucket.Screen != nil && fr.StableCap > 0 {
@@ -157,7 +157,7 @@ func DeltaOf(env rpc.Runtime, st *State, from Mark, upto *Mark, fr *Req) (*Delta
 
 // addResults appends the results in rs (ascending, seq > from.Result) to
 // out, chunking a final_text that does not fit, and advances mark.
-func addResults(rs []store.Result, from Mark, upto, mark *Mark, out *[]rpc.Result, nres, room *int, full, cut *bool) {
+func addResults(rs []store.Result, from Mark, upto, mark *Mark, out *[]rpc.Result, nres, room *int, full, cut *bool, tools bool) {
 	for _, r := range rs {
 		if r.Seq <= mark.Result {
 			continue
@@ -188,7 +188,7 @@ func addResults(rs []store.Result, from Mark, upto, mark *Mark, out *[]rpc.Resul
 			off = end
 		}
 		comma := BoolInt(len(*out) > 0)
-		res, piece, complete, ok := fitChunk(res, text[off:end], end == len(text), off, *room-comma)
+		res, piece, complete, ok := fitChunk(res, text[off:end], end == len(text), off, *room-comma, tools)
 		if !ok {
 			*full = true
 			return
@@ -322,7 +322,7 @@ func BaselineOf(env rpc.Runtime, st *State, fr *Req, gaps, top []rpc.Gap) (*Delt
 	if st.LatestErr != nil {
 		return nil, st.LatestErr
 	}
-	baselineResult(st.Latest, st.LatestEnd, &mark, &d.Bucket, &room, &d.HasMore)
+	baselineResult(st.Latest, st.LatestEnd, &mark, &d.Bucket, &room, &d.HasMore, fr.ToolCalls)
 	if d.Bucket.Screen != nil && fr.StableCap > 0 {
 		tail := st.Tail
 		// Keep the newest rows that fit.
@@ -350,7 +350,7 @@ func BaselineOf(env rpc.Runtime, st *State, fr *Req, gaps, top []rpc.Gap) (*Delt
 // (a replay: the one to reproduce, of which end bytes of final_text; end
 // -1: all), to b. A final_text that does not fit is chunked and mark is
 // set back to continue it.
-func baselineResult(res *rpc.Result, end int, mark *Mark, b *rpc.FetchSession, room *int, hasMore *bool) {
+func baselineResult(res *rpc.Result, end int, mark *Mark, b *rpc.FetchSession, room *int, hasMore *bool, tools bool) {
 	if res == nil {
 		return
 	}
@@ -359,7 +359,7 @@ func baselineResult(res *rpc.Result, end int, mark *Mark, b *rpc.FetchSession, r
 		end = len(text)
 	}
 	comma := BoolInt(len(b.Results) > 0)
-	r, piece, complete, ok := fitChunk(*res, text[:end], end == len(text), 0, *room-comma)
+	r, piece, complete, ok := fitChunk(*res, text[:end], end == len(text), 0, *room-comma, tools)
 	if !ok {
 		mark.Result, mark.TextOff = res.ExecutionSeq-1, 0
 		*hasMore = true

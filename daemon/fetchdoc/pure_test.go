@@ -328,3 +328,34 @@ func TestEventLoss(t *testing.T) {
 		t.Fatalf("%d seqs kept", len(l.seqs))
 	}
 }
+
+// A result's tool_calls come only when asked, on its first chunk, as
+// many of the first calls as take a quarter of the room, flagged when
+// some are left out; a chunk that does not fit with them goes without.
+func TestFitChunkToolCalls(t *testing.T) {
+	text := "answer"
+	var calls []rpc.ResultToolCall
+	for i := 0; i < 10; i++ {
+		calls = append(calls, rpc.ResultToolCall{ID: strings.Repeat("i", 20), Tool: "Bash", Status: rpc.ToolStatusCompleted, Input: json.RawMessage(`{"command":"` + strings.Repeat("x", 100) + `"}`)})
+	}
+	res := rpc.Result{ExecutionSeq: 1, Status: rpc.StatusCompleted, FinalText: &text, ToolCalls: calls}
+	if r, _, _, ok := fitChunk(res, text, true, 0, 64<<10, false); !ok || r.ToolCalls != nil || r.ToolCallsTruncated {
+		t.Errorf("not asked: %+v", r)
+	}
+	if r, _, _, ok := fitChunk(res, text, true, 0, 64<<10, true); !ok || len(r.ToolCalls) != 10 || r.ToolCallsTruncated {
+		t.Errorf("room for all: %d calls, cut %v", len(r.ToolCalls), r.ToolCallsTruncated)
+	}
+	room := 4 * (JSONLen(calls[:3]) + 64)
+	r, piece, _, ok := fitChunk(res, text, true, 0, room, true)
+	if !ok || len(r.ToolCalls) != 3 || !r.ToolCallsTruncated || piece != text {
+		t.Errorf("a quarter of %d: %d calls, cut %v, %q", room, len(r.ToolCalls), r.ToolCallsTruncated, piece)
+	}
+	if r, _, _, _ := fitChunk(res, text[2:], true, 2, 64<<10, true); r.ToolCalls != nil {
+		t.Errorf("a later chunk carries %d calls", len(r.ToolCalls))
+	}
+	// Too small a room for any call: the chunk goes, flagged.
+	r, piece, _, ok = fitChunk(res, text, true, 0, JSONLen(WithChunk(rpc.Result{ExecutionSeq: 1, Status: rpc.StatusCompleted}, text, 0, true))+40, true)
+	if !ok || r.ToolCalls != nil || !r.ToolCallsTruncated || piece != text {
+		t.Errorf("tight room: %+v %q %v", r, piece, ok)
+	}
+}

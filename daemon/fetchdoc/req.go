@@ -48,6 +48,8 @@ type Req struct {
 	// after: start from the retained results after this execution_seq.
 	After    uint64
 	HasAfter bool
+	// ToolCalls: results carry their tool_calls (an extension).
+	ToolCalls bool
 }
 
 func Parse(p *rpc.SessionFetchParams) (*Req, error) {
@@ -89,6 +91,7 @@ func Parse(p *rpc.SessionFetchParams) (*Req, error) {
 	}
 	fr.MaxBytes = max
 	fr.Budget = max - CLIWrapper
+	fr.ToolCalls = p.ToolCalls
 	if p.AfterExecution != nil {
 		if fr.HasCursor {
 			return nil, rpc.InvalidField("after_execution", "give cursor or after_execution, not both")

@@ -180,21 +180,55 @@ func fitText(text string, whole bool, size func(string, bool) int, room int) (st
 // result's prompt (an extension) on its first chunk only: whole when its
 // JSON takes at most half of room, else cut at a UTF-8 boundary and
 // flagged prompt_truncated; when the chunk does not fit with any of it,
-// without it, so the prompt never makes a budget unworkable.
-func fitChunk(res rpc.Result, text string, whole bool, off, room int) (rpc.Result, string, bool, bool) {
+// without it, so the prompt never makes a budget unworkable. The
+// result's tool_calls (an extension) come only when tools is set, on the
+// first chunk, as many of the first calls as take at most a quarter of
+// room (flagged tool_calls_truncated when some are left out), and are
+// left out as the prompt is when the chunk does not fit with them.
+func fitChunk(res rpc.Result, text string, whole bool, off, room int, tools bool) (rpc.Result, string, bool, bool) {
 	r := res
 	r.PromptTruncated = false
 	if r.Prompt != nil && off > 0 {
 		r.Prompt = nil
+	}
+	if !tools || off > 0 {
+		r.ToolCalls, r.ToolCallsTruncated = nil, false
+	} else {
+		r.ToolCalls, r.ToolCallsTruncated = fitCalls(r.ToolCalls, r.ToolCallsTruncated, room/4)
 	}
 	if r.Prompt != nil && JSONStrLen(*r.Prompt) > room/2 {
 		cut, _, _ := fitText(*r.Prompt, true, func(t string, _ bool) int { return JSONStrLen(t) }, room/2)
 		r.Prompt, r.PromptTruncated = &cut, true
 	}
 	piece, complete, ok := fitText(text, whole, ChunkSizer(r, off), room)
-	if !ok && r.Prompt != nil {
+	if !ok && (r.Prompt != nil || r.ToolCalls != nil) {
 		r.Prompt, r.PromptTruncated = nil, false
+		r.ToolCalls, r.ToolCallsTruncated = nil, len(res.ToolCalls) > 0 && tools && off == 0
 		piece, complete, ok = fitText(text, whole, ChunkSizer(r, off), room)
 	}
 	return r, piece, complete, ok
+}
+
+// fitCalls is the first of calls whose JSON array (with the
+// tool_calls_truncated flag) takes at most room bytes, and whether any
+// of the turn's calls is left out.
+func fitCalls(calls []rpc.ResultToolCall, cut bool, room int) ([]rpc.ResultToolCall, bool) {
+	if len(calls) == 0 {
+		return nil, cut
+	}
+	// ,"tool_calls":[] and ,"tool_calls_truncated":true
+	used := len(`,"tool_calls":[]`) + len(`,"tool_calls_truncated":true`)
+	n := 0
+	for n < len(calls) {
+		size := JSONLen(calls[n]) + BoolInt(n > 0)
+		if used+size > room {
+			break
+		}
+		used += size
+		n++
+	}
+	if n == 0 {
+		return nil, true
+	}
+	return calls[:n:n], cut || n < len(calls)
 }

@@ -9,8 +9,10 @@
 // CLI) gets one minted at the call's start and found again at its end
 // (the oldest open call of that name, the same input first), with the
 // open calls bounded per Session and in Sessions. Merge interleaves a
-// page of lifecycle events with the calls in recording order. Nothing
-// here is stored: a daemon restart forgets the calls.
+// page of lifecycle events with the calls in recording order. The log is
+// not stored: a daemon restart forgets it. A Turn folds one execution's
+// calls into their last status, bounded (rpc.MaxResultToolCalls, inputs
+// rpc.MaxResultToolInput), for its result, which the daemon stores.
 //
 // The package never sees a Session: the daemon (toolevents.go) decides
 // which hook's call is recorded, under which lifecycle seq, and serves

@@ -152,8 +152,8 @@ func (l *Log) id(uid string, tc *harness.ToolCall) string {
 
 // Add records a tool call of Session uid (published as sessionID) in
 // execution seq (0: none, a person's own turn), following lifecycle event
-// base.
-func (l *Log) Add(uid, sessionID string, execSeq, base uint64, tc *harness.ToolCall) {
+// base, and returns the event it recorded (nil: none).
+func (l *Log) Add(uid, sessionID string, execSeq, base uint64, tc *harness.ToolCall) *rpc.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ev := rpc.Event{
@@ -161,11 +161,11 @@ func (l *Log) Add(uid, sessionID string, execSeq, base uint64, tc *harness.ToolC
 		SessionID: sessionID, ExecutionSeq: execSeq, Tool: tc.Name, Command: tc.Command,
 		ToolSeq: l.seq + 1, ToolCall: &rpc.ToolCallEvent{ID: l.id(uid, tc), Status: tc.Phase, Error: clipBytes(tc.Error, 1024)},
 	}
-	ev.ToolCall.Input, ev.ToolCall.InputTruncated = boundRaw(tc.Input)
-	ev.ToolCall.Output, ev.ToolCall.OutputTruncated = boundRaw(tc.Output)
+	ev.ToolCall.Input, ev.ToolCall.InputTruncated = boundRaw(tc.Input, rpc.MaxToolRaw)
+	ev.ToolCall.Output, ev.ToolCall.OutputTruncated = boundRaw(tc.Output, rpc.MaxToolRaw)
 	data, err := rpc.Marshal(ev)
 	if err != nil {
-		return
+		return nil
 	}
 	l.seq++
 	l.ents = append(l.ents, Entry{Seq: l.seq, Base: base, UID: uid, Data: data})
@@ -183,19 +183,20 @@ func (l *Log) Add(uid, sessionID string, execSeq, base uint64, tc *harness.ToolC
 		close(l.changed)
 		l.changed = nil
 	}
+	return &ev
 }
 
-// boundRaw is raw as compact JSON, or, past rpc.MaxToolRaw bytes, a JSON
-// string of its first rpc.MaxToolRaw bytes, flagged truncated.
-func boundRaw(raw json.RawMessage) (json.RawMessage, bool) {
+// boundRaw is raw as compact JSON, or, past max bytes, a JSON string of
+// its first max bytes, flagged truncated.
+func boundRaw(raw json.RawMessage, max int) (json.RawMessage, bool) {
 	if len(raw) == 0 {
 		return nil, false
 	}
 	text := compactJSON(raw)
-	if len(text) <= rpc.MaxToolRaw && json.Valid([]byte(text)) {
+	if len(text) <= max && json.Valid([]byte(text)) {
 		return json.RawMessage(text), false
 	}
-	cut := clipBytes(text, rpc.MaxToolRaw)
+	cut := clipBytes(text, max)
 	b, _ := json.Marshal(cut)
 	return b, len(cut) < len(text)
 }

@@ -2,6 +2,7 @@ package toolcalls
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,5 +96,48 @@ func TestMerge(t *testing.T) {
 	lines, after, toolAfter = Merge(evs, tools, true, 0, 0)
 	if len(lines) != 4 || after != 5 || toolAfter != 2 {
 		t.Errorf("full page: %d lines after %d/%d", len(lines), after, toolAfter)
+	}
+}
+
+// A turn keeps each call once with its last status, in start order, at
+// most rpc.MaxResultToolCalls of them, each input bounded by
+// rpc.MaxResultToolInput.
+func TestTurnKeepsBoundedCalls(t *testing.T) {
+	var l Log
+	var turn Turn
+	note := func(tc harness.ToolCall) {
+		turn.Note(l.Add("u", "s", 1, 1, &tc), &tc)
+	}
+	big := `{"command":"` + strings.Repeat("é", rpc.MaxResultToolInput) + `"}`
+	note(harness.ToolCall{ID: "a", Name: "Bash", Command: "x", Phase: harness.ToolStarted, Input: json.RawMessage(big)})
+	note(harness.ToolCall{ID: "b", Name: "Read", Phase: harness.ToolStarted, Input: json.RawMessage(`{"path": "f"}`)})
+	note(harness.ToolCall{ID: "a", Name: "Bash", Phase: harness.ToolFailed, Error: "exit 1"})
+	note(harness.ToolCall{ID: "c", Name: "Edit", Phase: harness.ToolCompleted}) // its start came before the turn
+	calls, cut := turn.Calls()
+	if cut || len(calls) != 3 {
+		t.Fatalf("calls %+v cut %v", calls, cut)
+	}
+	a, b, c := calls[0], calls[1], calls[2]
+	var s string
+	if a.ID != "a" || a.Tool != "Bash" || a.Command != "x" || a.Status != rpc.ToolStatusFailed || a.Error != "exit 1" ||
+		!a.InputTruncated || json.Unmarshal(a.Input, &s) != nil || len(s) > rpc.MaxResultToolInput || !strings.HasPrefix(big, s) {
+		t.Errorf("a %+v (%d bytes of input)", a, len(s))
+	}
+	if b.ID != "b" || b.Status != rpc.ToolStatusStarted || string(b.Input) != `{"path":"f"}` || b.InputTruncated {
+		t.Errorf("b %+v", b)
+	}
+	if c.ID != "c" || c.Status != rpc.ToolStatusCompleted {
+		t.Errorf("c %+v", c)
+	}
+	for i := 0; i < rpc.MaxResultToolCalls; i++ {
+		note(harness.ToolCall{ID: fmt.Sprint("n", i), Name: "Bash", Phase: harness.ToolStarted})
+	}
+	calls, cut = turn.Calls()
+	if !cut || len(calls) != rpc.MaxResultToolCalls || calls[0].ID != "a" {
+		t.Errorf("%d calls kept, cut %v", len(calls), cut)
+	}
+	var empty Turn
+	if calls, cut := empty.Calls(); calls != nil || cut {
+		t.Errorf("an empty turn has %v, %v", calls, cut)
 	}
 }

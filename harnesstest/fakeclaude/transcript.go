@@ -124,6 +124,11 @@ func (t *transcript) user(content any, promptID string) error {
 // output_tokens one per 16-rune delta plus one). An API error is a message
 // Claude Code makes up itself: model "<synthetic>", all figures zero.
 func (t *transcript) assistant(text string, apiError bool) error {
+	return t.assistantStop(text, apiError, "end_turn")
+}
+
+// assistantStop is assistant with the message's stop_reason.
+func (t *transcript) assistantStop(text string, apiError bool, stop string) error {
 	model, in, out := t.model, 10, (utf8.RuneCountInString(text)+mockChunk-1)/mockChunk+1
 	if apiError {
 		model, in, out = "<synthetic>", 0, 0
@@ -134,7 +139,7 @@ func (t *transcript) assistant(text string, apiError bool) error {
 		{"role", "assistant"},
 		{"model", model},
 		{"content", []obj{{{"type", "text"}, {"text", text}}}},
-		{"stop_reason", "end_turn"},
+		{"stop_reason", stop},
 		{"stop_sequence", nil},
 		{"usage", obj{
 			{"input_tokens", in},

@@ -34,7 +34,11 @@ type script struct {
 	reply    string        // [[reply TEXT]]: the reply is TEXT
 	hasReply bool          // a [[reply]] with text was given
 	fail     bool          // [[fail]]: StopFailure instead of Stop
-	noreply  bool          // [[noreply]]: Stop without last_assistant_message
+	// [[cut]] with [[fail]]: the reply's message first, stopped at the
+	// token limit (stop_reason max_tokens), as Claude Code records a turn
+	// whose every continuation was cut before its API error.
+	cut     bool
+	noreply bool // [[noreply]]: Stop without last_assistant_message
 	// [[notranscript]]: the turn writes nothing to the transcript (as
 	// when Claude Code keeps none, or records in a form dlgt does not read).
 	notranscript bool
@@ -88,6 +92,8 @@ func parseScript(prompt string) script {
 			s.echo = true
 		case "fail":
 			s.fail = true
+		case "cut":
+			s.cut = true
 		case "noreply":
 			s.noreply = true
 		case "notranscript":
@@ -218,11 +224,30 @@ func (f *fake) runTurn(ctx context.Context, prompt, promptID string) turnResult 
 
 	if sc.fail {
 		msg := `API Error: 500 {"type":"error","error":{"type":"api_error","message":"MOCK-FAIL: simulated server error"}}`
-		f.record(f.tr.assistant(msg, true))
+		write := func() {
+			if sc.cut {
+				f.record(f.tr.assistantStop(reply, false, "max_tokens"))
+			}
+			f.record(f.tr.assistant(msg, true))
+		}
+		// [[lateend N]]: the turn's messages land N ms after StopFailure
+		// fires, while the hook runs.
+		written := make(chan struct{})
+		if sc.lateEnd > 0 {
+			go func() {
+				defer close(written)
+				time.Sleep(sc.lateEnd)
+				write()
+			}()
+		} else {
+			write()
+			close(written)
+		}
 		f.scr.println("  ⎿  " + msg)
 		p := withEffort.with("hook_event_name", "StopFailure").
 			with("error", obj{{"type", "server_error"}, {"message", "MOCK-FAIL: simulated server error"}})
 		<-f.hooks.fire("StopFailure", "server_error", p)
+		<-written
 		return turnResult{}
 	}
 
