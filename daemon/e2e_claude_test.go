@@ -60,12 +60,19 @@ func startE2EClaude(t *testing.T, script mockapi.Script) *e2eRig {
 // scripted by script, with every process marked.
 func claudeRig(t *testing.T, script mockapi.Script) *e2eRig {
 	t.Helper()
+	r, _ := claudeRigMock(t, script)
+	return r
+}
+
+// claudeRigMock is claudeRig, also returning its mock.
+func claudeRigMock(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
+	t.Helper()
 	mark := newE2EMark(t)
 	mock, env := e2eClaudeEnv(t, script)
 	addMark(env, mark)
 	bin := env["DLGT_CLAUDE_BIN"]
 	return &e2eRig{env: env, mark: mark, requests: mockRequests(mock),
-		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}
+		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
 }
 
 // e2eClaudeEnv starts the mock and returns it with the client
