@@ -115,15 +115,34 @@ func waitPending(t *testing.T, td *testDaemon, id, cursor string, wait time.Dura
 	}
 }
 
-// respondOutcome is what an answered `touch dlgt-respond-marker` left:
-// the marker's stat error in cwd (nil: the command ran), and whether the
-// mock got a tool result for prompt.
-func respondOutcome(mock *mockapi.Server, cwd, prompt string) (ranErr error, toolResult bool) {
-	_, ranErr = os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
+// checkRespondOutcome checks what an answered `touch dlgt-respond-marker`
+// on prompt left in cwd and the mock: allowed, the turn completed with
+// the mock's AFTER-TOOL, the command ran and its result went to the
+// model; denied, the turn was interrupted (with denyText in its error,
+// when not empty), the command did not run and no result went.
+func checkRespondOutcome(t *testing.T, decision string, result rpc.Result, mock *mockapi.Server, cwd, prompt, denyText string) {
+	t.Helper()
+	_, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
+	var toolResult bool
 	for _, q := range mock.Requests() {
 		toolResult = toolResult || (q.Kind == mockapi.KindToolResult && q.Prompt == prompt)
 	}
-	return ranErr, toolResult
+	switch decision {
+	case rpc.DecisionAllow:
+		if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != "AFTER-TOOL" {
+			t.Fatalf("result = %+v text %q", result, fetchdoc.DerefText(&result))
+		}
+		if ranErr != nil || !toolResult {
+			t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", ranErr, toolResult)
+		}
+	case rpc.DecisionDeny:
+		if result.Status != rpc.StatusInterrupted || (denyText != "" && (result.Error == nil || !strings.Contains(result.Error.Message, denyText))) {
+			t.Fatalf("result = %+v error %+v", result, result.Error)
+		}
+		if ranErr == nil || toolResult {
+			t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", ranErr == nil, toolResult)
+		}
+	}
 }
 
 // codexBlocked long-polls until the Session is blocked and returns the

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -58,21 +57,5 @@ func copilotRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env
 	}
 	_, result := td.waitResult(t, id, r.Cursor)
 	t.Logf("%s: session.respond -> the turn's end %v", decision, time.Since(start).Round(time.Millisecond))
-	ranErr, toolResult := respondOutcome(mock, cwd, prompt)
-	switch decision {
-	case rpc.DecisionAllow:
-		if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != "AFTER-TOOL" {
-			t.Fatalf("result = %+v text %q", result, fetchdoc.DerefText(&result))
-		}
-		if ranErr != nil || !toolResult {
-			t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", ranErr, toolResult)
-		}
-	case rpc.DecisionDeny:
-		if result.Status != rpc.StatusInterrupted {
-			t.Fatalf("result = %+v error %+v", result, result.Error)
-		}
-		if ranErr == nil || toolResult {
-			t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", ranErr == nil, toolResult)
-		}
-	}
+	checkRespondOutcome(t, decision, result, mock, cwd, prompt, "")
 }
