@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -23,28 +24,7 @@ const e2eClaudeKey = "sk-ant-mock-key"
 // puts under the module root; the test is skipped when it is absent.
 func e2eClaudeBin(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("DLGT_CLAUDE_BIN")
-	if p == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				t.Fatal("go.mod not found above the test directory")
-			}
-			dir = parent
-		}
-		p = filepath.Join(dir, ".cache", "harnesses", "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		t.Skipf("Claude Code not installed (%s): run .ci/install-harnesses or set DLGT_CLAUDE_BIN", p)
-	}
-	return p
+	return pinned.Bin(t, "claude")
 }
 
 // startE2EClaude is a daemon hosting the real Claude Code against a mock
@@ -60,12 +40,19 @@ func startE2EClaude(t *testing.T, script mockapi.Script) *e2eRig {
 // scripted by script, with every process marked.
 func claudeRig(t *testing.T, script mockapi.Script) *e2eRig {
 	t.Helper()
+	r, _ := claudeRigMock(t, script)
+	return r
+}
+
+// claudeRigMock is claudeRig, also returning its mock.
+func claudeRigMock(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
+	t.Helper()
 	mark := newE2EMark(t)
 	mock, env := e2eClaudeEnv(t, script)
 	addMark(env, mark)
 	bin := env["DLGT_CLAUDE_BIN"]
 	return &e2eRig{env: env, mark: mark, requests: mockRequests(mock),
-		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}
+		isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
 }
 
 // e2eClaudeEnv starts the mock and returns it with the client

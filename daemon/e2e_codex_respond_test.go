@@ -69,18 +69,80 @@ func e2eCodexEnv(t *testing.T, script mockapi.Script) (*mockapi.Server, map[stri
 // stopped when t ends.
 func codexAsk(t *testing.T, td *testDaemon, env map[string]string, prompt string) (id, cursor, cwd string) {
 	t.Helper()
-	cwd = t.TempDir()
+	r, cwd := createAsking(t, td, rpc.SessionCreateParams{
+		Title: "e2e codex respond", Harness: "codex", Prompt: prompt,
+		RequestID: "codex-" + strings.ReplaceAll(prompt, " ", "-"), Environment: env,
+	})
+	return r.Session.ID, r.Cursor, cwd
+}
+
+// createAsking creates the Session p describes with no auto-approval, in
+// a fresh directory, and stops it when t ends; it returns the receipt and
+// the directory.
+func createAsking(t *testing.T, td *testDaemon, p rpc.SessionCreateParams) (rpc.Receipt, string) {
+	t.Helper()
+	p.Cwd = t.TempDir()
 	no := false
+	p.AutoApprove = &no
 	var r rpc.Receipt
-	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "e2e codex respond", Harness: "codex", Cwd: cwd, Prompt: prompt,
-		RequestID: "codex-" + strings.ReplaceAll(prompt, " ", "-"), Environment: env, AutoApprove: &no,
-	}, &r)
+	td.accept(t, rpc.MethodSessionCreate, p, &r)
 	t.Cleanup(func() {
 		var stopped rpc.SessionResult
 		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: r.Session.ID, Force: true}, &stopped)
 	})
-	return r.Session.ID, r.Cursor, cwd
+	return r, p.Cwd
+}
+
+// waitPending long-polls (up to wait) until Session id is blocked, and
+// returns the pending request once session.read shows it (it can be
+// recorded just after session.blocked).
+func waitPending(t *testing.T, td *testDaemon, id, cursor string, wait time.Duration) rpc.Pending {
+	t.Helper()
+	var doc rpc.FetchDocument
+	mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": cursor, "until": "result", "wait_ms": wait.Milliseconds()}, &doc)
+	if doc.Reason != rpc.ReasonBlocked {
+		t.Fatalf("reason = %s, events %+v", doc.Reason, doc.Sessions[0].Events)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var read rpc.SessionReadResult
+		mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
+		if pp := read.Session.Pending; pp != nil {
+			return *pp
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("blocked with no pending request: %+v", read.Session)
+		}
+	}
+}
+
+// checkRespondOutcome checks what an answered `touch dlgt-respond-marker`
+// on prompt left in cwd and the mock: allowed, the turn completed with
+// the mock's AFTER-TOOL, the command ran and its result went to the
+// model; denied, the turn was interrupted (with denyText in its error,
+// when not empty), the command did not run and no result went.
+func checkRespondOutcome(t *testing.T, decision string, result rpc.Result, mock *mockapi.Server, cwd, prompt, denyText string) {
+	t.Helper()
+	_, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
+	var toolResult bool
+	for _, q := range mock.Requests() {
+		toolResult = toolResult || (q.Kind == mockapi.KindToolResult && q.Prompt == prompt)
+	}
+	switch decision {
+	case rpc.DecisionAllow:
+		if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != "AFTER-TOOL" {
+			t.Fatalf("result = %+v text %q", result, fetchdoc.DerefText(&result))
+		}
+		if ranErr != nil || !toolResult {
+			t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", ranErr, toolResult)
+		}
+	case rpc.DecisionDeny:
+		if result.Status != rpc.StatusInterrupted || (denyText != "" && (result.Error == nil || !strings.Contains(result.Error.Message, denyText))) {
+			t.Fatalf("result = %+v error %+v", result, result.Error)
+		}
+		if ranErr == nil || toolResult {
+			t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", ranErr == nil, toolResult)
+		}
+	}
 }
 
 // codexBlocked long-polls until the Session is blocked and returns the
@@ -240,18 +302,11 @@ func codexPersonRound(t *testing.T, td *testDaemon, env map[string]string) {
 // typed the prompt): nothing is made pending, and the overlay is drawn
 // for them at once.
 func codexAttachedRound(t *testing.T, td *testDaemon, env map[string]string) {
-	cwd := t.TempDir()
-	no := false
-	var r rpc.Receipt
-	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "e2e codex attached", Harness: "codex", Cwd: cwd, Prompt: "hello first",
-		RequestID: "codex-attached", Environment: env, AutoApprove: &no,
-	}, &r)
-	id := r.Session.ID
-	t.Cleanup(func() {
-		var stopped rpc.SessionResult
-		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
+	r, cwd := createAsking(t, td, rpc.SessionCreateParams{
+		Title: "e2e codex attached", Harness: "codex", Prompt: "hello first",
+		RequestID: "codex-attached", Environment: env,
 	})
+	id := r.Session.ID
 	td.waitResult(t, id, r.Cursor)
 	w, err := td.attach(t, id, rpc.AttachWrite)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 )
 
 // The Codex row of the scenario table (e2e_scenarios_test.go): the real
@@ -19,28 +20,7 @@ import (
 // puts under the module root.
 func e2eCodexBin(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("DLGT_CODEX_BIN")
-	if p == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				t.Fatal("go.mod not found above the test directory")
-			}
-			dir = parent
-		}
-		p = filepath.Join(dir, ".cache", "harnesses", "node_modules", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		t.Skipf("Codex not installed (%s): run .ci/install-harnesses or set DLGT_CODEX_BIN", p)
-	}
-	return p
+	return pinned.Bin(t, "codex")
 }
 
 // writeCodexConfig writes a config.toml in codexHome that runs Codex

@@ -2,13 +2,10 @@ package daemon
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -34,35 +31,12 @@ func TestE2ECopilotRespond(t *testing.T) {
 
 func copilotRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env map[string]string, decision string) {
 	prompt := "RESPOND-TOOL " + decision
-	cwd := t.TempDir()
-	no := false
-	var r rpc.Receipt
-	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "e2e copilot respond", Harness: "copilot", Cwd: cwd, Prompt: prompt,
-		RequestID: "copilot-respond-" + decision, Environment: env, AutoApprove: &no,
-	}, &r)
-	id := r.Session.ID
-	t.Cleanup(func() {
-		var stopped rpc.SessionResult
-		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
+	r, cwd := createAsking(t, td, rpc.SessionCreateParams{
+		Title: "e2e copilot respond", Harness: "copilot", Prompt: prompt,
+		RequestID: "copilot-respond-" + decision, Environment: env,
 	})
-	var doc rpc.FetchDocument
-	mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": r.Cursor, "until": "result", "wait_ms": 90000}, &doc)
-	if doc.Reason != rpc.ReasonBlocked {
-		t.Fatalf("reason = %s, events %+v", doc.Reason, doc.Sessions[0].Events)
-	}
-	var p rpc.Pending
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var read rpc.SessionReadResult
-		mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
-		if pp := read.Session.Pending; pp != nil {
-			p = *pp
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("blocked with no pending request: %+v", read.Session)
-		}
-	}
+	id := r.Session.ID
+	p := waitPending(t, td, id, r.Cursor, 90*time.Second)
 	if p.Kind != rpc.PendingPermission || p.Tool != "bash" || !strings.Contains(p.Input, "touch dlgt-respond-marker") {
 		t.Fatalf("pending = %+v", p)
 	}
@@ -83,25 +57,5 @@ func copilotRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env
 	}
 	_, result := td.waitResult(t, id, r.Cursor)
 	t.Logf("%s: session.respond -> the turn's end %v", decision, time.Since(start).Round(time.Millisecond))
-	_, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
-	var toolResult bool
-	for _, q := range mock.Requests() {
-		toolResult = toolResult || (q.Kind == mockapi.KindToolResult && q.Prompt == prompt)
-	}
-	switch decision {
-	case rpc.DecisionAllow:
-		if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != "AFTER-TOOL" {
-			t.Fatalf("result = %+v text %q", result, fetchdoc.DerefText(&result))
-		}
-		if ranErr != nil || !toolResult {
-			t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", ranErr, toolResult)
-		}
-	case rpc.DecisionDeny:
-		if result.Status != rpc.StatusInterrupted {
-			t.Fatalf("result = %+v error %+v", result, result.Error)
-		}
-		if ranErr == nil || toolResult {
-			t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", ranErr == nil, toolResult)
-		}
-	}
+	checkRespondOutcome(t, decision, result, mock, cwd, prompt, "")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -23,33 +24,7 @@ import (
 // .ci/install-harnesses puts under the module root.
 func e2eCopilotBin(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("DLGT_COPILOT_BIN")
-	if p == "" {
-		p = filepath.Join(moduleRootDir(t), ".cache", "harnesses", "copilot", "node_modules", "@github", "copilot-linux-x64", "copilot")
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		t.Skipf("GitHub Copilot CLI not installed (%s): run .ci/install-harnesses or set DLGT_COPILOT_BIN", p)
-	}
-	return p
-}
-
-// moduleRootDir is the directory holding go.mod above the test's.
-func moduleRootDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
+	return pinned.Bin(t, "copilot")
 }
 
 // copilotUserConfig is the "user's" config.json: Copilot's own comment

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,10 @@ func TestE2EDeliveryEvidence(t *testing.T) {
 }
 
 // patientClaude, patientCodex, patientGemini and patientCopilot are the
-// adapters with their delivery fallbacks at 2 minutes.
+// adapters with their delivery fallbacks at 2 minutes. Each embeds its
+// adapter's own type, not the Harness interface, so the optional
+// interfaces the daemon asks for (harness.ReplyReader, LaunchPrompter,
+// ...) stay as they are.
 type (
 	patientClaude  struct{ harness.Claude }
 	patientCodex   struct{ harness.Codex }
@@ -79,6 +83,73 @@ func (h patientCodex) Submit(prompt string) []harness.Keystroke {
 	return patient(h.Codex.Submit(prompt))
 }
 
+// patientOf is h's patient adapter; false: h's type has none (a harness
+// registered after this switch was written: add its row).
+func patientOf(h harness.Harness) (harness.Harness, bool) {
+	switch h := h.(type) {
+	case harness.Claude:
+		return patientClaude{h}, true
+	case harness.Codex:
+		return patientCodex{h}, true
+	case harness.Gemini:
+		return patientGemini{h}, true
+	case harness.Copilot:
+		return patientCopilot{h}, true
+	}
+	return nil, false
+}
+
+// patientHarnesses is every registered harness (harness.All) under its
+// patient adapter, keyed by name; it fails t for one without an adapter.
+func patientHarnesses(t *testing.T) map[string]harness.Harness {
+	t.Helper()
+	out := map[string]harness.Harness{}
+	for _, d := range harness.All() {
+		p, ok := patientOf(d.Harness)
+		if !ok {
+			t.Fatalf("harness %q (%T) has no patient adapter: add its row to patientOf (e2e_deliver_test.go)", d.Name, d.Harness)
+		}
+		out[d.Name] = p
+	}
+	return out
+}
+
+// TestPatientAdaptersCoverRegistry runs without the CLIs: every
+// registered harness has a patient adapter under its own name, with every
+// method of the adapter it wraps (so the same optional interfaces), and
+// only Submit's fallbacks changed.
+func TestPatientAdaptersCoverRegistry(t *testing.T) {
+	hs := patientHarnesses(t)
+	if len(hs) != len(harness.All()) {
+		t.Fatalf("%d patient adapters for %d registered harnesses", len(hs), len(harness.All()))
+	}
+	for _, d := range harness.All() {
+		p := hs[d.Name]
+		if p == nil || p.Name() != d.Name {
+			t.Fatalf("patient adapter for %q is %v", d.Name, p)
+		}
+		orig, wrapped := reflect.TypeOf(d.Harness), reflect.TypeOf(p)
+		for i := 0; i < orig.NumMethod(); i++ {
+			if _, ok := wrapped.MethodByName(orig.Method(i).Name); !ok {
+				t.Errorf("%s: patient adapter %v lacks %s", d.Name, wrapped, orig.Method(i).Name)
+			}
+		}
+		keys := p.Submit("x")
+		awaits := 0
+		for _, k := range keys {
+			if k.Await != nil {
+				awaits++
+				if k.Await.Timeout != 2*time.Minute {
+					t.Errorf("%s: a Submit wait's fallback is %v, want 2m", d.Name, k.Await.Timeout)
+				}
+			}
+		}
+		if awaits == 0 {
+			t.Errorf("%s: patient Submit has no waits: %+v", d.Name, keys)
+		}
+	}
+}
+
 func patient(keys []harness.Keystroke) []harness.Keystroke {
 	for i := range keys {
 		if keys[i].Await != nil {
@@ -95,7 +166,7 @@ func patient(keys []harness.Keystroke) []harness.Keystroke {
 func startPatientDaemon(t *testing.T, env map[string]string, logs *logBuffer) *testDaemon {
 	t.Helper()
 	td := newTestDaemon(t, env)
-	td.opts.Harnesses = map[string]harness.Harness{"claude": patientClaude{}, "codex": patientCodex{}, "gemini": patientGemini{}, "copilot": patientCopilot{}}
+	td.opts.Harnesses = patientHarnesses(t)
 	td.logTo = logs
 	td.start()
 	t.Cleanup(td.stop)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -45,35 +44,12 @@ func TestE2EGeminiRespond(t *testing.T) {
 // receipt's cursor, the directory and the request.
 func geminiAsk(t *testing.T, td *testDaemon, env map[string]string, prompt string) (id, cursor, cwd string, p rpc.Pending) {
 	t.Helper()
-	cwd = t.TempDir()
-	no := false
-	var r rpc.Receipt
-	td.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "e2e gemini respond", Harness: "gemini", Cwd: cwd, Prompt: prompt,
-		RequestID: "gemini-" + strings.ReplaceAll(prompt, " ", "-"), Environment: env, AutoApprove: &no,
-	}, &r)
-	id = r.Session.ID
-	t.Cleanup(func() {
-		var stopped rpc.SessionResult
-		td.call(rpc.MethodSessionStop, rpc.SessionStopParams{Session: id, Force: true}, &stopped)
+	r, cwd := createAsking(t, td, rpc.SessionCreateParams{
+		Title: "e2e gemini respond", Harness: "gemini", Prompt: prompt,
+		RequestID: "gemini-" + strings.ReplaceAll(prompt, " ", "-"), Environment: env,
 	})
-	var doc rpc.FetchDocument
-	mustCallT(t, td, rpc.MethodSessionFetch, map[string]any{"session": id, "cursor": r.Cursor, "until": "result", "wait_ms": 60000}, &doc)
-	if doc.Reason != rpc.ReasonBlocked {
-		t.Fatalf("reason = %s, events %+v", doc.Reason, doc.Sessions[0].Events)
-	}
-	// The request can be recorded just after session.blocked: read again.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var read rpc.SessionReadResult
-		mustCallT(t, td, rpc.MethodSessionRead, rpc.SessionReadParams{Session: id}, &read)
-		if pp := read.Session.Pending; pp != nil {
-			p = *pp
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("blocked with no pending request: %+v", read.Session)
-		}
-	}
+	id = r.Session.ID
+	p = waitPending(t, td, id, r.Cursor, 60*time.Second)
 	if p.Kind != rpc.PendingPermission || p.Tool != "run_shell_command" || p.Input != "touch dlgt-respond-marker" || len(p.Options) != 2 {
 		t.Fatalf("pending = %+v", p)
 	}
@@ -114,27 +90,7 @@ func geminiRespondRound(t *testing.T, td *testDaemon, mock *mockapi.Server, env 
 	}
 	_, result := td.waitResult(t, id, cursor)
 	t.Logf("%s: session.respond -> the turn's end %v", decision, time.Since(start).Round(time.Millisecond))
-	_, ranErr := os.Stat(filepath.Join(cwd, "dlgt-respond-marker"))
-	var toolResult bool
-	for _, q := range mock.Requests() {
-		toolResult = toolResult || (q.Kind == mockapi.KindToolResult && q.Prompt == prompt)
-	}
-	switch decision {
-	case rpc.DecisionAllow:
-		if result.Status != rpc.StatusCompleted || fetchdoc.DerefText(&result) != "AFTER-TOOL" {
-			t.Fatalf("result = %+v text %q", result, fetchdoc.DerefText(&result))
-		}
-		if ranErr != nil || !toolResult {
-			t.Fatalf("the allowed command did not run (%v) or the model never got its result (%v)", ranErr, toolResult)
-		}
-	case rpc.DecisionDeny:
-		if result.Status != rpc.StatusInterrupted || result.Error == nil || !strings.Contains(result.Error.Message, "denied") {
-			t.Fatalf("result = %+v error %+v", result, result.Error)
-		}
-		if ranErr == nil || toolResult {
-			t.Fatalf("the denied command ran (%v), or the model got a tool result (%v)", ranErr == nil, toolResult)
-		}
-	}
+	checkRespondOutcome(t, decision, result, mock, cwd, prompt, "denied")
 	// The box goes (Gemini can record the turn's end before it redraws).
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		var base rpc.FetchDocument

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -24,27 +25,7 @@ import (
 // puts under the module root (run by the node on PATH).
 func e2eGeminiBin(t *testing.T) string {
 	t.Helper()
-	p := os.Getenv("DLGT_GEMINI_BIN")
-	if p == "" {
-		dir, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-				break
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				t.Fatal("go.mod not found above the test directory")
-			}
-			dir = parent
-		}
-		p = filepath.Join(dir, ".cache", "harnesses", "gemini", "node_modules", ".bin", "gemini")
-	}
-	if fi, err := os.Stat(p); err != nil || fi.IsDir() {
-		t.Skipf("Gemini CLI not installed (%s): run .ci/install-harnesses or set DLGT_GEMINI_BIN", p)
-	}
+	p := pinned.Bin(t, "gemini")
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not on PATH (Gemini CLI is a Node script)")
 	}

@@ -186,6 +186,13 @@ func TestE2EAdaptersComplete(t *testing.T) {
 			t.Errorf("%s: a plain prompt must reach the harness unchanged", a.name)
 		}
 	}
+	// Every registered harness has a row (its real CLI), so a new one
+	// cannot miss the table.
+	for _, d := range harness.All() {
+		if !seen[d.Name] {
+			t.Errorf("registered harness %q has no row named after it in e2eHarnesses", d.Name)
+		}
+	}
 }
 
 func TestE2EScenarios(t *testing.T) {

@@ -68,63 +68,44 @@ var steerBenchFigures = []string{
 }
 
 func benchSteer(t *testing.T, row steerRow, rounds int) map[string][]time.Duration {
-	e, mock := row.rig(t, steerBenchScript)
-	e.td = startTestDaemonWith(t, e.env)
-	cwd := t.TempDir()
+	e := startSteerRig(t, row, steerBenchScript, "steer bench "+row.name)
+	mock, cwd := e.mock, e.cwd
 	fig := map[string][]time.Duration{}
 	add := func(i int, d time.Duration) {
 		fig[steerBenchFigures[i]] = append(fig[steerBenchFigures[i]], d)
 	}
-	id := ""
 	for n := 1; n <= rounds; n++ {
 		for _, f := range []string{"started", "ended", "started2", "ended2"} {
 			os.Remove(filepath.Join(cwd, f))
 		}
 		steerTurn := fmt.Sprintf("BENCH-STEER-TURN r%d", n)
-		// turn starts prompt: in a new Session the first time, else as
-		// the Session's next execution.
-		turn := func(prompt, reqID string) (r rpc.Receipt) {
-			if id == "" {
-				e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-					Title: "steer bench " + row.name, Harness: row.harness, Cwd: cwd, Prompt: prompt,
-					RequestID: reqID, Environment: e.env, HarnessOptions: row.options,
-				}, &r)
-				id = r.Session.ID
-				return r
-			}
-			e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: prompt, RequestID: reqID}, &r)
-			return r
-		}
 		if row.steers {
-			r := turn(steerTurn, fmt.Sprintf("%s-bench-%d-1", row.name, n))
+			r := e.turn(t, steerTurn, fmt.Sprintf("%s-bench-%d-1", row.name, n))
 			waitFile(t, filepath.Join(cwd, "started"))
 			text := fmt.Sprintf("BENCH-STEER-ME r%d", n)
 			sent := time.Now()
 			var sr rpc.Receipt
-			e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: text,
-				RequestID: fmt.Sprintf("%s-bench-%d-2", row.name, n), Steer: &rpc.SteerOption{ExecutionSeq: r.ExecutionSeq}}, &sr)
+			e.call(t, rpc.MethodSessionSend, e.steer(text, fmt.Sprintf("%s-bench-%d-2", row.name, n), r.ExecutionSeq), &sr)
 			acked := time.Now()
 			add(0, acked.Sub(sent))
-			e.waitResult(t, id, r.Cursor)
+			e.waitResult(t, e.id, r.Cursor)
 			end := fileClock(t, filepath.Join(cwd, "ended"))
 			carried := benchRequest(t, mock, func(q mockapi.Request) bool { return strings.Contains(string(q.Body), text) })
 			add(1, carried.Received.Sub(later(end, acked)))
 		}
 		plain := fmt.Sprintf("BENCH-PLAIN-TURN r%d", n)
-		p := turn(plain, fmt.Sprintf("%s-bench-%d-3", row.name, n))
+		p := e.turn(t, plain, fmt.Sprintf("%s-bench-%d-3", row.name, n))
 		waitFile(t, filepath.Join(cwd, "started2"))
 		queued := fmt.Sprintf("BENCH-QUEUED r%d", n)
-		var q rpc.Receipt
-		e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: queued,
-			RequestID: fmt.Sprintf("%s-bench-%d-4", row.name, n), Queue: true}, &q)
+		q := e.queue(t, queued, fmt.Sprintf("%s-bench-%d-4", row.name, n))
 		if !q.Queued {
 			t.Fatalf("queue receipt = %+v", q)
 		}
-		_, res := e.waitResult(t, id, p.Cursor)
+		_, res := e.waitResult(t, e.id, p.Cursor)
 		if res.ExecutionSeq != p.ExecutionSeq {
 			t.Fatalf("result of execution %d, want %d", res.ExecutionSeq, p.ExecutionSeq)
 		}
-		e.waitResult(t, id, q.Cursor)
+		e.waitResult(t, e.id, q.Cursor)
 		end := fileClock(t, filepath.Join(cwd, "ended2"))
 		// The unsteered tool's result request; the turn's last answer.
 		toolRes := benchRequest(t, mock, func(q mockapi.Request) bool {

@@ -49,18 +49,61 @@ type steerRow struct {
 var steerRows = []steerRow{
 	{name: "claude", harness: "claude", options: e2eClaudeCLI.runOptions, steers: true,
 		// Claude Code puts the steer in the tool result's user message.
-		steered: "TURN-DONE", toolOutput: `"tool_result"`, rig: func(t *testing.T, script mockapi.Script) (*e2eRig, *mockapi.Server) {
-			mark := newE2EMark(t)
-			mock, env := e2eClaudeEnv(t, script)
-			addMark(env, mark)
-			bin := env["DLGT_CLAUDE_BIN"]
-			return &e2eRig{env: env, mark: mark, requests: mockRequests(mock),
-				isHarness: func(argv string) bool { return strings.HasPrefix(argv, bin+"\x00") }}, mock
-		}},
+		steered: "TURN-DONE", toolOutput: `"tool_result"`, rig: claudeRigMock},
 	{name: "codex", harness: "codex", steers: true,
 		// Codex sends it as a user message after the function call output.
 		steered: "STEERED-DONE", toolOutput: `"function_call_output"`, rig: codexRigMock},
 	{name: "gemini", harness: "gemini", rig: geminiRigMock},
+}
+
+// steerRig is a row's real CLI against its mock, under a daemon, and the
+// directory its one Session runs in: TestE2ESteer and TestSteerLatencyBench
+// share it.
+type steerRig struct {
+	*e2eRig
+	mock  *mockapi.Server
+	row   steerRow
+	title string
+	cwd   string
+	id    string // the Session, once turn has made it
+}
+
+// startSteerRig is row's rig with its mock scripted by script and a
+// daemon; its Session will be called title.
+func startSteerRig(t *testing.T, row steerRow, script mockapi.Script, title string) *steerRig {
+	t.Helper()
+	e, mock := row.rig(t, script)
+	e.td = startTestDaemonWith(t, e.env)
+	return &steerRig{e2eRig: e, mock: mock, row: row, title: title, cwd: t.TempDir()}
+}
+
+// turn starts prompt: in a new Session (session.create) the first time,
+// else as the Session's next execution (session.send).
+func (s *steerRig) turn(t *testing.T, prompt, reqID string) (r rpc.Receipt) {
+	t.Helper()
+	if s.id == "" {
+		s.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
+			Title: s.title, Harness: s.row.harness, Cwd: s.cwd, Prompt: prompt,
+			RequestID: reqID, Environment: s.env, HarnessOptions: s.row.options,
+		}, &r)
+		s.id = r.Session.ID
+		return r
+	}
+	s.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: s.id, Prompt: prompt, RequestID: reqID}, &r)
+	return r
+}
+
+// steer is the session.send that steers execution seq with prompt.
+func (s *steerRig) steer(prompt, reqID string, seq uint64) rpc.SessionSendParams {
+	return rpc.SessionSendParams{Session: s.id, Prompt: prompt, RequestID: reqID, Steer: &rpc.SteerOption{ExecutionSeq: seq}}
+}
+
+// queue sends prompt to run after the running execution, and returns the
+// receipt unchecked.
+func (s *steerRig) queue(t *testing.T, prompt, reqID string) (q rpc.Receipt) {
+	t.Helper()
+	s.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: s.id, Prompt: prompt, RequestID: reqID, Queue: true}, &q)
+	return q
 }
 
 func TestE2ESteer(t *testing.T) {
@@ -70,19 +113,13 @@ func TestE2ESteer(t *testing.T) {
 }
 
 func runE2ESteer(t *testing.T, row steerRow) {
-	e, mock := row.rig(t, steerScript)
-	e.td = startTestDaemonWith(t, e.env)
-	cwd := t.TempDir()
-	var r rpc.Receipt
-	e.accept(t, rpc.MethodSessionCreate, rpc.SessionCreateParams{
-		Title: "steer " + row.name, Harness: row.harness, Cwd: cwd, Prompt: "STEER-TURN run the tool",
-		RequestID: row.name + "-steer-1", Environment: e.env, HarnessOptions: row.options,
-	}, &r)
-	id := r.Session.ID
+	e := startSteerRig(t, row, steerScript, "steer "+row.name)
+	mock, cwd := e.mock, e.cwd
+	r := e.turn(t, "STEER-TURN run the tool", row.name+"-steer-1")
+	id := e.id
 	waitFile(t, cwd+"/started")
 
-	steer := rpc.SessionSendParams{Session: id, Prompt: "STEER-ME now", RequestID: row.name + "-steer-2",
-		Steer: &rpc.SteerOption{ExecutionSeq: r.ExecutionSeq}}
+	steer := e.steer("STEER-ME now", row.name+"-steer-2", r.ExecutionSeq)
 	if !row.steers {
 		before := len(mock.Requests())
 		wantRPCError(t, e.td.call(rpc.MethodSessionSend, steer, &rpc.Receipt{}), rpc.CodeInvalidArgument, "steer")
@@ -127,11 +164,9 @@ func runE2ESteer(t *testing.T, row steerRow) {
 	wantRPCError(t, e.td.call(rpc.MethodSessionSend, late, &rpc.Receipt{}), code, field)
 
 	// A queue sent during the next turn becomes the execution after it.
-	var q0 rpc.Receipt
-	e.accept(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "QUEUE-TURN again", RequestID: row.name + "-queue-1"}, &q0)
+	q0 := e.turn(t, "QUEUE-TURN again", row.name+"-queue-1")
 	waitFile(t, cwd+"/started2")
-	var q rpc.Receipt
-	e.call(t, rpc.MethodSessionSend, rpc.SessionSendParams{Session: id, Prompt: "QUEUED-NEXT please", RequestID: row.name + "-queue-2", Queue: true}, &q)
+	q := e.queue(t, "QUEUED-NEXT please", row.name+"-queue-2")
 	if q0.ExecutionSeq != r.ExecutionSeq+1 {
 		t.Fatalf("the send after the steered turn is execution %d, want %d: the steer made an execution of its own", q0.ExecutionSeq, r.ExecutionSeq+1)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/harnesstest/fakeclaude"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 )
 
 // execEnv makes the test binary run as the fake instead of the tests.
@@ -370,24 +371,6 @@ func assistantText(e map[string]any) string {
 	return s
 }
 
-// moduleRoot finds the directory holding go.mod.
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
-
 // shape renders the key structure of a JSON value: object keys sorted,
 // nested objects recursively; arrays and scalars are leaves.
 func shape(v any) string {
@@ -421,7 +404,11 @@ func sampleKey(name string, p map[string]any) string {
 // and so is the whole check when the samples are not there.
 func checkShapes(t *testing.T, evs []event) {
 	t.Helper()
-	dir := filepath.Join(moduleRoot(t), "..", "shared", "harness-samples")
+	root, err := pinned.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "..", "shared", "harness-samples")
 	samples := map[string][]string{}
 	for _, file := range []string{"claude-hooks-tui-observed.jsonl", "claude-hooks-headless.jsonl"} {
 		data, err := os.ReadFile(filepath.Join(dir, file))

@@ -396,19 +396,8 @@ func (h *hookRunner) runCapture(ctx context.Context, job hookJob, def hookDef) [
 	timeout := def.timeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", def.Command)
-	cmd.Dir = h.cwd
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+h.cwd)
-	cmd.Stdin = bytes.NewReader(job.payload)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &limitedWriter{w: &stdout, n: 64 << 10}
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	if HookStarted != nil {
-		HookStarted(job.event, false)
-	}
+	var stdout bytes.Buffer
+	cmd, stderr := h.hookCmd(ctx, job, def, &limitedWriter{w: &stdout, n: 64 << 10})
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("ended after %v: %v", timeout, ctx.Err())
@@ -425,28 +414,36 @@ func (h *hookRunner) runOne(job hookJob, def hookDef) {
 	timeout := def.timeout()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", def.Command)
-	cmd.Dir = h.cwd
-	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+h.cwd)
-	cmd.Stdin = bytes.NewReader(job.payload)
-	cmd.Stdout = io.Discard
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
-	// The hook gets its own process group so a timeout kills whatever it
-	// started, and WaitDelay stops a grandchild holding the pipes open from
-	// stalling us.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	if HookStarted != nil {
-		HookStarted(job.event, false)
-	}
+	cmd, stderr := h.hookCmd(ctx, job, def, io.Discard)
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("timed out after %v", timeout)
 		}
 		h.logf("%s hook [%s] failed: %v %s", job.event, def.Command, err, strings.TrimSpace(stderr.String()))
 	}
+}
+
+// hookCmd is def's command through /bin/sh under ctx for job, ready to
+// run: in the project directory, the payload on stdin, its stdout to
+// stdout and the first 4 KiB of its stderr to the returned buffer.
+// HookStarted is told. The hook gets its own process group so a timeout
+// kills whatever it started, and WaitDelay stops a grandchild holding the
+// pipes open from stalling us.
+func (h *hookRunner) hookCmd(ctx context.Context, job hookJob, def hookDef, stdout io.Writer) (*exec.Cmd, *bytes.Buffer) {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", def.Command)
+	cmd.Dir = h.cwd
+	cmd.Env = append(os.Environ(), "CLAUDE_PROJECT_DIR="+h.cwd)
+	cmd.Stdin = bytes.NewReader(job.payload)
+	cmd.Stdout = stdout
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = &limitedWriter{w: stderr, n: 4096}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	if HookStarted != nil {
+		HookStarted(job.event, false)
+	}
+	return cmd, stderr
 }
 
 // post runs one http hook as the real CLI does: the payload POSTed as

@@ -132,19 +132,13 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 	rec := Request{Kind: KindOther}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
-		rec.Status = http.StatusOK
-		writeJSON(w, rec.Status, obj{"input_tokens": len(body) / 4})
-		return rec
+		return rec.answerJSON(w, http.StatusOK, obj{"input_tokens": len(body) / 4})
 	case r.Method != http.MethodPost || r.URL.Path != "/v1/messages":
-		rec.Status = http.StatusNotFound
-		writeJSON(w, rec.Status, anthropicError(rec.Status, "mockapi: no such endpoint "+r.URL.Path))
-		return rec
+		return rec.answerError(w, http.StatusNotFound, anthropicError, "mockapi: no such endpoint "+r.URL.Path)
 	}
 	var req anthropicRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		rec.Status = http.StatusBadRequest
-		writeJSON(w, rec.Status, anthropicError(rec.Status, "mockapi: "+err.Error()))
-		return rec
+		return rec.answerError(w, http.StatusBadRequest, anthropicError, "mockapi: "+err.Error())
 	}
 	var at int
 	rec.Kind, rec.Prompt, at = req.classify()
@@ -154,10 +148,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 			rec.refuse(rec.ToolResults[len(rec.ToolResults)-1])
 		}
 	}
-	model := req.Model
-	if model == "" {
-		model = "mock-model"
-	}
+	model := modelOr(req.Model)
 
 	if rec.Kind == KindTitle {
 		text := "Mock session"
@@ -169,25 +160,9 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request, body []b
 		return rec
 	}
 
-	reply, fail := s.reply(rec.Prompt)
-	if fail {
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = "mockapi: scripted failure"
-		}
-		rec.Status = reply.Status
-		writeJSON(w, rec.Status, anthropicError(rec.Status, msg))
+	reply, call, ok := s.scripted(w, &rec, anthropicError)
+	if !ok {
 		return rec
-	}
-	rec.Status = http.StatusOK
-	var call *ToolCall
-	switch {
-	case reply.Agent != nil:
-		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
-	case rec.Kind == KindPrompt && reply.Tool != "":
-		call = &ToolCall{Name: shellToolName(req.Tools), Input: obj{"command": reply.Tool, "description": "mockapi tool call"}}
-	case rec.Kind == KindToolResult && reply.Tool != "":
-		reply.Text = reply.afterTool(rec)
 	}
 	if call != nil && call.Name == ShellTool {
 		call = &ToolCall{Name: shellToolName(req.Tools), Input: obj{"command": call.Input["command"], "description": "mockapi tool call"}}

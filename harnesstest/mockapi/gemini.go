@@ -128,39 +128,28 @@ var geminiPath = regexp.MustCompile(`^/v1(?:beta|alpha)?/models/([^/:]+):([A-Za-
 func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte) Request {
 	rec := Request{Kind: KindOther}
 	if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/models") {
-		rec.Status = http.StatusOK
 		if m := strings.TrimPrefix(r.URL.Path[strings.Index(r.URL.Path, "/models"):], "/models"); strings.Trim(m, "/") != "" {
-			writeJSON(w, rec.Status, obj{"name": "models/" + strings.Trim(m, "/"), "inputTokenLimit": 1048576, "outputTokenLimit": 65536})
-			return rec
+			return rec.answerJSON(w, http.StatusOK, obj{"name": "models/" + strings.Trim(m, "/"), "inputTokenLimit": 1048576, "outputTokenLimit": 65536})
 		}
-		writeJSON(w, rec.Status, obj{"models": []any{
+		return rec.answerJSON(w, http.StatusOK, obj{"models": []any{
 			obj{"name": "models/gemini-2.5-pro", "supportedGenerationMethods": []string{"generateContent", "countTokens"}},
 			obj{"name": "models/gemini-2.5-flash", "supportedGenerationMethods": []string{"generateContent", "countTokens"}},
 		}})
-		return rec
 	}
 	m := geminiPath.FindStringSubmatch(r.URL.Path)
 	if r.Method != http.MethodPost || m == nil {
-		rec.Status = http.StatusNotFound
-		writeJSON(w, rec.Status, geminiError(rec.Status, "mockapi: no such endpoint "+r.URL.Path))
-		return rec
+		return rec.answerError(w, http.StatusNotFound, geminiError, "mockapi: no such endpoint "+r.URL.Path)
 	}
 	model, method := m[1], m[2]
 	var req geminiRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		rec.Status = http.StatusBadRequest
-		writeJSON(w, rec.Status, geminiError(rec.Status, "mockapi: "+err.Error()))
-		return rec
+		return rec.answerError(w, http.StatusBadRequest, geminiError, "mockapi: "+err.Error())
 	}
 	if method == "countTokens" {
-		rec.Status = http.StatusOK
-		writeJSON(w, rec.Status, obj{"totalTokens": len(body)/4 + 1})
-		return rec
+		return rec.answerJSON(w, http.StatusOK, obj{"totalTokens": len(body)/4 + 1})
 	}
 	if method != "streamGenerateContent" && method != "generateContent" {
-		rec.Status = http.StatusNotFound
-		writeJSON(w, rec.Status, geminiError(rec.Status, "mockapi: unknown method "+method))
-		return rec
+		return rec.answerError(w, http.StatusNotFound, geminiError, "mockapi: unknown method "+method)
 	}
 	var results []string
 	rec.Kind, rec.Prompt, results = req.classify()
@@ -188,8 +177,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 			text = string(b)
 		}
 		if method == "generateContent" {
-			writeJSON(w, rec.Status, geminiChunk(model, []any{obj{"text": text}}, true, 1))
-			return rec
+			return rec.answerJSON(w, rec.Status, geminiChunk(model, []any{obj{"text": text}}, true, 1))
 		}
 		e := startSSE(w, r)
 		e.data(geminiChunk(model, []any{obj{"text": text}}, true, 1))
@@ -198,26 +186,9 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 	if rec.Kind == KindOther {
 		rec.Kind = KindPrompt
 	}
-	reply, fail := s.reply(rec.Prompt)
-	if fail {
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = "mockapi: scripted failure"
-		}
-		rec.Status = reply.Status
-		writeJSON(w, rec.Status, geminiError(rec.Status, msg))
+	reply, call, ok := s.scripted(w, &rec, geminiError)
+	if !ok {
 		return rec
-	}
-	rec.Status = http.StatusOK
-	var call *ToolCall
-	switch {
-	case reply.Agent != nil:
-		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
-	case rec.Kind == KindPrompt && reply.Tool != "":
-		c := Shell(reply.Tool)
-		call = &c
-	case rec.Kind == KindToolResult && reply.Tool != "":
-		reply.Text = reply.afterTool(rec)
 	}
 	if method == "generateContent" {
 		var parts []any
@@ -226,8 +197,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, body []byte
 		} else {
 			parts = []any{obj{"text": reply.Text}}
 		}
-		writeJSON(w, rec.Status, geminiChunk(model, parts, true, 2))
-		return rec
+		return rec.answerJSON(w, rec.Status, geminiChunk(model, parts, true, 2))
 	}
 	e := startSSE(w, r)
 	if call != nil {

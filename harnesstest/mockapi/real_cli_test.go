@@ -14,49 +14,16 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 )
 
 // These tests drive the real CLIs installed by .ci/install-harnesses (or
 // named by DLGT_CLAUDE_BIN / DLGT_CODEX_BIN) against the mocks. They are
 // skipped when the binaries are absent.
 
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found")
-		}
-		dir = parent
-	}
-}
+func claudeBin(t *testing.T) string { return pinned.Bin(t, "claude") }
 
-func findBin(t *testing.T, env string, rel ...string) string {
-	t.Helper()
-	p := os.Getenv(env)
-	if p == "" {
-		p = filepath.Join(append([]string{moduleRoot(t), ".cache", "harnesses", "node_modules"}, rel...)...)
-	}
-	if st, err := os.Stat(p); err != nil || st.IsDir() {
-		t.Skipf("%s not installed (%s): run .ci/install-harnesses or set %s", filepath.Base(p), p, env)
-	}
-	return p
-}
-
-func claudeBin(t *testing.T) string {
-	return findBin(t, "DLGT_CLAUDE_BIN", "@anthropic-ai", "claude-code-linux-x64", "claude")
-}
-
-func codexBin(t *testing.T) string {
-	return findBin(t, "DLGT_CODEX_BIN", "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
-}
+func codexBin(t *testing.T) string { return pinned.Bin(t, "codex") }
 
 // run runs bin with a minimal environment (no proxies, no user config) and
 // returns its stdout.
@@ -336,9 +303,7 @@ func hasKind(reqs []mockapi.Request, kind mockapi.RequestKind, prompt string) bo
 	return false
 }
 
-func geminiBin(t *testing.T) string {
-	return findBin(t, "DLGT_GEMINI_BIN", "..", "gemini", "node_modules", ".bin", "gemini")
-}
+func geminiBin(t *testing.T) string { return pinned.Bin(t, "gemini") }
 
 // Gemini CLI 0.61.0 headless against the mock: a reply streamed in many
 // chunks comes out whole, a shell tool call runs (yolo) and its output

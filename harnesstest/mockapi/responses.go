@@ -130,15 +130,11 @@ func codexRefusal(output string) (string, bool) {
 func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []byte) Request {
 	rec := Request{Kind: KindOther}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/responses" {
-		rec.Status = http.StatusNotFound
-		writeJSON(w, rec.Status, responsesError(rec.Status, "mockapi: no such endpoint "+r.URL.Path))
-		return rec
+		return rec.answerError(w, http.StatusNotFound, responsesError, "mockapi: no such endpoint "+r.URL.Path)
 	}
 	var req responsesRequest
 	if err := json.Unmarshal(body, &req); err != nil {
-		rec.Status = http.StatusBadRequest
-		writeJSON(w, rec.Status, responsesError(rec.Status, "mockapi: "+err.Error()))
-		return rec
+		return rec.answerError(w, http.StatusBadRequest, responsesError, "mockapi: "+err.Error())
 	}
 	var results []string
 	rec.Kind, rec.Prompt, results = req.classify()
@@ -148,35 +144,15 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request, body []b
 			rec.refuse(why)
 		}
 	}
-	model := req.Model
-	if model == "" {
-		model = "mock-model"
-	}
+	model := modelOr(req.Model)
 	if rec.Kind == KindTitle {
 		rec.Status = http.StatusOK
 		s.streamResponses(w, r, model, Reply{Text: "Mock session"}, nil)
 		return rec
 	}
-	reply, fail := s.reply(rec.Prompt)
-	if fail {
-		msg := reply.ErrorMessage
-		if msg == "" {
-			msg = "mockapi: scripted failure"
-		}
-		rec.Status = reply.Status
-		writeJSON(w, rec.Status, responsesError(rec.Status, msg))
+	reply, call, ok := s.scripted(w, &rec, responsesError)
+	if !ok {
 		return rec
-	}
-	rec.Status = http.StatusOK
-	var call *ToolCall
-	switch {
-	case reply.Agent != nil:
-		call, reply.Text = agentStep(reply, rec.Prompt, rec.ToolResults)
-	case rec.Kind == KindPrompt && reply.Tool != "":
-		c := Shell(reply.Tool)
-		call = &c
-	case rec.Kind == KindToolResult && reply.Tool != "":
-		reply.Text = reply.afterTool(rec)
 	}
 	s.streamResponses(w, r, model, reply, call)
 	return rec

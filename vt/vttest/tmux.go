@@ -45,30 +45,12 @@ func TmuxReplaySegments(segs []Segment) (*TmuxScreen, error) {
 	if len(segs) == 0 {
 		return nil, errors.New("no segments")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		return nil, ErrNoTmux
-	}
-	// Unix socket paths are short: keep the directory near the root.
-	dir, err := os.MkdirTemp("", "vtmux")
+	srv, err := newTmuxDir("set -g status off\nset -g history-limit 1000000\nset -g scroll-on-clear off\nset -g remain-on-exit on\n")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	sock, cfg := filepath.Join(dir, "s"), filepath.Join(dir, "conf")
-	conf := "set -g status off\nset -g history-limit 1000000\nset -g scroll-on-clear off\nset -g remain-on-exit on\n"
-	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
-		return nil, err
-	}
-	tmux := func(args ...string) ([]byte, error) {
-		c := exec.Command("tmux", append([]string{"-u", "-S", sock, "-f", cfg}, args...)...)
-		c.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TMUX=")
-		out, err := c.CombinedOutput()
-		if err != nil {
-			return out, fmt.Errorf("tmux %s: %v: %s", args[0], err, out)
-		}
-		return out, nil
-	}
-	defer tmux("kill-server")
+	defer srv.close()
+	dir, sock, tmux := srv.dir, srv.sock, srv.run
 	// The pane plays segment i, signals played<i>, and waits for resized<i>
 	// before the next one.
 	var sh strings.Builder
@@ -168,37 +150,66 @@ func equalScreens(a, b *TmuxScreen) bool {
 // starting the server until the pane has played it all (its `cat` exited),
 // the way the daemon's ingest benchmark measures tmux.
 func TmuxIngest(data []byte, rows, cols int) (time.Duration, error) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		return 0, ErrNoTmux
-	}
-	dir, err := os.MkdirTemp("", "vtmux")
+	srv, err := newTmuxDir("set -g status off\nset -g history-limit 10000\n")
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	sock, in, cfg := filepath.Join(dir, "s"), filepath.Join(dir, "in"), filepath.Join(dir, "conf")
+	defer srv.close()
+	in := filepath.Join(srv.dir, "in")
 	if err := os.WriteFile(in, data, 0o600); err != nil {
 		return 0, err
 	}
-	if err := os.WriteFile(cfg, []byte("set -g status off\nset -g history-limit 10000\n"), 0o600); err != nil {
-		return 0, err
-	}
-	tmux := func(args ...string) error {
-		c := exec.Command("tmux", append([]string{"-u", "-S", sock, "-f", cfg}, args...)...)
-		c.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TMUX=")
-		if out, err := c.CombinedOutput(); err != nil {
-			return fmt.Errorf("tmux %s: %v: %s", args[0], err, out)
-		}
-		return nil
-	}
-	defer tmux("kill-server")
 	start := time.Now()
-	shell := fmt.Sprintf("stty raw -echo -opost; cat '%s'; tmux -S '%s' wait-for -S played; exec sleep 3600", in, sock)
-	if err := tmux("new-session", "-d", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), shell); err != nil {
+	shell := fmt.Sprintf("stty raw -echo -opost; cat '%s'; tmux -S '%s' wait-for -S played; exec sleep 3600", in, srv.sock)
+	if _, err := srv.run("new-session", "-d", "-x", strconv.Itoa(cols), "-y", strconv.Itoa(rows), shell); err != nil {
 		return 0, err
 	}
-	if err := tmux("wait-for", "played"); err != nil {
+	if _, err := srv.run("wait-for", "played"); err != nil {
 		return 0, err
 	}
 	return time.Since(start), nil
+}
+
+// tmuxDir is a private tmux server's directory: its socket and its
+// configuration. The server starts with the first run that makes a
+// session.
+type tmuxDir struct {
+	dir, sock, cfg string
+}
+
+// newTmuxDir makes a tmuxDir whose configuration is conf; ErrNoTmux
+// when tmux is not on PATH.
+func newTmuxDir(conf string) (*tmuxDir, error) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		return nil, ErrNoTmux
+	}
+	// Unix socket paths are short: keep the directory near the root.
+	dir, err := os.MkdirTemp("", "vtmux")
+	if err != nil {
+		return nil, err
+	}
+	d := &tmuxDir{dir: dir, sock: filepath.Join(dir, "s"), cfg: filepath.Join(dir, "conf")}
+	if err := os.WriteFile(d.cfg, []byte(conf), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return d, nil
+}
+
+// run runs one tmux command on the server (UTF-8, outside any tmux) and
+// returns its output.
+func (d *tmuxDir) run(args ...string) ([]byte, error) {
+	c := exec.Command("tmux", append([]string{"-u", "-S", d.sock, "-f", d.cfg}, args...)...)
+	c.Env = append(os.Environ(), "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TMUX=")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("tmux %s: %v: %s", args[0], err, out)
+	}
+	return out, nil
+}
+
+// close kills the server and removes the directory.
+func (d *tmuxDir) close() {
+	d.run("kill-server")
+	os.RemoveAll(d.dir)
 }

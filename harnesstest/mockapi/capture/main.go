@@ -35,6 +35,7 @@ import (
 	"github.com/hinshun/vt10x"
 
 	"github.com/dlgt-dev/dlgt/harnesstest/mockapi"
+	"github.com/dlgt-dev/dlgt/harnesstest/pinned"
 )
 
 // The conversation typed into each TUI. The first reply mixes wide (CJK)
@@ -61,7 +62,7 @@ func main() {
 	verbose := flag.Bool("v", false, "log the interaction to stderr")
 	flag.Parse()
 
-	root, err := moduleRoot()
+	root, err := pinned.ModuleRoot()
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,7 +70,9 @@ func main() {
 		log.Fatal("-harness must be claude or codex")
 	}
 	if *bin == "" {
-		*bin = defaultBin(root, *harness)
+		if *bin, err = pinned.Path(*harness); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if *out == "" {
 		*out = filepath.Join(root, "vt", "testdata", "captures", fmt.Sprintf("%s-%dx%d.bin", *harness, *cols, *rows))
@@ -84,39 +87,6 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("wrote %d bytes to %s", len(data), *out)
-}
-
-// moduleRoot walks up from the working directory to the directory holding
-// go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func defaultBin(root, harness string) string {
-	base := filepath.Join(root, ".cache", "harnesses", "node_modules")
-	if harness == "claude" {
-		if p := os.Getenv("DLGT_CLAUDE_BIN"); p != "" {
-			return p
-		}
-		return filepath.Join(base, "@anthropic-ai", "claude-code-linux-x64", "claude")
-	}
-	if p := os.Getenv("DLGT_CODEX_BIN"); p != "" {
-		return p
-	}
-	return filepath.Join(base, "@openai", "codex-linux-x64", "vendor", "x86_64-unknown-linux-musl", "bin", "codex")
 }
 
 type capture struct {
