@@ -16,6 +16,19 @@ func TestAgentsClaudeLeadsCopilotMCP(t *testing.T) { testAgentsLeadsMCP(t, "clau
 func TestAgentsCopilotLeadsClaudeMCP(t *testing.T) { testAgentsLeadsMCP(t, "copilot", "claude") }
 func TestAgentsCopilotLeadsCodexMCP(t *testing.T)  { testAgentsLeadsMCP(t, "copilot", "codex") }
 func TestAgentsCopilotLeadsGeminiMCP(t *testing.T) { testAgentsLeadsMCP(t, "copilot", "gemini") }
+func TestAgentsCodexLeadsCopilotMCP(t *testing.T)  { testAgentsLeadsMCP(t, "codex", "copilot") }
+func TestAgentsGeminiLeadsCopilotMCP(t *testing.T) { testAgentsLeadsMCP(t, "gemini", "copilot") }
+
+// A Copilot leader delegates through its shell tool (`bash`), as the
+// skill tells an agent without the MCP tools: `copilot -p` with that tool
+// allowed (--allow-tool shell) runs dlgt session create and fetch.
+func TestAgentsCopilotLeadsCodexShell(t *testing.T) {
+	r := newAgentRig(t, "codex")
+	leader, lenv := r.copilotLeader(t, shellLeaderPlan(r.dlgt, "codex"))
+	logLeaderOnFailure(t, leader)
+	out := r.runLeader(t, lenv, e2eCopilotBin(t), "-p", "LEADER-TASK: delegate to codex by shell", "--no-auto-update", "--allow-tool", "shell")
+	r.checkShellDelegation(t, leader, out)
+}
 
 // copilotLeader starts the leader Copilot's mock, scripted by agent, and
 // returns it with the leader's environment: the rig's, with a Copilot home

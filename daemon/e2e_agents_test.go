@@ -439,7 +439,17 @@ func testAgentsLeadsMCP(t *testing.T, leader, counterpart string) {
 		name, _, _ := strings.Cut(r.mark, "=")
 		// Codex gives MCP servers a filtered environment: the
 		// counterpart's variables are forwarded by name.
-		args = append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", claudeForwardEnv("HOME", name)...)...)
+		fwd := claudeForwardEnv("HOME", name)
+		if counterpart != "claude" {
+			// Every variable of the counterpart's environment.
+			fwd = nil
+			for k := range r.env {
+				if k != "PATH" {
+					fwd = append(fwd, "--forward-env", k)
+				}
+			}
+		}
+		args = append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", fwd...)...)
 		args = append(args, prompt)
 	case "gemini":
 		mock, lenv = r.geminiLeader(t, plan)
@@ -530,8 +540,16 @@ func TestAgentsClaudeLeadsCodexShell(t *testing.T) {
 	leader, lenv := r.claudeLeader(t, shellLeaderPlan(r.dlgt, "codex"))
 	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], "-p", "LEADER-TASK: delegate to codex by shell",
 		"--output-format", "json", "--allowedTools", "Bash")
-	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
-		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", out)
+	r.checkShellDelegation(t, leader, out)
+}
+
+// checkShellDelegation asserts what a leader that ran shellLeaderPlan
+// saw: the counterpart's answer in one tool result and in its final
+// output; then it stops the counterpart.
+func (r *agentRig) checkShellDelegation(t *testing.T, leader *mockapi.Server, final string) {
+	t.Helper()
+	if !strings.Contains(final, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
+		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", final)
 	}
 	if n := leaderSawResult(leader, agentAnswer); n != 1 {
 		t.Errorf("%d tool results carried the answer, want 1", n)
@@ -571,11 +589,5 @@ func TestAgentsCodexLeadsClaudeShellNetworkSandbox(t *testing.T) {
 	leader, lenv := r.codexLeader(t, shellLeaderPlan(r.dlgt, "claude"))
 	out := r.runLeader(t, lenv, e2eCodexBin(t), "exec", "--json", "--skip-git-repo-check",
 		"-s", "workspace-write", "-c", "sandbox_workspace_write.network_access=true", "LEADER-TASK: delegate to claude by shell")
-	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
-		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", out)
-	}
-	if n := leaderSawResult(leader, agentAnswer); n != 1 {
-		t.Errorf("%d tool results carried the answer, want 1", n)
-	}
-	r.td.mustCall("session.stop", map[string]any{"session": "shell-e2e"}, nil)
+	r.checkShellDelegation(t, leader, out)
 }
