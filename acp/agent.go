@@ -104,7 +104,7 @@ func (a *agent) Initialize(ctx context.Context, p sdk.InitializeRequest) (sdk.In
 	if l, err := a.c.ResolveLaunch(a.spec("")); err == nil {
 		if d, ok := a.descriptor(l.Params.Harness); ok {
 			switch d.MCP {
-			case harness.MCPClaudeJSON:
+			case harness.MCPClaudeJSON, harness.MCPCopilotJSON:
 				caps.McpCapabilities = sdk.McpCapabilities{Http: true, Sse: true}
 			case harness.MCPCodexTOML:
 				caps.McpCapabilities = sdk.McpCapabilities{Http: true}

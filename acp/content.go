@@ -124,7 +124,8 @@ var nonKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[
 
 // mcpOptions are the harness options that give the editor's MCP servers
 // to one launch of a harness that takes servers per launch (Claude Code:
-// --mcp-config; Codex: -c mcp_servers.NAME). skipped names the servers
+// --mcp-config; Codex: -c mcp_servers.NAME; Copilot CLI:
+// --additional-mcp-config). skipped names the servers
 // the harness cannot take (every one for a harness without a per-launch
 // form, SSE servers for Codex).
 func mcpOptions(format harness.MCPFormat, servers []sdk.McpServer) (opts, skipped []string) {
@@ -133,24 +134,11 @@ func mcpOptions(format harness.MCPFormat, servers []sdk.McpServer) (opts, skippe
 	}
 	switch format {
 	case harness.MCPClaudeJSON:
-		cfg := map[string]any{}
-		for _, s := range servers {
-			switch {
-			case s.Stdio != nil:
-				cfg[s.Stdio.Name] = map[string]any{"type": "stdio", "command": s.Stdio.Command, "args": nonNil(s.Stdio.Args), "env": envMap(s.Stdio.Env)}
-			case s.Http != nil:
-				cfg[s.Http.Name] = map[string]any{"type": "http", "url": s.Http.Url, "headers": headerMap(s.Http.Headers)}
-			case s.Sse != nil:
-				cfg[s.Sse.Name] = map[string]any{"type": "sse", "url": s.Sse.Url, "headers": headerMap(s.Sse.Headers)}
-			default:
-				skipped = append(skipped, "(an ACP-transport server)")
-			}
-		}
-		if len(cfg) == 0 {
-			return nil, skipped
-		}
-		b, _ := json.Marshal(map[string]any{"mcpServers": cfg})
-		return []string{"mcp-config=" + string(b)}, skipped
+		return jsonMCPOption("mcp-config=", "stdio", nil, servers)
+	case harness.MCPCopilotJSON:
+		// The shape `copilot mcp add --json` prints (1.0.102): a
+		// command's type is "local", and tools lists the enabled ones.
+		return jsonMCPOption("additional-mcp-config=", "local", []string{"*"}, servers)
 	case harness.MCPCodexTOML:
 		for _, s := range servers {
 			switch {
@@ -185,6 +173,38 @@ func mcpOptions(format harness.MCPFormat, servers []sdk.McpServer) (opts, skippe
 		}
 	}
 	return nil, skipped
+}
+
+// jsonMCPOption is the one harness option (prefix and a JSON
+// {"mcpServers": {...}}) that gives servers to Claude Code or Copilot
+// CLI: a command with type stdioType, a URL with type http or sse, each
+// with tools when it is not nil.
+func jsonMCPOption(prefix, stdioType string, tools []string, servers []sdk.McpServer) (opts, skipped []string) {
+	cfg := map[string]any{}
+	for _, s := range servers {
+		var name string
+		var entry map[string]any
+		switch {
+		case s.Stdio != nil:
+			name, entry = s.Stdio.Name, map[string]any{"type": stdioType, "command": s.Stdio.Command, "args": nonNil(s.Stdio.Args), "env": envMap(s.Stdio.Env)}
+		case s.Http != nil:
+			name, entry = s.Http.Name, map[string]any{"type": "http", "url": s.Http.Url, "headers": headerMap(s.Http.Headers)}
+		case s.Sse != nil:
+			name, entry = s.Sse.Name, map[string]any{"type": "sse", "url": s.Sse.Url, "headers": headerMap(s.Sse.Headers)}
+		default:
+			skipped = append(skipped, "(an ACP-transport server)")
+			continue
+		}
+		if tools != nil {
+			entry["tools"] = tools
+		}
+		cfg[name] = entry
+	}
+	if len(cfg) == 0 {
+		return nil, skipped
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": cfg})
+	return []string{prefix + string(b)}, skipped
 }
 
 func nonNil(s []string) []string {

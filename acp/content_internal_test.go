@@ -50,6 +50,34 @@ func TestMCPOptions(t *testing.T) {
 		t.Errorf("Codex refuses %q: %v", opts, err)
 	}
 
+	// Copilot CLI: one --additional-mcp-config of every server, in the
+	// shape `copilot mcp add --json` prints (1.0.102): type local for a
+	// command, http or sse for a URL, every tool enabled.
+	opts, skipped = mcpOptions(harness.MCPCopilotJSON, servers)
+	if len(opts) != 1 || len(skipped) != 0 || !strings.HasPrefix(opts[0], "additional-mcp-config=") {
+		t.Fatalf("copilot: %q, skipped %q", opts, skipped)
+	}
+	cfg.MCPServers = nil
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(opts[0], "additional-mcp-config=")), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	allTools := func(s map[string]any) bool {
+		tools, _ := s["tools"].([]any)
+		return len(tools) == 1 && tools[0] == "*"
+	}
+	if s := cfg.MCPServers["Files Server"]; s["command"] != "/bin/fs" || s["type"] != "local" || s["env"].(map[string]any)["K"] != `v"1` || !allTools(s) {
+		t.Errorf("copilot local server: %v", s)
+	}
+	if s := cfg.MCPServers["web"]; s["url"] != "http://127.0.0.1:9/mcp" || s["type"] != "http" || s["headers"].(map[string]any)["Authorization"] != "Bearer x" || !allTools(s) {
+		t.Errorf("copilot http server: %v", s)
+	}
+	if s := cfg.MCPServers["old"]; s["url"] != "http://127.0.0.1:9/sse" || s["type"] != "sse" || !allTools(s) {
+		t.Errorf("copilot sse server: %v", s)
+	}
+	if err := (harness.Copilot{}).ValidateOptions(opts); err != nil {
+		t.Errorf("Copilot refuses %q: %v", opts, err)
+	}
+
 	opts, skipped = mcpOptions(harness.MCPGeminiJSON, servers)
 	if len(opts) != 0 || len(skipped) != 3 {
 		t.Errorf("gemini: %q, skipped %q; want none passed", opts, skipped)

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
@@ -52,9 +54,6 @@ type realRow struct {
 	spec func(asks bool) client.LaunchSpec
 	// asks: the harness makes the tool call pending for the editor.
 	asks bool
-	// noToolEvents: dlgt reads no tool.call evidence from the harness
-	// (GitHub Copilot CLI: its adapter parses no tool hook yet).
-	noToolEvents bool
 }
 
 var realRows = []realRow{
@@ -126,32 +125,46 @@ var realRows = []realRow{
 		spec: func(bool) client.LaunchSpec { return client.LaunchSpec{Harness: "gemini"} },
 	},
 	{
-		// GitHub Copilot CLI against the Anthropic Messages mock
-		// (its offline provider mode), trusting the test's folders.
 		name: "copilot",
 		setup: func(t *testing.T, env map[string]string, script mockapi.Script) *mockapi.Server {
 			bin := pinned(t, "DLGT_COPILOT_BIN", "copilot", "node_modules", "@github", "copilot-linux-x64", "copilot")
 			mock := mockapi.NewAnthropic(t, script)
+			// The user's Copilot directory: signed in through BYOK
+			// variables, trusting the temporary directory the world's
+			// folders are made in (dlgt never trusts one itself).
 			home := t.TempDir()
-			userDir := filepath.Join(home, ".copilot")
-			cfg, _ := json.Marshal(map[string]any{
-				"firstLaunchAt": "2026-01-01T00:00:00.000Z", "appTipShown": true,
-				"trustedFolders": []string{os.TempDir()},
-			})
-			if err := os.MkdirAll(userDir, 0o700); err != nil {
+			dir := filepath.Join(home, ".copilot")
+			cfg, _ := json.Marshal(map[string]any{"firstLaunchAt": "2026-01-01T00:00:00.000Z", "appTipShown": true, "trustedFolders": []string{os.TempDir()}})
+			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(userDir, "config.json"), cfg, 0o600); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			env["HOME"], env["COPILOT_HOME"], env["DLGT_COPILOT_BIN"] = home, userDir, bin
-			env["COPILOT_PROVIDER_TYPE"], env["COPILOT_PROVIDER_BASE_URL"] = "anthropic", mock.URL()
-			env["COPILOT_PROVIDER_API_KEY"], env["COPILOT_MODEL"], env["COPILOT_OFFLINE"] = "mock-key", "claude-sonnet-4.5", "true"
+			env["HOME"], env["DLGT_COPILOT_BIN"] = home, bin
+			env["COPILOT_PROVIDER_TYPE"], env["COPILOT_PROVIDER_BASE_URL"], env["COPILOT_PROVIDER_API_KEY"] = "anthropic", mock.URL(), "mock-key"
+			env["COPILOT_MODEL"], env["COPILOT_OFFLINE"] = "claude-sonnet-4.5", "true"
 			return mock
 		},
-		spec:         func(bool) client.LaunchSpec { return client.LaunchSpec{Harness: "copilot"} },
-		noToolEvents: true,
+		spec: func(asks bool) client.LaunchSpec {
+			return client.LaunchSpec{Harness: "copilot", NoAutoApprove: asks}
+		},
+		asks: true,
 	},
+}
+
+// realWorld is a daemon and client whose launches run row's pinned CLI
+// against its mock, scripted by script, with a context bounding the test.
+// The mock is made before the daemon, so the daemon's cleanup (which
+// stops the CLIs) runs first.
+func realWorld(t *testing.T, row realRow, script mockapi.Script) (*world, context.Context) {
+	t.Helper()
+	env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
+	row.setup(t, env, script)
+	w := newWorldEnv(t, env)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
+	t.Cleanup(cancel)
+	return w, ctx
 }
 
 func TestRealCLIs(t *testing.T) {
@@ -164,13 +177,7 @@ func TestRealCLIs(t *testing.T) {
 				mockapi.Prefix("ACP-TOOL", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-TOOL", Escalated: true}),
 				mockapi.Prefix("ACP-RUN", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-RUN"}),
 			}
-			// The mock is made before the daemon, so the daemon's
-			// cleanup (which stops the CLIs) runs first.
-			env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
-			row.setup(t, env, script)
-			w := newWorldEnv(t, env)
-			ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
-			defer cancel()
+			w, ctx := realWorld(t, row, script)
 
 			e := w.connectWith(acp.Options{Launch: row.spec(false), Version: "test"})
 			e.initialize(ctx)
@@ -196,11 +203,7 @@ func TestRealCLIs(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(w.cwd, "acp-marker")); err != nil {
 				t.Errorf("the command did not run: %v", err)
 			}
-			if ups := e.toolUpdates(id); !row.noToolEvents {
-				checkRealToolCall(t, ups)
-			} else if len(ups) != 0 {
-				t.Errorf("tool updates %+v from a harness dlgt reads no tool calls of", ups)
-			}
+			checkRealToolCall(t, e.toolUpdates(id))
 			os.Remove(filepath.Join(w.cwd, "acp-marker"))
 			if !row.asks {
 				return
@@ -260,11 +263,7 @@ func TestRealClaudeStopReasons(t *testing.T) {
 		mockapi.Prefix("ACP-CUT", mockapi.Reply{Text: "PARTIAL", StopReason: mockapi.StopMaxTokens}),
 		mockapi.Prefix("ACP-REFUSE", mockapi.Reply{Text: "NO", StopReason: mockapi.StopRefusal}),
 	}
-	env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
-	realRows[0].setup(t, env, script)
-	w := newWorldEnv(t, env)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
-	defer cancel()
+	w, ctx := realWorld(t, realRows[0], script)
 	e := w.connectWith(acp.Options{Launch: realRows[0].spec(false), Version: "test"})
 	e.initialize(ctx)
 	id := e.newSession(ctx, w.cwd)
@@ -302,11 +301,7 @@ func TestRealCodexCut(t *testing.T) {
 		t.Skip("real CLIs")
 	}
 	script := mockapi.Script{mockapi.Prefix("ACP-CUT", mockapi.Reply{Text: "PARTIAL", StopReason: mockapi.StopMaxTokens})}
-	env := map[string]string{"PATH": os.Getenv("PATH"), "TERM": "xterm-256color", "GORACE": "atexit_sleep_ms=0"}
-	realRows[1].setup(t, env, script)
-	w := newWorldEnv(t, env)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*60e9)
-	defer cancel()
+	w, ctx := realWorld(t, realRows[1], script)
 	e := w.connectWith(acp.Options{Launch: realRows[1].spec(false), Version: "test"})
 	e.initialize(ctx)
 	id := e.newSession(ctx, w.cwd)
@@ -360,5 +355,85 @@ func TestRealToolCallsAfterRestart(t *testing.T) {
 				t.Errorf("replayed %q (tool updates %+v, live %+v)", got, ups, live)
 			}
 		})
+	}
+}
+
+// TestRealCopilotRejectAndCancel: the pinned GitHub Copilot CLI behind
+// `dlgt acp`, asking for approvals. The editor's reject declines its
+// dialog (Esc, which ends Copilot's whole turn): the command does not
+// run and the tool call ends failed. session/cancel stops a streaming
+// turn: cancelled. The thread then takes the next prompt.
+func TestRealCopilotRejectAndCancel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real CLIs")
+	}
+	row := realRows[3]
+	if row.name != "copilot" {
+		t.Fatalf("realRows[3] is %s", row.name)
+	}
+	// The slow answer streams for a minute; slowAsked closes when its
+	// request reaches the mock.
+	slowAsked := make(chan struct{})
+	var once sync.Once
+	slow := func([]string) (*mockapi.ToolCall, string) {
+		once.Do(func() { close(slowAsked) })
+		return nil, strings.Repeat("slow ", 60)
+	}
+	script := mockapi.Script{
+		mockapi.Prefix("ACP-TOOL", mockapi.Reply{Tool: "touch acp-marker", Text: "AFTER-TOOL", Escalated: true}),
+		mockapi.Prefix("ACP-SLOW", mockapi.Reply{Agent: slow, Chunk: 1, Delay: 200 * time.Millisecond}),
+	}
+	w, ctx := realWorld(t, row, script)
+	e := w.connectWith(acp.Options{Launch: row.spec(true), Version: "test"})
+	e.stub.answer = func(_ context.Context, p sdk.RequestPermissionRequest) sdk.RequestPermissionOutcome {
+		return sdk.NewRequestPermissionOutcomeSelected("deny")
+	}
+	e.initialize(ctx)
+	id := e.newSession(ctx, w.cwd)
+
+	// The turn ends with the denial: an error saying so, with the
+	// result's status (docs/acp.md).
+	r, err := e.prompt(ctx, id, "ACP-TOOL please")
+	if code(err) != -32603 || !strings.Contains(err.Error(), "denied") || !strings.Contains(err.Error(), `"status":"interrupted"`) {
+		t.Errorf("the rejected turn answered %+v, %v", r, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.cwd, "acp-marker")); err == nil {
+		t.Errorf("the rejected command ran")
+	}
+	e.stub.mu.Lock()
+	asked := len(e.stub.asked)
+	e.stub.mu.Unlock()
+	if asked != 1 {
+		t.Errorf("%d permission requests, want 1", asked)
+	}
+	ups := e.toolUpdates(id)
+	if len(ups) == 0 || ups[len(ups)-1].status != sdk.ToolCallStatusFailed {
+		t.Errorf("tool updates %+v, want the call to end failed", ups)
+	}
+
+	ch := e.promptAsync(ctx, id, "ACP-SLOW take your time")
+	select {
+	case <-slowAsked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the slow prompt did not reach the model")
+	}
+	if err := e.conn.Cancel(ctx, sdk.CancelNotification{SessionId: id}); err != nil {
+		t.Fatal(err)
+	}
+	a := <-ch
+	if a.err != nil || a.r.StopReason != sdk.StopReasonCancelled {
+		t.Errorf("the canceled prompt answered %+v, %v; want cancelled", a.r, a.err)
+	}
+	rd, err := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)})
+	if err != nil || rd.Result == nil || rd.Result.Status != rpc.StatusCanceled {
+		t.Errorf("the dlgt result: %+v, %v; want canceled", rd.Result, err)
+	}
+
+	prompt := "ACP-HELLO after the cancel"
+	if r, err := e.prompt(ctx, id, prompt); err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("the next prompt: %+v, %v", r, err)
+	}
+	if rd, err := w.c.SessionRead(ctx, rpc.SessionReadParams{Session: string(id)}); err != nil || rd.Result == nil || rd.Result.FinalText == nil || *rd.Result.FinalText != mockapi.DefaultText(prompt) {
+		t.Errorf("the next turn's result: %+v, %v; want %q", rd.Result, err, mockapi.DefaultText(prompt))
 	}
 }

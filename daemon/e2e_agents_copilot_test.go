@@ -12,28 +12,22 @@ import (
 // GitHub Copilot CLI leading and being led over `dlgt mcp` (issue 45):
 // the real CLIs against their mock models, as e2e_agents_test.go.
 
-func TestAgentsClaudeLeadsCopilotMCP(t *testing.T) {
-	r := newAgentRig(t, "copilot")
-	leader, lenv := r.claudeLeader(t, mcpLeaderPlan("copilot"))
-	logLeaderOnFailure(t, leader)
-	args := append([]string{"-p", "LEADER-TASK: delegate to copilot", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
-	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
-	r.checkDelegation(t, leader, out)
-}
+func TestAgentsClaudeLeadsCopilotMCP(t *testing.T) { testAgentsLeadsMCP(t, "claude", "copilot") }
+func TestAgentsCopilotLeadsClaudeMCP(t *testing.T) { testAgentsLeadsMCP(t, "copilot", "claude") }
+func TestAgentsCopilotLeadsCodexMCP(t *testing.T)  { testAgentsLeadsMCP(t, "copilot", "codex") }
+func TestAgentsCopilotLeadsGeminiMCP(t *testing.T) { testAgentsLeadsMCP(t, "copilot", "gemini") }
+func TestAgentsCodexLeadsCopilotMCP(t *testing.T)  { testAgentsLeadsMCP(t, "codex", "copilot") }
+func TestAgentsGeminiLeadsCopilotMCP(t *testing.T) { testAgentsLeadsMCP(t, "gemini", "copilot") }
 
-func TestAgentsCopilotLeadsClaudeMCP(t *testing.T) {
-	r := newAgentRig(t, "claude")
-	// Copilot CLI 1.0.102 does not pass ANTHROPIC_API_KEY on to a local
-	// MCP server (without this the counterpart failed "Not logged in"),
-	// as Gemini CLI: the counterpart Claude Code gets its key from its
-	// own settings.
-	claudeKeyHelper(t, r.home)
-	leader, lenv := r.copilotLeader(t, mcpLeaderPlan("claude"))
-	// No permission flag but --approve's --allow-tool dlgt: without it
-	// copilot -p refuses dlgt-delegate (no one to ask).
-	args := append([]string{"-p", "LEADER-TASK: delegate to claude", "--no-auto-update"}, r.mcpArgs(t, "copilot")...)
-	out := r.runLeader(t, lenv, e2eCopilotBin(t), args...)
-	r.checkDelegation(t, leader, out)
+// A Copilot leader delegates through its shell tool (`bash`), as the
+// skill tells an agent without the MCP tools: `copilot -p` with that tool
+// allowed (--allow-tool shell) runs dlgt session create and fetch.
+func TestAgentsCopilotLeadsCodexShell(t *testing.T) {
+	r := newAgentRig(t, "codex")
+	leader, lenv := r.copilotLeader(t, shellLeaderPlan(r.dlgt, "codex"))
+	logLeaderOnFailure(t, leader)
+	out := r.runLeader(t, lenv, e2eCopilotBin(t), "-p", "LEADER-TASK: delegate to codex by shell", "--no-auto-update", "--allow-tool", "shell")
+	r.checkShellDelegation(t, leader, out)
 }
 
 // copilotLeader starts the leader Copilot's mock, scripted by agent, and
@@ -47,14 +41,10 @@ func (r *agentRig) copilotLeader(t *testing.T, agent func([]string) (*mockapi.To
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(copilotUserConfig()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	lenv := map[string]string{}
-	for k, v := range r.env {
-		lenv[k] = v
-	}
+	lenv := r.leaderEnv()
 	lenv["COPILOT_HOME"] = home
 	lenv["COPILOT_PROVIDER_TYPE"], lenv["COPILOT_PROVIDER_BASE_URL"] = "anthropic", leader.URL()
 	lenv["COPILOT_PROVIDER_API_KEY"], lenv["COPILOT_MODEL"], lenv["COPILOT_OFFLINE"] = "mock-key", "claude-sonnet-4.5", "true"
-	logLeaderOnFailure(t, leader)
 	return leader, lenv
 }
 

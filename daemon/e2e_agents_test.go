@@ -265,6 +265,17 @@ func (r *agentRig) claudeLeader(t *testing.T, agent func([]string) (*mockapi.Too
 	return leader, lenv
 }
 
+// leaderEnv is a copy of the rig's environment, for a leader to add its
+// own model's variables to: the MCP server it starts passes the
+// counterpart's on.
+func (r *agentRig) leaderEnv() map[string]string {
+	env := make(map[string]string, len(r.env))
+	for k, v := range r.env {
+		env[k] = v
+	}
+	return env
+}
+
 // codexLeader starts the leader Codex's mock, scripted by agent, and
 // returns it with the leader's environment: the rig's, with a CODEX_HOME
 // of its own pointed at that mock.
@@ -273,10 +284,7 @@ func (r *agentRig) codexLeader(t *testing.T, agent func([]string) (*mockapi.Tool
 	leader := mockapi.NewResponses(t, mockapi.Script{mockapi.Prefix("LEADER-TASK", mockapi.Reply{Agent: agent})})
 	codexHome := t.TempDir()
 	writeCodexConfig(t, codexHome, leader.URL())
-	lenv := map[string]string{}
-	for k, v := range r.env {
-		lenv[k] = v
-	}
+	lenv := r.leaderEnv()
 	lenv["CODEX_HOME"], lenv["MOCK_API_KEY"] = codexHome, "mock-key"
 	return leader, lenv
 }
@@ -294,10 +302,7 @@ func (r *agentRig) geminiLeader(t *testing.T, agent func([]string) (*mockapi.Too
 	if err := mockapi.WriteGeminiHome(home); err != nil {
 		t.Fatal(err)
 	}
-	lenv := map[string]string{}
-	for k, v := range r.env {
-		lenv[k] = v
-	}
+	lenv := r.leaderEnv()
 	lenv["GEMINI_CLI_HOME"] = home
 	for _, kv := range mockapi.GeminiEnv(leader.URL()) {
 		k, v, _ := strings.Cut(kv, "=")
@@ -403,42 +408,70 @@ func (r *agentRig) checkDelegation(t *testing.T, leader *mockapi.Server, final s
 	}
 }
 
-func TestAgentsClaudeLeadsCodexMCP(t *testing.T) {
-	r := newAgentRig(t, "codex")
-	leader, lenv := r.claudeLeader(t, mcpLeaderPlan("codex"))
-	args := append([]string{"-p", "LEADER-TASK: delegate to codex", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
-	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
-	r.checkDelegation(t, leader, out)
+// testAgentsLeadsMCP runs the MCP plan with the real leader CLI
+// (claude, codex, gemini or copilot) delegating to the real counterpart
+// hosted by the rig's daemon, each against its own mock, and checks what
+// both sides saw (checkDelegation).
+func testAgentsLeadsMCP(t *testing.T, leader, counterpart string) {
+	r := newAgentRig(t, counterpart)
+	plan, prompt := mcpLeaderPlan(counterpart), "LEADER-TASK: delegate to "+counterpart
+	if counterpart == "claude" && (leader == "gemini" || leader == "copilot") {
+		// Gemini CLI and Copilot CLI 1.0.102 do not pass ANTHROPIC_API_KEY
+		// on to a local MCP server (without this the counterpart failed
+		// "Not logged in"): the counterpart Claude Code gets its key from
+		// its own settings.
+		claudeKeyHelper(t, r.home)
+	}
+	var (
+		mock *mockapi.Server
+		lenv map[string]string
+		bin  string
+		args []string
+	)
+	switch leader {
+	case "claude":
+		mock, lenv = r.claudeLeader(t, plan)
+		bin = lenv["DLGT_CLAUDE_BIN"]
+		args = append([]string{"-p", prompt, "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
+	case "codex":
+		mock, lenv = r.codexLeader(t, plan)
+		bin = e2eCodexBin(t)
+		name, _, _ := strings.Cut(r.mark, "=")
+		// Codex gives MCP servers a filtered environment: the
+		// counterpart's variables are forwarded by name.
+		fwd := claudeForwardEnv("HOME", name)
+		if counterpart != "claude" {
+			// Every variable of the counterpart's environment.
+			fwd = nil
+			for k := range r.env {
+				if k != "PATH" {
+					fwd = append(fwd, "--forward-env", k)
+				}
+			}
+		}
+		args = append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", fwd...)...)
+		args = append(args, prompt)
+	case "gemini":
+		mock, lenv = r.geminiLeader(t, plan)
+		bin, args = e2eGeminiBin(t), geminiLeaderArgs(prompt)
+	case "copilot":
+		mock, lenv = r.copilotLeader(t, plan)
+		bin = e2eCopilotBin(t)
+		// No permission flag but --approve's --allow-tool dlgt: without
+		// it copilot -p refuses dlgt-delegate (no one to ask).
+		args = append([]string{"-p", prompt, "--no-auto-update"}, r.mcpArgs(t, "copilot")...)
+	default:
+		t.Fatalf("no leader setup for %q", leader)
+	}
+	logLeaderOnFailure(t, mock)
+	out := r.runLeader(t, lenv, bin, args...)
+	r.checkDelegation(t, mock, out)
 }
 
-func TestAgentsCodexLeadsClaudeMCP(t *testing.T) {
-	r := newAgentRig(t, "claude")
-	leader, lenv := r.codexLeader(t, mcpLeaderPlan("claude"))
-	name, _, _ := strings.Cut(r.mark, "=")
-	// Codex gives MCP servers a filtered environment: the counterpart's
-	// variables are forwarded by name.
-	fwd := claudeForwardEnv("HOME", name)
-	args := append([]string{"exec", "--json", "--skip-git-repo-check"}, r.mcpArgs(t, "codex", fwd...)...)
-	args = append(args, "LEADER-TASK: delegate to claude")
-	out := r.runLeader(t, lenv, e2eCodexBin(t), args...)
-	r.checkDelegation(t, leader, out)
-}
-
-func TestAgentsClaudeLeadsGeminiMCP(t *testing.T) {
-	r := newAgentRig(t, "gemini")
-	leader, lenv := r.claudeLeader(t, mcpLeaderPlan("gemini"))
-	args := append([]string{"-p", "LEADER-TASK: delegate to gemini", "--output-format", "json", "--strict-mcp-config"}, r.mcpArgs(t, "claude")...)
-	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], args...)
-	r.checkDelegation(t, leader, out)
-}
-
-func TestAgentsGeminiLeadsClaudeMCP(t *testing.T) {
-	r := newAgentRig(t, "claude")
-	claudeKeyHelper(t, r.home)
-	leader, lenv := r.geminiLeader(t, mcpLeaderPlan("claude"))
-	out := r.runLeader(t, lenv, e2eGeminiBin(t), geminiLeaderArgs("LEADER-TASK: delegate to claude")...)
-	r.checkDelegation(t, leader, out)
-}
+func TestAgentsClaudeLeadsCodexMCP(t *testing.T)  { testAgentsLeadsMCP(t, "claude", "codex") }
+func TestAgentsCodexLeadsClaudeMCP(t *testing.T)  { testAgentsLeadsMCP(t, "codex", "claude") }
+func TestAgentsClaudeLeadsGeminiMCP(t *testing.T) { testAgentsLeadsMCP(t, "claude", "gemini") }
+func TestAgentsGeminiLeadsClaudeMCP(t *testing.T) { testAgentsLeadsMCP(t, "gemini", "claude") }
 
 // claudeKeyHelper gives the counterpart Claude Code its key from its own
 // settings (apiKeyHelper) under home: Gemini CLI redacts variables that
@@ -507,8 +540,16 @@ func TestAgentsClaudeLeadsCodexShell(t *testing.T) {
 	leader, lenv := r.claudeLeader(t, shellLeaderPlan(r.dlgt, "codex"))
 	out := r.runLeader(t, lenv, lenv["DLGT_CLAUDE_BIN"], "-p", "LEADER-TASK: delegate to codex by shell",
 		"--output-format", "json", "--allowedTools", "Bash")
-	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
-		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", out)
+	r.checkShellDelegation(t, leader, out)
+}
+
+// checkShellDelegation asserts what a leader that ran shellLeaderPlan
+// saw: the counterpart's answer in one tool result and in its final
+// output; then it stops the counterpart.
+func (r *agentRig) checkShellDelegation(t *testing.T, leader *mockapi.Server, final string) {
+	t.Helper()
+	if !strings.Contains(final, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
+		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", final)
 	}
 	if n := leaderSawResult(leader, agentAnswer); n != 1 {
 		t.Errorf("%d tool results carried the answer, want 1", n)
@@ -548,11 +589,5 @@ func TestAgentsCodexLeadsClaudeShellNetworkSandbox(t *testing.T) {
 	leader, lenv := r.codexLeader(t, shellLeaderPlan(r.dlgt, "claude"))
 	out := r.runLeader(t, lenv, e2eCodexBin(t), "exec", "--json", "--skip-git-repo-check",
 		"-s", "workspace-write", "-c", "sandbox_workspace_write.network_access=true", "LEADER-TASK: delegate to claude by shell")
-	if !strings.Contains(out, "LEADER-SHELL-DONE result thinking… "+agentAnswer) {
-		t.Errorf("the leader's final output lacks the counterpart's answer:\n%s", out)
-	}
-	if n := leaderSawResult(leader, agentAnswer); n != 1 {
-		t.Errorf("%d tool results carried the answer, want 1", n)
-	}
-	r.td.mustCall("session.stop", map[string]any{"session": "shell-e2e"}, nil)
+	r.checkShellDelegation(t, leader, out)
 }

@@ -511,29 +511,35 @@ func TestRemoteAttachOverSSH(t *testing.T) {
 	}
 }
 
-// The real Claude Code once over ssh: the remote side's environment (its
-// HOME with the seeded state, the mock's URL and key) is what the remote
-// proxy fills the launch with.
-func TestRemoteRealClaudeOverSSH(t *testing.T) {
-	mock, env := e2eClaudeEnv(t, mockapi.Script{mockapi.Contains("REMOTE-REAL", mockapi.Reply{Text: "REMOTE-REAL-ANSWER-9c1"})})
-	r := newSSHRig(t, env)
-	var rc cliReceipt
-	r.must(t, &rc, "session", "create", "--harness", "claude", "--title", "real", "--request-id", "real1", "--", "REMOTE-REAL: answer")
-	var f cliFetch
-	r.must(t, &f, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "90s")
-	if f.Reason != "result" || len(f.finalTexts()) != 1 || !strings.Contains(f.finalTexts()[0], "REMOTE-REAL-ANSWER-9c1") {
-		t.Fatalf("real Claude over ssh: %+v", f)
+// A real harness Session over --host, for each harness: the remote side's
+// environment (its HOME with the harness's seeded state, the mock's URL
+// and key) is what the remote proxy fills the launch with; the Session
+// runs in a git repository the harness trusts there. The client creates
+// it, fetches its result and stops it through ssh.
+func TestRemoteRealOverSSH(t *testing.T) {
+	for _, h := range []string{"claude", "codex", "gemini", "copilot"} {
+		t.Run(h, func(t *testing.T) {
+			mock, env := counterpartEnv(t, h, mockapi.Script{mockapi.Contains("REMOTE-REAL", mockapi.Reply{Text: "REMOTE-REAL-ANSWER-9c1"})})
+			r := newSSHRig(t, env)
+			var rc cliReceipt
+			r.must(t, &rc, "session", "create", "--harness", h, "--cwd", gitRepo(t), "--title", "real", "--request-id", "real1", "--", "REMOTE-REAL: answer")
+			var f cliFetch
+			r.must(t, &f, "session", "fetch", rc.Session.ID, "--cursor", rc.Cursor, "--until", "result", "--wait", "100s")
+			if f.Reason != "result" || len(f.finalTexts()) != 1 || f.finalTexts()[0] != "REMOTE-REAL-ANSWER-9c1" {
+				t.Fatalf("real %s over ssh: %+v", h, f)
+			}
+			n := 0
+			for _, p := range mock.Prompts() {
+				if strings.Contains(p, "REMOTE-REAL") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("the mock saw the prompt %d times, want 1", n)
+			}
+			r.must(t, nil, "session", "stop", rc.Session.ID)
+		})
 	}
-	n := 0
-	for _, p := range mock.Prompts() {
-		if strings.Contains(p, "REMOTE-REAL") {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("the mock saw the prompt %d times, want 1", n)
-	}
-	r.must(t, nil, "session", "stop", rc.Session.ID)
 }
 
 // mcpOverSSH runs `dlgt --host H mcp` as an MCP client would and delegates

@@ -502,16 +502,26 @@ func (Copilot) DismissDialog() []Keystroke { return nil }
 
 // copilotHook is the union of the Copilot hook payload fields dlgt reads.
 type copilotHook struct {
-	SessionID        string          `json:"sessionId"`
-	Source           string          `json:"source"`
-	Prompt           *string         `json:"prompt"`
-	TranscriptPath   string          `json:"transcriptPath"`
-	StopReason       string          `json:"stopReason"`
-	Reason           string          `json:"reason"`
-	ToolName         string          `json:"toolName"`
-	ToolArgs         json.RawMessage `json:"toolArgs"`
-	Message          string          `json:"message"`
-	NotificationType string          `json:"notification_type"`
+	SessionID      string          `json:"sessionId"`
+	Source         string          `json:"source"`
+	Prompt         *string         `json:"prompt"`
+	TranscriptPath string          `json:"transcriptPath"`
+	StopReason     string          `json:"stopReason"`
+	Reason         string          `json:"reason"`
+	ToolName       string          `json:"toolName"`
+	ToolArgs       json.RawMessage `json:"toolArgs"`
+	// ToolCalls: preToolUse as the TUI of 1.0.102 ran it (the recorded
+	// payload); postToolUse names its one tool by toolName.
+	ToolCalls []struct {
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	} `json:"toolCalls"`
+	ToolResult *struct {
+		ResultType string          `json:"resultType"`
+		Text       json.RawMessage `json:"textResultForLlm"`
+	} `json:"toolResult"`
+	Message          string `json:"message"`
+	NotificationType string `json:"notification_type"`
 }
 
 // ParseHook maps a Copilot CLI hook payload to evidence.
@@ -558,7 +568,10 @@ func (Copilot) ParseHook(event string, payload []byte) (Evidence, error) {
 		}
 		ev.Input = ToolInputText(mustJSON(h.Message))
 	case "preToolUse", "postToolUse":
-		ev.Kind, ev.Tool = KindActivity, h.ToolName
+		ev.Kind, ev.ToolCall = KindActivity, copilotToolCall(event, &h)
+		if ev.ToolCall != nil {
+			ev.Tool = ev.ToolCall.Name
+		}
 	case "agentStop":
 		// Its text is read by the daemon (ReplyReader): Copilot 1.0.102
 		// runs agentStop before it writes the turn to its session log.
@@ -569,6 +582,35 @@ func (Copilot) ParseHook(event string, payload []byte) (Evidence, error) {
 		ev.Kind = KindIgnored
 	}
 	return ev, nil
+}
+
+// copilotToolCall is the tool call of a preToolUse or postToolUse hook,
+// nil when it names none. Its id is left to the daemon, which pairs the
+// start and the end by name and input: Copilot 1.0.102's postToolUse
+// carries no id of the call (its preToolUse's toolCalls do). Of several
+// calls in one preToolUse the first is reported.
+func copilotToolCall(event string, h *copilotHook) *ToolCall {
+	tc := &ToolCall{Name: h.ToolName, Phase: ToolStarted, Input: nonNull(h.ToolArgs)}
+	if tc.Name == "" && len(h.ToolCalls) > 0 {
+		tc.Name, tc.Input = h.ToolCalls[0].Name, nonNull(h.ToolCalls[0].Args)
+	}
+	if tc.Name == "" {
+		return nil
+	}
+	tc.Command = toolCommand(tc.Input)
+	if event == "postToolUse" {
+		tc.Phase = ToolCompleted
+		if r := h.ToolResult; r != nil {
+			tc.Output = nonNull(r.Text)
+			if r.ResultType != "" && r.ResultType != "success" {
+				tc.Phase, tc.Error = ToolFailed, errorText(r.Text)
+				if tc.Error == "" {
+					tc.Error = r.ResultType
+				}
+			}
+		}
+	}
+	return tc
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -77,6 +77,22 @@ func TestCopilotRecordedHooks(t *testing.T) {
 			if ev.Reason != "permission" || !ev.Answerable || ev.Command != "date > now.txt" || ev.Tool != "bash" {
 				t.Errorf("blocked = %+v", ev)
 			}
+		case "preToolUse":
+			// The call as the recorded hook lists it; no id, since
+			// postToolUse gives none: the daemon pairs the two by name
+			// and input.
+			tc := ev.ToolCall
+			if tc == nil || tc.Phase != ToolStarted || tc.ID != "" || tc.Name != "bash" || tc.Command != "date > now.txt" ||
+				string(tc.Input) != `{"command":"date > now.txt","description":"mockapi tool call"}` {
+				t.Errorf("preToolUse tool call %+v", tc)
+			}
+		case "postToolUse":
+			tc := ev.ToolCall
+			if tc == nil || tc.Phase != ToolCompleted || tc.ID != "" || tc.Name != "bash" || tc.Command != "date > now.txt" ||
+				string(tc.Input) != `{"command":"date > now.txt","description":"mockapi tool call"}` ||
+				string(tc.Output) != `"\n<shellId: 0 completed with exit code 0>"` || tc.Error != "" {
+				t.Errorf("postToolUse tool call %+v", tc)
+			}
 		case "agentStop":
 			// The text is read by the daemon once the log holds the
 			// turn (LastReply): Copilot writes it after this hook.
@@ -87,6 +103,25 @@ func TestCopilotRecordedHooks(t *testing.T) {
 	}
 	if _, err := (Copilot{}).ParseHook("agentStop", []byte("[1]")); err == nil {
 		t.Error("a payload that is not an object was taken")
+	}
+}
+
+// The other shapes of Copilot's tool hooks: a preToolUse naming its tool
+// as postToolUse does (toolName, toolArgs), and a tool that did not
+// succeed, whose text for the model is the error.
+func TestCopilotToolHookShapes(t *testing.T) {
+	ev, err := Copilot{}.ParseHook("preToolUse", []byte(`{"sessionId":"x","toolName":"bash","toolArgs":{"command":"ls"}}`))
+	if err != nil || ev.Kind != KindActivity || ev.ToolCall == nil || ev.ToolCall.Name != "bash" || ev.ToolCall.Command != "ls" || ev.ToolCall.Phase != ToolStarted {
+		t.Errorf("preToolUse with toolName: %+v %v", ev.ToolCall, err)
+	}
+	ev, err = Copilot{}.ParseHook("postToolUse", []byte(`{"sessionId":"x","toolName":"bash","toolArgs":{"command":"false"},"toolResult":{"resultType":"failure","textResultForLlm":"exit code 1"}}`))
+	if err != nil || ev.ToolCall == nil || ev.ToolCall.Phase != ToolFailed || ev.ToolCall.Error != "exit code 1" {
+		t.Errorf("failed postToolUse: %+v %v", ev.ToolCall, err)
+	}
+	// A hook with no tool in it reports activity and no call.
+	ev, err = Copilot{}.ParseHook("preToolUse", []byte(`{"sessionId":"x"}`))
+	if err != nil || ev.Kind != KindActivity || ev.ToolCall != nil {
+		t.Errorf("preToolUse without a tool: %+v %v", ev, err)
 	}
 }
 
