@@ -28,7 +28,10 @@
 //   - daemon/parking: where long polls wait, sharing one evaluation per
 //     position, bounds and change (and all:true's per change);
 //   - daemon/scrollback: scrollback.read's paging (cursors, page sizes,
-//     the live grid before the history).
+//     the live grid before the history);
+//   - daemon/transcript: reading a provider transcript through one
+//     bounded opener: a turn's reply and usage, and the one turn-end wait
+//     for both.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -60,7 +63,7 @@
 //   - pending.go: pending requests (approvals): when a hook opens one, session.respond and internal.hook.decision over package approvals.
 //   - queue.go: queued sends (session.send queue): held per Session, stored with it, run as the next execution once the running one ends.
 //   - reads.go: session.read, session.list, events, scrollback (paged by package scrollback) and the raw transcript.
-//   - reply.go: a turn's final text read back from the transcript (harness.ReplyReader), waiting for a harness that writes it after its turn-end hook.
+//   - reply.go: the turn-end wait (package transcript) for a turn's reply and usage record, for a harness that writes them after its turn-end hook.
 //   - runtime.go: the runtime (Sessions by uid, id and alias), recovery at start.
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
@@ -69,7 +72,7 @@
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
 //   - toolevents.go: tool.call events from the harnesses' tool hooks into package toolcalls' log, served by event.read and event.subscribe.
 //   - transcript_tail.go: tailing a provider transcript during and after a turn.
-//   - usage.go: an execution's token usage, read from the provider transcript.
+//   - usage.go: where an execution's turn is in the provider transcript, and its token usage (read by package transcript).
 //   - worktree.go: wiring package worktree: where worktrees go, session.diff, a result's diff summary.
 //
 // # What it must not touch

@@ -7,6 +7,7 @@ package daemon
 import (
 	"context"
 
+	"github.com/dlgt-dev/dlgt/daemon/transcript"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -52,8 +53,7 @@ func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
 	if ev.Kind == harness.KindStop {
 		// Its usage and, when the hook carries none, its text are read
 		// from the transcript, which may lag the hook (reply.go).
-		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
-		rt.awaitReply(ctx, s, p.LaunchID, &ev)
+		rt.awaitTurnEnd(ctx, s, p.LaunchID, &ev)
 	}
 	return rt.applyEvidence(s, p.LaunchID, ev)
 }
@@ -271,11 +271,8 @@ func (rt *runtime) bindLocked(s *session) {
 	}
 }
 
-// maxTranscriptScan bounds the recovery read of a provider transcript.
-const maxTranscriptScan = 32 << 20
-
 // finalText picks the execution's final text: the hook's own report or
-// the reply read back from the transcript (awaitReply), else whatever
+// the reply read back from the transcript (awaitTurnEnd), else whatever
 // the transcript holds of the turn now, else nothing.
 func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (string, string) {
 	if ev.FinalText != nil {
@@ -285,7 +282,7 @@ func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (str
 		return *ev.FinalText, rpc.TextSourceHook
 	}
 	if r, ok := s.h.(harness.ReplyReader); ok && ev.Transcript != "" {
-		if text, ok := readReply(r, ev.Transcript, replyFromLocked(e, ev.Transcript), e.prompt); ok {
+		if text, ok := transcript.ReadReply(r, ev.Transcript, replyFromLocked(e, ev.Transcript), e.prompt); ok {
 			return text, rpc.TextSourceTranscript
 		}
 	}
