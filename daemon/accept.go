@@ -428,7 +428,7 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	g := s.gen
 	s.mu.Unlock()
 
-	if err := rt.deliver(ctx, s, g, s.h.Submit(prompt)); err != nil {
+	if err := s.deliver(ctx, rt.log, g, s.h.Submit(prompt)); err != nil {
 		rt.log.Warn("prompt delivery failed", "session", s.rec.ID, "err", err)
 	}
 	return rt.awaitReceipt(ctx, s, e, cursor), nil

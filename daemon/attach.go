@@ -185,7 +185,7 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	}
 	for {
 		// Taken before the drain: output written after it closes this.
-		grew := a.g.out.state().wake
+		grew := a.g.out.State().Wake
 		// Drain what is there before looking at why we might stop, so the
 		// last output of an exiting harness reaches the viewer.
 		sent := false

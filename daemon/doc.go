@@ -29,6 +29,9 @@
 //     position, bounds and change (and all:true's per change);
 //   - daemon/scrollback: scrollback.read's paging (cursors, page sizes,
 //     the live grid before the history);
+//   - daemon/delivery: typing a prompt's keystrokes into a harness's
+//     terminal, each write held for the evidence its adapter awaits in
+//     the output (paste mode, the echo, quiet), with its fallbacks;
 //   - daemon/transcript: reading a provider transcript through one
 //     bounded opener: a turn's reply and usage, and the one turn-end wait
 //     for both.
@@ -46,7 +49,7 @@
 //   - attach.go: the interactive attach lease (internal.terminal.*) and its output stream.
 //   - control.go: resume, stop, restart and cancel of a Session.
 //   - daemon.go: Run: startup, the sockets (package sockets), the hook-only server, shutdown.
-//   - deliver.go: prompt delivery, waiting on the harness's own output as evidence.
+//   - deliver.go: a generation as package delivery's target (its grid, output watch, write, execution).
 //   - doc.go: this map.
 //   - evidence.go: harness hooks (internal.hook) and what they do to a Session.
 //   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).

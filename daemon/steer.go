@@ -82,7 +82,7 @@ func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uin
 		from = fi.Size()
 	}
 
-	if err := rt.deliver(ctx, s, g, s.h.Submit(prompt)); err != nil {
+	if err := s.deliver(ctx, rt.log, g, s.h.Submit(prompt)); err != nil {
 		s.mu.Lock()
 		id := s.rec.ID
 		s.mu.Unlock()
