@@ -62,7 +62,7 @@ func (rt *runtime) routes() []route {
 		serveAcceptance(rpc.SessionCreate, rt.sessionCreate),
 		serve(rpc.SessionRestart, rt.sessionRestart),
 		serveAcceptance(rpc.SessionSend, rt.sessionSend),
-		serveReply(rpc.SessionFetch, rt.sessionFetch),
+		serveReply(rpc.SessionFetch, rt.fetch.sessionFetch),
 		serve(rpc.SessionCancel, rt.sessionCancel),
 		serve(rpc.SessionList, rt.sessionList),
 		serve(rpc.SessionRead, rt.sessionRead),

@@ -52,7 +52,7 @@
 //   - deliver.go: a generation as package delivery's target (its grid, output watch, write, execution).
 //   - doc.go: this map.
 //   - evidence.go: harness hooks (internal.hook) and what they do to a Session.
-//   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution).
+//   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution) on the fetcher, which sees the runtime as a narrow fetchHost.
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.
 //   - fetch_marks.go: a Session's watermark (its record of events retention dropped is fetchdoc.EventLoss).

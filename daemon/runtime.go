@@ -86,6 +86,7 @@ type runtime struct {
 	responses approvals.Responses
 	respondMu sync.Mutex
 	positions *fetchPositions
+	fetch     *fetcher       // session.fetch (fetch.go)
 	versions  versions.Cache // harness binaries' --version, for harness.list
 	tools     toolcalls.Log  // tool.call events (toolevents.go)
 
@@ -123,6 +124,7 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		byLaunch: map[string]*session{}, aliases: map[string]*session{},
 		allChanged: make(chan struct{}),
 	}
+	rt.fetch = &fetcher{host: rt, db: db, instanceID: rt.instanceID}
 	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
 		rt.wg.Add(1)
 		go func() {
@@ -134,6 +136,7 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 	rt.receipts = receipts.New(db)
 	rt.receipts.Recorded = rt.executionRecorded
 	rt.positions = newPositions(db, log)
+	rt.fetch.positions = rt.positions
 	rt.receipts.PositionOf = rt.receiptPosition
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
