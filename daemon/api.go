@@ -82,10 +82,10 @@ func (rt *runtime) routes() []route {
 		serve(rpc.HookDecisionMethod, rt.hookDecision),
 		serve(rpc.DaemonStatusMethod, rt.daemonStatus),
 		serve(rpc.DaemonShutdownMethod, rt.daemonShutdown),
-		serveReply(rpc.TerminalAttachMethod, rt.terminalAttach),
-		serve(rpc.TerminalInputMethod, rt.terminalInput),
-		serve(rpc.TerminalResizeMethod, rt.terminalResize),
-		serve(rpc.TerminalDetachMethod, rt.terminalDetach),
+		serveReply(rpc.TerminalAttachMethod, rt.terminals.terminalAttach),
+		serve(rpc.TerminalInputMethod, rt.terminals.terminalInput),
+		serve(rpc.TerminalResizeMethod, rt.terminals.terminalResize),
+		serve(rpc.TerminalDetachMethod, rt.terminals.terminalDetach),
 	}
 }
 

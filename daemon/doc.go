@@ -46,7 +46,7 @@
 //
 //   - accept.go: acceptances (session.create, session.send): validation, the receipt, the launch or delivery.
 //   - api.go: the wire layer: the dispatch table, each method decoded through its rpc descriptor.
-//   - attach.go: the interactive attach lease (internal.terminal.*) and its output stream.
+//   - attach.go: the interactive attach lease (internal.terminal.*) and its output stream, served by the terminals type over a narrow terminalHost.
 //   - control.go: resume, stop, restart and cancel of a Session.
 //   - daemon.go: Run: startup, the sockets (package sockets), the hook-only server, shutdown.
 //   - deliver.go: a generation as package delivery's target (its grid, output watch, write, execution).

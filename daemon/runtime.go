@@ -87,6 +87,7 @@ type runtime struct {
 	respondMu sync.Mutex
 	positions *fetchPositions
 	fetch     *fetcher       // session.fetch (fetch.go)
+	terminals *terminals     // internal.terminal.* (attach.go)
 	versions  versions.Cache // harness binaries' --version, for harness.list
 	tools     toolcalls.Log  // tool.call events (toolevents.go)
 
@@ -125,6 +126,7 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		allChanged: make(chan struct{}),
 	}
 	rt.fetch = &fetcher{host: rt, db: db, instanceID: rt.instanceID}
+	rt.terminals = &terminals{host: rt, log: log}
 	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
 		rt.wg.Add(1)
 		go func() {
