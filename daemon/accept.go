@@ -177,7 +177,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
 	}
-	h, err := rt.harness(p.Harness)
+	h, err := rt.catalog.Get(p.Harness)
 	if err != nil {
 		return rpc.Receipt{}, err
 	}
@@ -268,7 +268,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 // names only the internal launch id.
 func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	var sp *spare
-	if rec.Worktree == nil && launchPromptFits(rt.adapterFor(rec.Harness), prompt) {
+	if rec.Worktree == nil && launchPromptFits(adapterFor(rt.catalog, rec.Harness), prompt) {
 		sp = rt.claimSpare(rec, lo) // a warm spare of this shape (spares.go)
 	}
 	var s *session

@@ -29,6 +29,8 @@
 //     position, bounds and change (and all:true's per change);
 //   - daemon/scrollback: scrollback.read's paging (cursors, page sizes,
 //     the live grid before the history);
+//   - daemon/catalog: the harnesses the daemon has: harness.list,
+//     model.list, an adapter by name;
 //   - daemon/delivery: typing a prompt's keystrokes into a harness's
 //     terminal, each write held for the evidence its adapter awaits in
 //     the output (paste mode, the echo, quiet), with its fallbacks;

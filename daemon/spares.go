@@ -118,7 +118,7 @@ func shapeKey(rec sessionRecord, lo launchOpts) string {
 
 // sessionWarm keeps p.Spares spares of p's launch shape.
 func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.SessionWarmParams) (rpc.SessionWarmResult, error) {
-	h, err := rt.harness(p.Harness)
+	h, err := rt.catalog.Get(p.Harness)
 	if err != nil {
 		return rpc.SessionWarmResult{}, err
 	}
