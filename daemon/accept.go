@@ -235,7 +235,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		if branch == "" {
 			branch = worktree.DefaultBranch(rec.Alias)
 		}
-		wt, launch, werr := rt.makeWorktree(ctx, p.Cwd, branch)
+		wt, launch, werr := rt.worktrees.make(ctx, p.Cwd, branch)
 		if werr != nil {
 			rt.receipts.Finish(p.RequestID, res, nil)
 			return rpc.Receipt{}, werr

@@ -75,7 +75,7 @@ func (rt *runtime) routes() []route {
 		serve(rpc.ProfileList, profileList),
 		serve(rpc.HarnessList, rt.catalog.List),
 		serve(rpc.SessionRespond, rt.sessionRespond),
-		serve(rpc.SessionDiff, rt.sessionDiff),
+		serve(rpc.SessionDiff, rt.worktrees.sessionDiff),
 		serve(rpc.SessionWarm, rt.sessionWarm),
 
 		serve(rpc.HookMethod, rt.hookDeliver),

@@ -87,6 +87,7 @@ type runtime struct {
 	positions *fetchPositions
 	fetch     *fetcher         // session.fetch (fetch.go)
 	terminals *terminals       // internal.terminal.* (attach.go)
+	worktrees *worktrees       // where worktrees go, session.diff (worktree.go)
 	catalog   *catalog.Catalog // the harnesses, harness.list, model.list
 	tools     toolcalls.Log    // tool.call events (toolevents.go)
 
@@ -127,6 +128,7 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 	rt.fetch = &fetcher{host: rt, db: db, instanceID: rt.instanceID}
 	rt.catalog = catalog.New(rt.opts.Harnesses, rt.opts.BinEnv)
 	rt.terminals = &terminals{host: rt, log: log}
+	rt.worktrees = newWorktrees(rt)
 	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
 		rt.wg.Add(1)
 		go func() {
@@ -452,7 +454,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	res := &rpc.Result{
 		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
 		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
-		Usage: usage, Diff: rt.diffSummaryLocked(s), StopReason: stop,
+		Usage: usage, Diff: rt.worktrees.summaryLocked(s), StopReason: stop,
 	}
 	if status == rpc.StatusCompleted || text != "" {
 		t := text
