@@ -73,7 +73,7 @@
 //   - session.go: the Session, its generations and executions, and its persisted record.
 //   - signin.go: a harness's sign-in check before a launch or a warm spare (harness.SignInChecker).
 //   - spares.go: warm spares (session.warm): the launcher package spares' pool runs, a spare's Session object, a claimed spare becoming a Session.
-//   - steer.go: steering a running execution (session.send steer) and the proof in the CLI's own record.
+//   - steer.go: steering a running execution (session.send steer); the proof in the CLI's own record is package transcript's WatchFor.
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
 //   - toolevents.go: tool.call events from the harnesses' tool hooks into package toolcalls' log, served by event.read and event.subscribe.
 //   - transcript_tail.go: tailing a provider transcript during and after a turn.

@@ -12,8 +12,8 @@
 // At a turn's end, Await is the one bounded wait on the transcript: one
 // deadline, one poll loop, returning as soon as the reply (when the hook
 // carried none) and the turn's usage record (when the turn is shown
-// being written) are there. A Tail follows the file's complete lines as
-// they are appended.
+// being written) are there. WatchFor watches the file for a steer's
+// text: the harness took it once its own record holds it.
 //
 // It sees no Session, no lock and no runtime: the daemon hands it paths,
 // offsets, the adapter and a prompt or turn id, and applies what it
