@@ -78,7 +78,7 @@ func (rt *runtime) routes() []route {
 		serve(rpc.SessionDiff, rt.worktrees.sessionDiff),
 		serve(rpc.SessionWarm, rt.sessionWarm),
 
-		serve(rpc.HookMethod, rt.hookDeliver),
+		serve(rpc.HookMethod, rt.hooks.hookDeliver),
 		serve(rpc.HookDecisionMethod, rt.hookDecision),
 		serve(rpc.DaemonStatusMethod, rt.daemonStatus),
 		serve(rpc.DaemonShutdownMethod, rt.daemonShutdown),

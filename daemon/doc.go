@@ -53,7 +53,7 @@
 //   - daemon.go: Run: startup, the sockets (package sockets), the hook-only server, shutdown.
 //   - deliver.go: a generation as package delivery's target (its grid, output watch, write, execution).
 //   - doc.go: this map.
-//   - evidence.go: harness hooks (internal.hook) and what they do to a Session.
+//   - evidence.go: harness hooks taken in by the hookIntake type (internal.hook, the HTTP intake), and what their evidence does to a Session (applyEvidence).
 //   - fetch.go: session.fetch's entry points (a cursor, a cursorless baseline, after_execution) on the fetcher, which sees the runtime as a narrow fetchHost.
 //   - fetch_all.go: all:true fetches: which Sessions, what to take of them, waiting.
 //   - fetch_longpoll.go: long polls: parking a fetch until a change, until:result.

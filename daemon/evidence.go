@@ -6,61 +6,93 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
 	"github.com/dlgt-dev/dlgt/daemon/transcript"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
+
+// hookIntake takes the harnesses' hooks in (internal.hook, or the HTTP
+// intake: package hookhttp) and hands each, as evidence, to the
+// lifecycle (applyEvidence), after what a hook needs first: its tool
+// call logged, the terminal's output drained at a turn's end, the
+// transcript waited for (reply.go). It sees the runtime only through
+// these functions.
+type hookIntake struct {
+	log *slog.Logger
+	// launched is the Session whose live generation has the launch id.
+	launched func(launch string) *session
+	// apply is applyEvidence; claimPending is pending.go's.
+	apply        func(s *session, launch string, ev harness.Evidence) bool
+	claimPending func(launch, event string) string
+	// tools is the tool call log, lastEvent the newest lifecycle event's
+	// seq (toolevents.go).
+	tools     *toolcalls.Log
+	lastEvent func() uint64
+}
+
+func newHookIntake(rt *runtime) *hookIntake {
+	return &hookIntake{
+		log: rt.log,
+		launched: func(launch string) *session {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			return rt.byLaunch[launch]
+		},
+		apply: rt.applyEvidence, claimPending: rt.claimPending,
+		tools: &rt.tools, lastEvent: rt.db.LastEventSeq,
+	}
+}
 
 // hookDeliver applies one provider hook callback. Callbacks are keyed by
 // the launch id of the generation that injected them: a callback for an
 // unknown or older generation, or naming another provider session, is
 // logged as a diagnostic and changes nothing. The harness always gets a
 // quick success so it never stalls on dlgt.
-func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (rpc.HookAck, error) {
-	ack := rpc.HookAck{Accepted: rt.deliverHook(ctx, p)}
-	ack.PendingID = rt.claimPending(p.LaunchID, p.Event)
+func (hk *hookIntake) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (rpc.HookAck, error) {
+	ack := rpc.HookAck{Accepted: hk.deliverHook(ctx, p)}
+	ack.PendingID = hk.claimPending(p.LaunchID, p.Event)
 	return ack, nil
 }
 
 // deliverHook applies one hook callback, however it arrived (the hook
 // socket's internal.hook, or an HTTP hook: see hookhttp.go), and reports
 // whether it moved the Session.
-func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
-	rt.mu.Lock()
-	s := rt.byLaunch[p.LaunchID]
-	rt.mu.Unlock()
+func (hk *hookIntake) deliverHook(ctx context.Context, p rpc.HookParams) bool {
+	s := hk.launched(p.LaunchID)
 	if s == nil {
-		rt.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
+		hk.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
 		return false
 	}
 	ev, err := s.h.ParseHook(p.Event, p.Payload)
 	if err != nil {
-		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
+		hk.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
 		return false
 	}
 	if ev.ToolCall != nil {
-		rt.recordToolCall(s, p.LaunchID, ev)
+		hk.recordToolCall(s, p.LaunchID, ev)
 	}
 	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
 		// Output printed before the turn ended becomes readable no later
 		// than its result: take in what the terminal still holds (the
 		// hook can arrive before the pump has read it), then commit the
 		// pending rows (outside s.mu, which the commit hook takes).
-		rt.drainOutput(s, p.LaunchID)
+		drainOutput(s, p.LaunchID)
 		s.rows.Flush()
 	}
 	if ev.Kind == harness.KindStop {
 		// Its usage and, when the hook carries none, its text are read
 		// from the transcript, which may lag the hook (reply.go).
-		rt.awaitTurnEnd(ctx, s, p.LaunchID, &ev)
+		hk.awaitTurnEnd(ctx, s, p.LaunchID, &ev)
 	}
-	return rt.applyEvidence(s, p.LaunchID, ev)
+	return hk.apply(s, p.LaunchID, ev)
 }
 
 // drainOutput has launch's pump consume the output its terminal holds
 // unread (pty.Process.Drain), if launch is s's live generation.
-func (rt *runtime) drainOutput(s *session, launch string) {
+func drainOutput(s *session, launch string) {
 	s.mu.Lock()
 	g := s.gen
 	s.mu.Unlock()

@@ -33,7 +33,7 @@ func replyFromLocked(e *execution, path string) int64 {
 // records the active execution's turn: its end, when the transcript shows
 // it being written, and its reply, when ev carries no text (then ev gets
 // it). Called without s.mu.
-func (rt *runtime) awaitTurnEnd(ctx context.Context, s *session, launchID string, ev *harness.Evidence) {
+func (hk *hookIntake) awaitTurnEnd(ctx context.Context, s *session, launchID string, ev *harness.Evidence) {
 	s.mu.Lock()
 	g, e := s.gen, s.exec
 	if g == nil || g.launchID != launchID || e == nil {
@@ -71,13 +71,13 @@ func (rt *runtime) awaitTurnEnd(ctx context.Context, s *session, launchID string
 	waited := o.Waited.Round(time.Millisecond)
 	switch {
 	case t.Usage != nil && o.FirstState == harness.TurnUnseen && t.Reply == nil:
-		rt.log.Debug("the transcript holds nothing of the turn; its result is not held for usage", "session", id)
+		hk.log.Debug("the transcript holds nothing of the turn; its result is not held for usage", "session", id)
 	case o.Done && o.Waited >= transcript.Poll:
-		rt.log.Debug("Stop hook held until the transcript recorded the turn", "session", id, "waited", waited)
+		hk.log.Debug("Stop hook held until the transcript recorded the turn", "session", id, "waited", waited)
 	case o.Done || ctx.Err() != nil:
 	case t.Reply != nil && !o.ReplyFound:
-		rt.log.Info("the transcript did not record the turn's reply; its result has no text", "session", id, "waited", waited)
+		hk.log.Info("the transcript did not record the turn's reply; its result has no text", "session", id, "waited", waited)
 	default:
-		rt.log.Info("the transcript did not record the turn's end; its usage may be incomplete", "session", id, "waited", waited)
+		hk.log.Info("the transcript did not record the turn's end; its usage may be incomplete", "session", id, "waited", waited)
 	}
 }

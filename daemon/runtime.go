@@ -87,6 +87,7 @@ type runtime struct {
 	positions *fetchPositions
 	fetch     *fetcher         // session.fetch (fetch.go)
 	terminals *terminals       // internal.terminal.* (attach.go)
+	hooks     *hookIntake      // internal.hook and the HTTP intake (evidence.go)
 	worktrees *worktrees       // where worktrees go, session.diff (worktree.go)
 	catalog   *catalog.Catalog // the harnesses, harness.list, model.list
 	tools     toolcalls.Log    // tool.call events (toolevents.go)
@@ -129,6 +130,7 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 	rt.catalog = catalog.New(rt.opts.Harnesses, rt.opts.BinEnv)
 	rt.terminals = &terminals{host: rt, log: log}
 	rt.worktrees = newWorktrees(rt)
+	rt.hooks = newHookIntake(rt)
 	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
 		rt.wg.Add(1)
 		go func() {

@@ -19,7 +19,7 @@ import (
 
 // recordToolCall keeps the tool call of one hook of launch for s, if
 // launch is s's live generation and the hook names s's provider session.
-func (rt *runtime) recordToolCall(s *session, launch string, ev harness.Evidence) {
+func (hk *hookIntake) recordToolCall(s *session, launch string, ev harness.Evidence) {
 	s.mu.Lock()
 	g := s.gen
 	if g == nil || g.launchID != launch || s.spare != nil ||
@@ -33,7 +33,7 @@ func (rt *runtime) recordToolCall(s *session, launch string, ev harness.Evidence
 	}
 	uid, id := s.uid, s.rec.ID
 	s.mu.Unlock()
-	rt.tools.Add(uid, id, execSeq, rt.db.LastEventSeq(), ev.ToolCall)
+	hk.tools.Add(uid, id, execSeq, hk.lastEvent(), ev.ToolCall)
 }
 
 // toolStart is where a caller's tool.call events start: its tool_after,
