@@ -35,8 +35,8 @@
 //     terminal, each write held for the evidence its adapter awaits in
 //     the output (paste mode, the echo, quiet), with its fallbacks;
 //   - daemon/transcript: reading a provider transcript through one
-//     bounded opener: a turn's reply and usage, and the one turn-end wait
-//     for both.
+//     bounded opener: a turn's reply and usage, the one turn-end wait for
+//     both, a steer's proof, the tail of appended lines.
 //
 // The state directory's paths and checks, and the Version and Commit, are
 // package statedir's; the wire shapes, public and internal, are rpc's.
@@ -76,7 +76,7 @@
 //   - steer.go: steering a running execution (session.send steer); the proof in the CLI's own record is package transcript's WatchFor.
 //   - storage.go: writes that wait for a full disk; one transaction per state change.
 //   - toolevents.go: tool.call events from the harnesses' tool hooks into package toolcalls' log, served by event.read and event.subscribe.
-//   - transcript_tail.go: tailing a provider transcript during and after a turn.
+//   - transcript_tail.go: following a provider transcript during and after a turn (its lines read by transcript.Tail).
 //   - usage.go: where an execution's turn is in the provider transcript, and its token usage (read by package transcript).
 //   - worktree.go: wiring package worktree: where worktrees go, session.diff, a result's diff summary.
 //

@@ -13,7 +13,9 @@
 // deadline, one poll loop, returning as soon as the reply (when the hook
 // carried none) and the turn's usage record (when the turn is shown
 // being written) are there. WatchFor watches the file for a steer's
-// text: the harness took it once its own record holds it.
+// text: the harness took it once its own record holds it. A Tail reads
+// the complete lines appended to it, for the daemon to map to lifecycle
+// evidence (harness.TranscriptSource), bounding a line to MaxLine.
 //
 // It sees no Session, no lock and no runtime: the daemon hands it paths,
 // offsets, the adapter and a prompt or turn id, and applies what it
