@@ -5,7 +5,9 @@
 //
 // It is the composition root: nothing but cmd/ imports it (a test keeps
 // that so), and the parts that need no runtime are packages of their own,
-// which it wires:
+// which it wires (the features that act on a Session under its locks stay
+// here, as types that see the runtime through a narrow interface: the
+// fetcher, terminals, worktrees, hookIntake):
 //
 //   - daemon/fetchdoc: the session.fetch document (request, watermarks
 //     and gaps, deltas, all:true pages, fitting into max_bytes);
