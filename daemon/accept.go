@@ -177,7 +177,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 	if err := receipts.ValidateRequestID(p.RequestID); err != nil {
 		return rpc.Receipt{}, err
 	}
-	h, err := rt.harness(p.Harness)
+	h, err := rt.catalog.Get(p.Harness)
 	if err != nil {
 		return rpc.Receipt{}, err
 	}
@@ -235,7 +235,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 		if branch == "" {
 			branch = worktree.DefaultBranch(rec.Alias)
 		}
-		wt, launch, werr := rt.makeWorktree(ctx, p.Cwd, branch)
+		wt, launch, werr := rt.worktrees.make(ctx, p.Cwd, branch)
 		if werr != nil {
 			rt.receipts.Finish(p.RequestID, res, nil)
 			return rpc.Receipt{}, werr
@@ -268,7 +268,7 @@ func (rt *runtime) sessionCreate(ctx context.Context, peer rpc.Peer, p rpc.Sessi
 // names only the internal launch id.
 func (rt *runtime) create(ctx context.Context, rec sessionRecord, exactAlias bool, lo launchOpts, prompt string) (*receipts.Stored, error) {
 	var sp *spare
-	if rec.Worktree == nil && launchPromptFits(rt.adapterFor(rec.Harness), prompt) {
+	if rec.Worktree == nil && launchPromptFits(adapterFor(rt.catalog, rec.Harness), prompt) {
 		sp = rt.claimSpare(rec, lo) // a warm spare of this shape (spares.go)
 	}
 	var s *session
@@ -428,7 +428,7 @@ func (rt *runtime) accept(ctx context.Context, s *session, prompt string, fromCr
 	g := s.gen
 	s.mu.Unlock()
 
-	if err := rt.deliver(ctx, s, g, s.h.Submit(prompt)); err != nil {
+	if err := s.deliver(ctx, rt.log, g, s.h.Submit(prompt)); err != nil {
 		rt.log.Warn("prompt delivery failed", "session", s.rec.ID, "err", err)
 	}
 	return rt.awaitReceipt(ctx, s, e, cursor), nil

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,22 @@ const (
 	redrawPause = 120 * time.Millisecond
 )
 
+// terminals serves the interactive attach methods. It sees the runtime
+// only as its terminalHost.
+type terminals struct {
+	host terminalHost
+	log  *slog.Logger
+}
+
+// terminalHost is what attach needs of the runtime: Sessions by
+// reference, storing a Session's record (its terminal size), withdrawing
+// its open request for a person taking the lease.
+type terminalHost interface {
+	resolve(ref string) (*session, error)
+	persistLocked(s *session) error
+	withdrawForPersonLocked(s *session)
+}
+
 // leaseState is what the daemon remembers about a held lease beyond its
 // token: the generation it was taken on, the size to restore, and a
 // channel closed on release. Kept beside session.attach (keyed by the
@@ -63,7 +80,7 @@ func newAttachToken() string {
 }
 
 // terminalAttach starts an attach stream.
-func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.TerminalAttachParams) (rpc.Reply[rpc.TerminalAttachAck], error) {
+func (tm *terminals) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.TerminalAttachParams) (rpc.Reply[rpc.TerminalAttachAck], error) {
 	switch p.Mode {
 	case "":
 		p.Mode = rpc.AttachWrite
@@ -74,7 +91,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.Term
 	if p.Rows < 0 || p.Cols < 0 || p.Rows > maxRows || p.Cols > maxCols {
 		return rpc.Reply[rpc.TerminalAttachAck]{}, rpc.InvalidField("rows", "terminal size must be within 1..%d rows and 1..%d cols", maxRows, maxCols)
 	}
-	s, err := rt.resolve(p.Session)
+	s, err := tm.host.resolve(p.Session)
 	if err != nil {
 		return rpc.Reply[rpc.TerminalAttachAck]{}, err
 	}
@@ -93,7 +110,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.Term
 		}
 		return rpc.Reply[rpc.TerminalAttachAck]{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: id, Message: msg}
 	}
-	st := &attachStream{rt: rt, s: s, g: g, mode: p.Mode}
+	st := &attachStream{tm: tm, s: s, g: g, mode: p.Mode}
 	if p.Mode == rpc.AttachWrite {
 		if s.attach != nil {
 			s.mu.Unlock()
@@ -110,9 +127,9 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.Term
 		// The lease ends with the connection even if the stream never
 		// runs (the ack could not be sent); Run releases it earlier.
 		token := lease.token
-		context.AfterFunc(ctx, func() { rt.releaseLease(s, token) })
-		rt.log.Info("attach lease taken", "session", s.rec.ID, "peer_pid", peer.PID)
-		rt.withdrawForPersonLocked(s)
+		context.AfterFunc(ctx, func() { tm.releaseLease(s, token) })
+		tm.log.Info("attach lease taken", "session", s.rec.ID, "peer_pid", peer.PID)
+		tm.host.withdrawForPersonLocked(s)
 	}
 	ack := rpc.TerminalAttachAck{SessionID: s.rec.ID, Mode: p.Mode, State: string(s.rec.State)}
 	if st.lease != nil {
@@ -121,7 +138,7 @@ func (rt *runtime) terminalAttach(ctx context.Context, peer rpc.Peer, p rpc.Term
 	s.mu.Unlock()
 
 	if st.lease != nil && p.Rows > 0 && p.Cols > 0 {
-		rt.resizeTerminal(s, g, p.Rows, p.Cols)
+		tm.resizeTerminal(s, g, p.Rows, p.Cols)
 	}
 	// Render the grid and note where streaming starts, under the emulator
 	// lock so the pump is not between the two.
@@ -156,7 +173,7 @@ func repaint(rows []string, sc cursorer) []byte {
 
 // attachStream is one attach: it owns its lease (if any) for its lifetime.
 type attachStream struct {
-	rt     *runtime
+	tm     *terminals
 	s      *session
 	g      *generation
 	mode   string
@@ -170,9 +187,9 @@ func (a *attachStream) Ack() rpc.TerminalAttachAck { return a.ack }
 
 func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	if a.lease != nil {
-		defer a.rt.releaseLease(a.s, a.lease.token)
+		defer a.tm.releaseLease(a.s, a.lease.token)
 	}
-	go a.rt.nudgeRedraw(a.s, a.g)
+	go a.tm.nudgeRedraw(a.s, a.g)
 	var released <-chan struct{}
 	if a.ls != nil {
 		released = a.ls.released
@@ -185,7 +202,7 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 	}
 	for {
 		// Taken before the drain: output written after it closes this.
-		grew := a.g.out.state().wake
+		grew := a.g.out.State().Wake
 		// Drain what is there before looking at why we might stop, so the
 		// last output of an exiting harness reaches the viewer.
 		sent := false
@@ -232,7 +249,7 @@ func (a *attachStream) Run(ctx context.Context, emit func([]byte) error) error {
 
 // nudgeRedraw makes the harness repaint: a same-size SIGWINCH is ignored,
 // so the PTY grows by one row and shrinks back.
-func (rt *runtime) nudgeRedraw(s *session, g *generation) {
+func (tm *terminals) nudgeRedraw(s *session, g *generation) {
 	rows, cols := g.proc.Size()
 	r, c := int(rows), int(cols)
 	other := r + 1
@@ -242,7 +259,7 @@ func (rt *runtime) nudgeRedraw(s *session, g *generation) {
 	if other < 1 {
 		return
 	}
-	rt.resizeTerminal(s, g, other, c)
+	tm.resizeTerminal(s, g, other, c)
 	select {
 	case <-time.After(redrawPause):
 	case <-g.exited:
@@ -250,13 +267,13 @@ func (rt *runtime) nudgeRedraw(s *session, g *generation) {
 	}
 	// Only undo our own change: a client resize in between wins.
 	if nr, nc := g.proc.Size(); int(nr) == other && int(nc) == c {
-		rt.resizeTerminal(s, g, r, c)
+		tm.resizeTerminal(s, g, r, c)
 	}
 }
 
 // resizeTerminal sets the emulator and the PTY of generation g to rows×cols
 // (emulator first, so the harness's redraw is parsed at the new size).
-func (rt *runtime) resizeTerminal(s *session, g *generation, rows, cols int) {
+func (tm *terminals) resizeTerminal(s *session, g *generation, rows, cols int) {
 	resizeMu.Lock()
 	defer resizeMu.Unlock()
 	s.mu.Lock()
@@ -274,19 +291,19 @@ func (rt *runtime) resizeTerminal(s *session, g *generation, rows, cols int) {
 	}
 	s.termMu.Unlock()
 	if err := g.proc.Resize(uint16(rows), uint16(cols)); err != nil {
-		rt.log.Debug("pty resize", "session", s.uid, "err", err)
+		tm.log.Debug("pty resize", "session", s.uid, "err", err)
 	}
 	s.mu.Lock()
 	if s.gen == g {
 		s.rec.Rows, s.rec.Cols = rows, cols
-		rt.persistLocked(s)
+		tm.host.persistLocked(s)
 	}
 	s.mu.Unlock()
 }
 
 // releaseLease frees s's lease if token still names it, restoring the PTY
 // size from before the attach. It reports whether the token was current.
-func (rt *runtime) releaseLease(s *session, token string) bool {
+func (tm *terminals) releaseLease(s *session, token string) bool {
 	s.mu.Lock()
 	l := s.attach
 	if l == nil || subtle.ConstantTimeCompare([]byte(l.token), []byte(token)) != 1 {
@@ -302,9 +319,9 @@ func (rt *runtime) releaseLease(s *session, token string) bool {
 	leases.Unlock()
 	if ls != nil {
 		close(ls.released)
-		rt.resizeTerminal(s, ls.gen, ls.rows, ls.cols)
+		tm.resizeTerminal(s, ls.gen, ls.rows, ls.cols)
 	}
-	rt.log.Info("attach lease released", "session", id)
+	tm.log.Info("attach lease released", "session", id)
 	return true
 }
 
@@ -325,7 +342,7 @@ func leaseHolder(s *session, token string) (*generation, error) {
 	return g, nil
 }
 
-func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, p rpc.TerminalInputParams) (rpc.TerminalInputResult, error) {
+func (tm *terminals) terminalInput(ctx context.Context, peer rpc.Peer, p rpc.TerminalInputParams) (rpc.TerminalInputResult, error) {
 	if base64.StdEncoding.DecodedLen(len(p.DataBase64)) > maxAttachInput+3 {
 		return rpc.TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
 	}
@@ -336,7 +353,7 @@ func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, p rpc.Termi
 	if len(data) > maxAttachInput {
 		return rpc.TerminalInputResult{}, rpc.InvalidField("data_base64", "input is limited to %d bytes per call", maxAttachInput)
 	}
-	s, err := rt.resolve(p.Session)
+	s, err := tm.host.resolve(p.Session)
 	if err != nil {
 		return rpc.TerminalInputResult{}, err
 	}
@@ -352,14 +369,14 @@ func (rt *runtime) terminalInput(ctx context.Context, peer rpc.Peer, p rpc.Termi
 	return rpc.TerminalInputResult{Written: len(data)}, nil
 }
 
-func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, p rpc.TerminalResizeParams) (rpc.TerminalResizeResult, error) {
+func (tm *terminals) terminalResize(ctx context.Context, peer rpc.Peer, p rpc.TerminalResizeParams) (rpc.TerminalResizeResult, error) {
 	if p.Rows < 1 || p.Rows > maxRows {
 		return rpc.TerminalResizeResult{}, rpc.InvalidField("rows", "must be within 1..%d", maxRows)
 	}
 	if p.Cols < 1 || p.Cols > maxCols {
 		return rpc.TerminalResizeResult{}, rpc.InvalidField("cols", "must be within 1..%d", maxCols)
 	}
-	s, err := rt.resolve(p.Session)
+	s, err := tm.host.resolve(p.Session)
 	if err != nil {
 		return rpc.TerminalResizeResult{}, err
 	}
@@ -367,16 +384,16 @@ func (rt *runtime) terminalResize(ctx context.Context, peer rpc.Peer, p rpc.Term
 	if err != nil {
 		return rpc.TerminalResizeResult{}, err
 	}
-	rt.resizeTerminal(s, g, p.Rows, p.Cols)
+	tm.resizeTerminal(s, g, p.Rows, p.Cols)
 	return rpc.TerminalResizeResult{Rows: p.Rows, Cols: p.Cols}, nil
 }
 
-func (rt *runtime) terminalDetach(ctx context.Context, peer rpc.Peer, p rpc.TerminalDetachParams) (rpc.TerminalDetachResult, error) {
-	s, err := rt.resolve(p.Session)
+func (tm *terminals) terminalDetach(ctx context.Context, peer rpc.Peer, p rpc.TerminalDetachParams) (rpc.TerminalDetachResult, error) {
+	s, err := tm.host.resolve(p.Session)
 	if err != nil {
 		return rpc.TerminalDetachResult{}, err
 	}
-	if !rt.releaseLease(s, p.Token) {
+	if !tm.releaseLease(s, p.Token) {
 		return rpc.TerminalDetachResult{}, &rpc.Error{Code: rpc.CodeInvalidArgument, SessionID: s.snapshot().ID, Message: "token does not hold this Session's attach lease (it was released or never taken)"}
 	}
 	return rpc.TerminalDetachResult{Detached: true, Session: s.snapshot()}, nil

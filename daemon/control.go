@@ -113,7 +113,7 @@ func (rt *runtime) adoptForResume(p *rpc.SessionSendParams) (*session, error) {
 	if !ok || pid == "" {
 		return nil, rpc.InvalidField("session", "resume needs a provider-qualified id such as claude:<session-id>")
 	}
-	h, err := rt.harness(name)
+	h, err := rt.catalog.Get(name)
 	if err != nil {
 		return nil, rpc.InvalidField("session", "unknown harness %q in %q", clipRef(name), clipRef(p.Session))
 	}

@@ -82,7 +82,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if rt.opts.HTTPHooks {
-		web, err := hookhttp.Listen(rt.log, rt.deliverHook)
+		web, err := hookhttp.Listen(rt.log, rt.hooks.deliverHook)
 		if err != nil {
 			log.Warn("no HTTP hook endpoint on 127.0.0.1; hooks run the forwarder command", "err", err)
 		} else {

@@ -302,7 +302,7 @@ func TestE2EClaudeQueuedPrompt(t *testing.T) {
 	// Claude Code ending the turn for five seconds more, the window the
 	// send must land in. With one second the send came after it in 2 of 3
 	// runs at a load average of 20 to 30 (the daemon may hold the Stop up
-	// to usageSettleMax for the transcript, and the hooks run together).
+	// to transcript.UsageMax for the transcript, and the hooks run together).
 	settings := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"sleep 5"}]}]}}`
 	if err := os.WriteFile(filepath.Join(home, ".claude", "settings.json"), []byte(settings), 0o600); err != nil {
 		t.Fatal(err)

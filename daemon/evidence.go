@@ -6,65 +6,95 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
+	"github.com/dlgt-dev/dlgt/daemon/transcript"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
+
+// hookIntake takes the harnesses' hooks in (internal.hook, or the HTTP
+// intake: package hookhttp) and hands each, as evidence, to the
+// lifecycle (applyEvidence), after what a hook needs first: its tool
+// call logged, the terminal's output drained at a turn's end, the
+// transcript waited for (reply.go). It sees the runtime only through
+// these functions.
+type hookIntake struct {
+	log *slog.Logger
+	// launched is the Session whose live generation has the launch id.
+	launched func(launch string) *session
+	// apply is applyEvidence; claimPending is pending.go's.
+	apply        func(s *session, launch string, ev harness.Evidence) bool
+	claimPending func(launch, event string) string
+	// tools is the tool call log, lastEvent the newest lifecycle event's
+	// seq (toolevents.go).
+	tools     *toolcalls.Log
+	lastEvent func() uint64
+}
+
+func newHookIntake(rt *runtime) *hookIntake {
+	return &hookIntake{
+		log: rt.log,
+		launched: func(launch string) *session {
+			rt.mu.Lock()
+			defer rt.mu.Unlock()
+			return rt.byLaunch[launch]
+		},
+		apply: rt.applyEvidence, claimPending: rt.claimPending,
+		tools: &rt.tools, lastEvent: rt.db.LastEventSeq,
+	}
+}
 
 // hookDeliver applies one provider hook callback. Callbacks are keyed by
 // the launch id of the generation that injected them: a callback for an
 // unknown or older generation, or naming another provider session, is
 // logged as a diagnostic and changes nothing. The harness always gets a
 // quick success so it never stalls on dlgt.
-func (rt *runtime) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (rpc.HookAck, error) {
-	ack := rpc.HookAck{Accepted: rt.deliverHook(ctx, p)}
-	ack.PendingID = rt.claimPending(p.LaunchID, p.Event)
+func (hk *hookIntake) hookDeliver(ctx context.Context, peer rpc.Peer, p rpc.HookParams) (rpc.HookAck, error) {
+	ack := rpc.HookAck{Accepted: hk.deliverHook(ctx, p)}
+	ack.PendingID = hk.claimPending(p.LaunchID, p.Event)
 	return ack, nil
 }
 
 // deliverHook applies one hook callback, however it arrived (the hook
 // socket's internal.hook, or an HTTP hook: see hookhttp.go), and reports
 // whether it moved the Session.
-func (rt *runtime) deliverHook(ctx context.Context, p rpc.HookParams) bool {
-	rt.mu.Lock()
-	s := rt.byLaunch[p.LaunchID]
-	rt.mu.Unlock()
+func (hk *hookIntake) deliverHook(ctx context.Context, p rpc.HookParams) bool {
+	s := hk.launched(p.LaunchID)
 	if s == nil {
-		rt.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
+		hk.log.Info("hook for an unknown or finished launch ignored", "launch", p.LaunchID, "event", p.Event)
 		return false
 	}
 	ev, err := s.h.ParseHook(p.Event, p.Payload)
 	if err != nil {
-		rt.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
+		hk.log.Warn("malformed hook ignored", "launch", p.LaunchID, "event", p.Event, "err", err)
 		return false
 	}
 	if ev.ToolCall != nil {
-		rt.recordToolCall(s, p.LaunchID, ev)
+		hk.recordToolCall(s, p.LaunchID, ev)
 	}
 	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
 		// Output printed before the turn ended becomes readable no later
 		// than its result: take in what the terminal still holds (the
 		// hook can arrive before the pump has read it), then commit the
 		// pending rows (outside s.mu, which the commit hook takes).
-		rt.drainOutput(s, p.LaunchID)
+		drainOutput(s, p.LaunchID)
 		s.rows.Flush()
 	}
 	if ev.Kind == harness.KindStop || ev.Kind == harness.KindStopFailure {
 		// Its usage and stop reason and, for a Stop that carries none,
 		// its text are read from the transcript, which may lag the hook
-		// (usage.go, reply.go): Claude Code's StopFailure too runs
-		// before its queued writes of the turn's last messages land.
-		rt.awaitTurnRecorded(ctx, s, p.LaunchID, ev)
+		// (reply.go): Claude Code's StopFailure too runs before its
+		// queued writes of the turn's last messages land.
+		hk.awaitTurnEnd(ctx, s, p.LaunchID, &ev)
 	}
-	if ev.Kind == harness.KindStop {
-		rt.awaitReply(ctx, s, p.LaunchID, &ev)
-	}
-	return rt.applyEvidence(s, p.LaunchID, ev)
+	return hk.apply(s, p.LaunchID, ev)
 }
 
 // drainOutput has launch's pump consume the output its terminal holds
 // unread (pty.Process.Drain), if launch is s's live generation.
-func (rt *runtime) drainOutput(s *session, launch string) {
+func drainOutput(s *session, launch string) {
 	s.mu.Lock()
 	g := s.gen
 	s.mu.Unlock()
@@ -275,11 +305,8 @@ func (rt *runtime) bindLocked(s *session) {
 	}
 }
 
-// maxTranscriptScan bounds the recovery read of a provider transcript.
-const maxTranscriptScan = 32 << 20
-
 // finalText picks the execution's final text: the hook's own report or
-// the reply read back from the transcript (awaitReply), else whatever
+// the reply read back from the transcript (awaitTurnEnd), else whatever
 // the transcript holds of the turn now, else nothing.
 func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (string, string) {
 	if ev.FinalText != nil {
@@ -289,7 +316,7 @@ func (rt *runtime) finalText(s *session, e *execution, ev harness.Evidence) (str
 		return *ev.FinalText, rpc.TextSourceHook
 	}
 	if r, ok := s.h.(harness.ReplyReader); ok && ev.Transcript != "" {
-		if text, ok := readReply(r, ev.Transcript, replyFromLocked(e, ev.Transcript), e.prompt); ok {
+		if text, ok := transcript.ReadReply(r, ev.Transcript, replyFromLocked(e, ev.Transcript), e.prompt); ok {
 			return text, rpc.TextSourceTranscript
 		}
 	}

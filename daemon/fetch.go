@@ -17,9 +17,27 @@ import (
 	"github.com/dlgt-dev/dlgt/daemon/positions"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
+	"github.com/dlgt-dev/dlgt/store"
 )
 
-func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, p rpc.SessionFetchParams) (rpc.Reply[rpc.FetchDocument], error) {
+// fetcher serves session.fetch. It sees the runtime only as its host:
+// the Sessions by reference, the all:true list and its change channel;
+// the store, the positions table and the instance id it holds.
+type fetcher struct {
+	host       fetchHost
+	db         *store.DB
+	positions  *fetchPositions
+	instanceID string
+}
+
+// fetchHost is what a fetch needs of the runtime.
+type fetchHost interface {
+	resolve(ref string) (*session, error)
+	stateful() []*session
+	allChangedNow() <-chan struct{}
+}
+
+func (ft *fetcher) sessionFetch(ctx context.Context, peer rpc.Peer, p rpc.SessionFetchParams) (rpc.Reply[rpc.FetchDocument], error) {
 	if p.All == (p.Session != "") {
 		return rpc.Reply[rpc.FetchDocument]{}, rpc.InvalidField("session", "give exactly one of session or all:true")
 	}
@@ -31,27 +49,27 @@ func (rt *runtime) sessionFetch(ctx context.Context, peer rpc.Peer, p rpc.Sessio
 		if fr.HasAfter {
 			return rpc.Reply[rpc.FetchDocument]{}, rpc.InvalidField("after_execution", "applies to one Session, not all:true")
 		}
-		doc, err := rt.fetchAll(ctx, fr)
+		doc, err := ft.fetchAll(ctx, fr)
 		return rpc.Ref(doc), err
 	}
-	s, err := rt.resolve(p.Session)
+	s, err := ft.host.resolve(p.Session)
 	if err != nil {
 		return rpc.Reply[rpc.FetchDocument]{}, err
 	}
-	return rt.fetchSession(ctx, s, fr)
+	return ft.fetchSession(ctx, s, fr)
 }
 
-func (rt *runtime) runtimeInfo() rpc.Runtime {
-	return rpc.Runtime{Version: statedir.Version, InstanceID: rt.instanceID}
+func (ft *fetcher) runtimeInfo() rpc.Runtime {
+	return rpc.Runtime{Version: statedir.Version, InstanceID: ft.instanceID}
 }
 
-func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Req) (rpc.Reply[rpc.FetchDocument], error) {
+func (ft *fetcher) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Req) (rpc.Reply[rpc.FetchDocument], error) {
 	var pos *positions.Position
 	if fr.HasAfter {
-		fr.Cursor, pos = rt.afterExecutionPosition(s, fr.After)
+		fr.Cursor, pos = ft.afterExecutionPosition(s, fr.After)
 		fr.HasCursor = true
 	} else if fr.HasCursor {
-		p, err := rt.positions.Get(s.uid, fr.Cursor)
+		p, err := ft.positions.Get(s.uid, fr.Cursor)
 		if err != nil {
 			return rpc.Reply[rpc.FetchDocument]{}, err
 		}
@@ -62,18 +80,18 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Re
 	bound := s.fetchBoundLocked(pos, s.rec.LastExecSeq)
 	s.mu.Unlock()
 	if pos == nil {
-		doc, err := rt.fetchBaseline(ctx, s, fr, bound)
+		doc, err := ft.fetchBaseline(ctx, s, fr, bound)
 		return rpc.Ref(doc), err
 	}
 	if fr.UntilResult && bound > 0 && pos.Mark.Result >= bound && viewOf(s).BoundDone(bound) {
-		fr.Cursor, pos = rt.rewindResult(s, fr.Cursor, pos, bound)
+		fr.Cursor, pos = ft.rewindResult(s, fr.Cursor, pos, bound)
 	}
-	lp := &longPoll{rt: rt, s: s, pos: pos, fr: fr, bound: bound}
+	lp := &longPoll{ft: ft, s: s, pos: pos, fr: fr, bound: bound}
 	if fr.Wait > 0 {
 		lp.deadline = time.Now().Add(fr.Wait)
 	}
 	st := &stepResult{}
-	rt.evalStep(st, s, pos, fr)
+	ft.evalStep(st, s, pos, fr)
 	if res, done, err := lp.decide(st); done {
 		return rpc.Ref(res), err
 	}
@@ -86,13 +104,13 @@ func (rt *runtime) fetchSession(ctx context.Context, s *session, fr *fetchdoc.Re
 // recorded: everything else is at its current mark. Results retention
 // already dropped are skipped (their numbers stay below the first result
 // returned).
-func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *positions.Position) {
+func (ft *fetcher) afterExecutionPosition(s *session, after uint64) (uint64, *positions.Position) {
 	s.mu.Lock()
 	m := s.markLocked()
 	s.mu.Unlock()
-	m.Result = min(max(after, rt.db.ResultsEvictedThrough(s.uid)), m.Result)
+	m.Result = min(max(after, ft.db.ResultsEvictedThrough(s.uid)), m.Result)
 	m.TextOff = 0
-	return rt.positions.MintHeld(s.uid, &positions.Position{Mark: m})
+	return ft.positions.MintHeld(s.uid, &positions.Position{Mark: m})
 }
 
 // rewindResult is the position an until:"result" fetch from pos (number
@@ -102,19 +120,19 @@ func (rt *runtime) afterExecutionPosition(s *session, after uint64) (uint64, *po
 // carries that result again instead of reason "result" with no result.
 // Everything else reads from pos. A result retention dropped stays
 // dropped (pos is kept).
-func (rt *runtime) rewindResult(s *session, n uint64, pos *positions.Position, bound uint64) (uint64, *positions.Position) {
+func (ft *fetcher) rewindResult(s *session, n uint64, pos *positions.Position, bound uint64) (uint64, *positions.Position) {
 	m := pos.Mark
-	m.Result = max(bound-1, rt.db.ResultsEvictedThrough(s.uid))
+	m.Result = max(bound-1, ft.db.ResultsEvictedThrough(s.uid))
 	m.TextOff = 0
 	if m.Result >= pos.Mark.Result {
 		return n, pos
 	}
-	return rt.positions.MintHeld(s.uid, &positions.Position{Mark: m})
+	return ft.positions.MintHeld(s.uid, &positions.Position{Mark: m})
 }
 
 // fetchBaseline answers a cursorless fetch: a baseline, which until:result
 // holds back until the bound execution ends (or blocks, or the wait ends).
-func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchdoc.Req, bound uint64) (*rpc.FetchDocument, error) {
+func (ft *fetcher) fetchBaseline(ctx context.Context, s *session, fr *fetchdoc.Req, bound uint64) (*rpc.FetchDocument, error) {
 	var deadline <-chan time.Time
 	if fr.Wait > 0 {
 		t := time.NewTimer(fr.Wait)
@@ -142,21 +160,21 @@ func (rt *runtime) fetchBaseline(ctx context.Context, s *session, fr *fetchdoc.R
 				reason = rpc.ReasonTimeout
 			}
 		}
-		return rt.baselineDoc(s, fr, reason)
+		return ft.baselineDoc(s, fr, reason)
 	}
 }
 
 // baselineDoc renders a cursorless document and mints its position.
-func (rt *runtime) baselineDoc(s *session, fr *fetchdoc.Req, reason string) (*rpc.FetchDocument, error) {
-	st, err := rt.takeBaseline(s, fr)
+func (ft *fetcher) baselineDoc(s *session, fr *fetchdoc.Req, reason string) (*rpc.FetchDocument, error) {
+	st, err := ft.takeBaseline(s, fr)
 	if err != nil {
 		return nil, err
 	}
-	env := rt.runtimeInfo()
+	env := ft.runtimeInfo()
 	d, err := fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.Delta, error) { return fetchdoc.BaselineOf(env, st, fr, nil, nil) })
 	if err != nil {
 		return nil, err
 	}
-	cursor := rt.positions.MintSession(s.uid, d.Mark)
+	cursor := ft.positions.MintSession(s.uid, d.Mark)
 	return d.Document(env, reason, cursor), nil
 }

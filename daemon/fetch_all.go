@@ -84,9 +84,17 @@ func (rt *runtime) stateful() []*session {
 	return out
 }
 
+// allChangedNow is the channel closed on the next change of any Session
+// (fetcher's host).
+func (rt *runtime) allChangedNow() <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.allChanged
+}
+
 // fetchAll is session.fetch with all:true. It pages at 32 Sessions and
 // rejects screen aggregation and until:"result".
-func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDocument, error) {
+func (ft *fetcher) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDocument, error) {
 	if fr.UntilResult {
 		return nil, rpc.InvalidField("until", "all:true does not support until:\"result\"")
 	}
@@ -99,7 +107,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 	fr.Screen = false
 	var pos *positions.Position
 	if fr.HasCursor {
-		p, err := rt.positions.Get(positions.AllScope, fr.Cursor)
+		p, err := ft.positions.Get(positions.AllScope, fr.Cursor)
 		if err != nil {
 			return nil, err
 		}
@@ -111,20 +119,18 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		defer t.Stop()
 		deadline = t.C
 	}
-	env := rt.runtimeInfo()
+	env := ft.runtimeInfo()
 	expired := false
 	var wokeFrom <-chan struct{} // the change that woke this long poll, if one did
 	for {
-		rt.mu.Lock()
-		changed := rt.allChanged
-		rt.mu.Unlock()
-		list := rt.stateful()
+		changed := ft.host.allChangedNow()
+		list := ft.host.stateful()
 		if len(list) > fetchdoc.AllSessions {
 			return nil, rpc.InvalidField("all", "this daemon holds %d Sessions with state, more than the %d one all:true position addresses; fetch one Session at a time", len(list), fetchdoc.AllSessions)
 		}
 		nextN, nextPos := uint64(0), (*positions.Position)(nil)
 		if pos != nil {
-			nextN, nextPos = rt.positions.Successor(positions.AllScope, pos)
+			nextN, nextPos = ft.positions.Successor(positions.AllScope, pos)
 		}
 		var upto *fetchdoc.AllMark
 		if nextPos != nil {
@@ -135,7 +141,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		// continue what its pages delivered in part, still as baseline
 		// pages.
 		if pos == nil || (pos.All.Enumerating && len(pos.All.Enum) > 0) {
-			in, err := rt.takeEnum(list, pos, upto)
+			in, err := ft.takeEnum(list, pos, upto)
 			if err != nil {
 				return nil, err
 			}
@@ -147,12 +153,12 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 			if upto != nil && fetchdoc.SameAllMark(a.Next, upto) {
 				cursor = nextN
 			} else {
-				cursor = rt.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
+				cursor = ft.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
 			}
 			return a.Document(env, rpc.ReasonSnapshot, cursor), nil
 		}
 		eval := func() (*fetchdoc.AllDoc, error) {
-			in, quiet, err := rt.takeAllDelta(list, pos.All)
+			in, quiet, err := ft.takeAllDelta(list, pos.All)
 			if err != nil {
 				return nil, err
 			}
@@ -164,7 +170,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 		// evaluation and its sealed documents.
 		var sh *parking.AllShare
 		if wokeFrom != nil && fetchShareWakes {
-			sh = rt.positions.allShares.Get(parking.AllKey{Pos: pos, MaxBytes: fr.MaxBytes, WokeFrom: wokeFrom})
+			sh = ft.positions.allShares.Get(parking.AllKey{Pos: pos, MaxBytes: fr.MaxBytes, WokeFrom: wokeFrom})
 		}
 		var a *fetchdoc.AllDoc
 		var err error
@@ -206,7 +212,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 			if upto != nil && fetchdoc.SameAllMark(a.Next, upto) {
 				cursor = nextN
 			} else {
-				cursor = rt.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
+				cursor = ft.positions.Advance(positions.AllScope, pos, &positions.Position{All: a.Next})
 			}
 		}
 		if sh != nil {
@@ -220,7 +226,7 @@ func (rt *runtime) fetchAll(ctx context.Context, fr *fetchdoc.Req) (*rpc.FetchDo
 // start) needs: the marks carried from earlier pages, the Sessions still
 // to enumerate, and the state of the next fetchAllPage of them, read in
 // one transaction.
-func (rt *runtime) takeEnum(list []*session, pos *positions.Position, upto *fetchdoc.AllMark) (*fetchdoc.EnumInput, error) {
+func (ft *fetcher) takeEnum(list []*session, pos *positions.Position, upto *fetchdoc.AllMark) (*fetchdoc.EnumInput, error) {
 	byUID := make(map[string]*session, len(list))
 	for _, s := range list {
 		byUID[s.uid] = s
@@ -244,9 +250,9 @@ func (rt *runtime) takeEnum(list []*session, pos *positions.Position, upto *fetc
 	}
 	page := in.Todo[:min(len(in.Todo), fetchdoc.AllPage)]
 	for _, uid := range page {
-		in.States[uid] = rt.lockedState(byUID[uid], nil, false)
+		in.States[uid] = ft.lockedState(byUID[uid], nil, false)
 	}
-	err := rt.db.View(func(r *store.Reader) error {
+	err := ft.db.View(func(r *store.Reader) error {
 		for _, uid := range page {
 			st := in.States[uid]
 			var um *fetchdoc.Mark
@@ -289,7 +295,7 @@ func (rt *runtime) takeEnum(list []*session, pos *positions.Position, upto *fetc
 // reader has a mark for every Session and for no other, none moved, and
 // its position is not enumerating. Then no entries are returned (what
 // allDelta would make of them is known: nothing pending, prev kept).
-func (rt *runtime) takeAllDelta(list []*session, prev *fetchdoc.AllMark) (entries []fetchdoc.AllEntry, quiet bool, err error) {
+func (ft *fetcher) takeAllDelta(list []*session, prev *fetchdoc.AllMark) (entries []fetchdoc.AllEntry, quiet bool, err error) {
 	if prev.SettledOver(len(list)) {
 		quiet = true
 		for _, s := range list {
@@ -311,14 +317,14 @@ func (rt *runtime) takeAllDelta(list []*session, prev *fetchdoc.AllMark) (entrie
 		if s.published().coveredBy(from) {
 			continue
 		}
-		entries[i].St = rt.lockedState(s, &from, false)
+		entries[i].St = ft.lockedState(s, &from, false)
 		moved = append(moved, &entries[i])
 	}
 	if len(moved) == 0 {
 		return entries, false, nil
 	}
 	fr := &fetchdoc.Req{} // all:true takes no screen
-	err = rt.db.View(func(r *store.Reader) error {
+	err = ft.db.View(func(r *store.Reader) error {
 		for _, e := range moved {
 			st := e.St
 			if e.From.Result < st.Cur.Result {

@@ -23,7 +23,7 @@ import (
 // parks again on the generation that evaluation was made under. Its
 // deadline timer answers it with a fresh evaluation.
 type longPoll struct {
-	rt       *runtime
+	ft       *fetcher
 	s        *session
 	pos      *positions.Position
 	fr       *fetchdoc.Req
@@ -61,8 +61,8 @@ func (lp *longPoll) parkLocked(changed <-chan struct{}) {
 	if !fetchShareWakes {
 		lp.key.solo = lp
 	}
-	rt, s, pos, bounds := lp.rt, lp.s, lp.pos, *lp.fr
-	lp.entry = rt.positions.shares.park(s.uid, lp.key, lp, func(st *stepResult) { rt.evalStep(st, s, pos, &bounds) })
+	ft, s, pos, bounds := lp.ft, lp.s, lp.pos, *lp.fr
+	lp.entry = ft.positions.shares.park(s.uid, lp.key, lp, func(st *stepResult) { ft.evalStep(st, s, pos, &bounds) })
 	if h := fetchParkHook.Load(); h != nil {
 		(*h)()
 	}
@@ -92,12 +92,12 @@ func (lp *longPoll) expire() {
 		return
 	}
 	lp.expired = true
-	if lp.entry == nil || !lp.rt.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp) {
+	if lp.entry == nil || !lp.ft.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp) {
 		return
 	}
 	lp.entry = nil
 	st := &stepResult{}
-	lp.rt.evalStep(st, lp.s, lp.pos, lp.fr)
+	lp.ft.evalStep(st, lp.s, lp.pos, lp.fr)
 	res, _, err := lp.decide(st)
 	lp.finishLocked(res, err)
 }
@@ -110,7 +110,7 @@ func (lp *longPoll) cancel() {
 		return
 	}
 	if lp.entry != nil {
-		lp.rt.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp)
+		lp.ft.positions.shares.unpark(lp.s.uid, lp.key, lp.entry, lp)
 		lp.entry = nil
 	}
 	lp.finishLocked(nil, context.Canceled)
@@ -125,12 +125,12 @@ func (lp *longPoll) finishLocked(res any, err error) {
 // decide turns an evaluation into the answer, or reports that the long
 // poll waits on (done false) for a later change.
 func (lp *longPoll) decide(st *stepResult) (res *rpc.FetchDocument, done bool, err error) {
-	rt, pos, fr := lp.rt, lp.pos, lp.fr
+	ft, pos, fr := lp.ft, lp.pos, lp.fr
 	if st.err != nil {
 		return nil, true, st.err
 	}
 	if st.gap {
-		return st.document(rt, rpc.ReasonGap, st.cursor), true, nil
+		return st.document(ft, rpc.ReasonGap, st.cursor), true, nil
 	}
 	o := answerOf(answerInput{
 		untilRes: fr.UntilResult, bound: lp.bound, from: pos.Mark, reached: st.d.Mark,
@@ -143,9 +143,9 @@ func (lp *longPoll) decide(st *stepResult) (res *rpc.FetchDocument, done bool, e
 	}
 	cursor := fr.Cursor
 	if o.advanced {
-		cursor = st.advanceCursor(rt, lp.s.uid, pos)
+		cursor = st.advanceCursor(ft, lp.s.uid, pos)
 	}
-	return st.document(rt, o.reason, cursor), true, nil
+	return st.document(ft, o.reason, cursor), true, nil
 }
 
 // answerInput is what decides a fetch's answer from one evaluation of a
@@ -250,9 +250,9 @@ type stepResult struct {
 // evaluation renders and seals each distinct document once (waiters
 // differ at most in reason and cursor), so a thousand woken long polls
 // encode one document, not a thousand.
-func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.FetchDocument {
+func (st *stepResult) document(ft *fetcher, reason string, cursor uint64) *rpc.FetchDocument {
 	if !st.shared {
-		return st.d.Document(rt.runtimeInfo(), reason, cursor)
+		return st.d.Document(ft.runtimeInfo(), reason, cursor)
 	}
 	c := rpc.FormatPosition(cursor)
 	st.docMu.Lock()
@@ -262,7 +262,7 @@ func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.F
 			return doc
 		}
 	}
-	doc := st.d.Document(rt.runtimeInfo(), reason, cursor)
+	doc := st.d.Document(ft.runtimeInfo(), reason, cursor)
 	doc.Seal()
 	st.docs = append(st.docs, doc)
 	return doc
@@ -271,12 +271,12 @@ func (st *stepResult) document(rt *runtime, reason string, cursor uint64) *rpc.F
 // advanceCursor is the position d reached from pos: the successor when
 // the delta replayed up to it, else one minted (and linked) once for
 // every waiter sharing this result.
-func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *positions.Position) uint64 {
+func (st *stepResult) advanceCursor(ft *fetcher, uid string, pos *positions.Position) uint64 {
 	st.once.Do(func() {
 		if st.upto != nil && st.d.Mark == *st.upto {
 			st.adv = st.nextN
 		} else {
-			st.adv = rt.positions.Advance(uid, pos, &positions.Position{Mark: st.d.Mark})
+			st.adv = ft.positions.Advance(uid, pos, &positions.Position{Mark: st.d.Mark})
 		}
 	})
 	return st.adv
@@ -284,24 +284,24 @@ func (st *stepResult) advanceCursor(rt *runtime, uid string, pos *positions.Posi
 
 // evalStep evaluates pos: it takes s's state once (takeStep), then the
 // document rules compute a gap baseline or the delta from it.
-func (rt *runtime) evalStep(st *stepResult, s *session, pos *positions.Position, fr *fetchdoc.Req) {
-	ss, err := rt.takeStep(s, pos.Mark, fr)
+func (ft *fetcher) evalStep(st *stepResult, s *session, pos *positions.Position, fr *fetchdoc.Req) {
+	ss, err := ft.takeStep(s, pos.Mark, fr)
 	st.view = ss.View
 	if err != nil {
 		st.err = err
 		return
 	}
-	env := rt.runtimeInfo()
+	env := ft.runtimeInfo()
 	if gaps, top := fetchdoc.Gaps(pos.Mark, fr.Screen && fr.StableCap > 0, ss.Retained()); len(gaps)+len(top) > 0 {
 		st.gap = true
 		st.d, st.err = fetchdoc.Fit(fr, func(fr *fetchdoc.Req) (*fetchdoc.Delta, error) { return fetchdoc.BaselineOf(env, ss, fr, gaps, top) })
 		if st.err == nil {
-			st.cursor = rt.positions.MintSession(s.uid, st.d.Mark)
+			st.cursor = ft.positions.MintSession(s.uid, st.d.Mark)
 		}
 		return
 	}
 	var nextPos *positions.Position
-	st.nextN, nextPos = rt.positions.Successor(s.uid, pos)
+	st.nextN, nextPos = ft.positions.Successor(s.uid, pos)
 	if nextPos != nil {
 		st.upto = &nextPos.Mark
 	}

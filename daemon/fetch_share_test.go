@@ -283,7 +283,7 @@ func TestFetchSharesParkingLot(t *testing.T) {
 	// Long polls that answer with whatever evaluation they are handed.
 	answers := make(chan error, 100)
 	newPoll := func() *longPoll {
-		lp := &longPoll{rt: rt, s: s, pos: pos, fr: &fetchdoc.Req{}}
+		lp := &longPoll{ft: rt.fetch, s: s, pos: pos, fr: &fetchdoc.Req{}}
 		lp.respond = func(_ any, err error) { answers <- err }
 		lp.timer = time.NewTimer(time.Hour)
 		return lp

@@ -58,8 +58,8 @@ func (p *sessionPub) coveredBy(m fetchdoc.Mark) bool {
 // lockedState takes what s holds in memory, for a reader at from (nil:
 // none, as an enumeration; else whether retention dropped an event the
 // reader has not read); live takes the live grid too.
-func (rt *runtime) lockedState(s *session, from *fetchdoc.Mark, live bool) *fetchdoc.State {
-	ev := eventsEvictedThrough(rt.db)
+func (ft *fetcher) lockedState(s *session, from *fetchdoc.Mark, live bool) *fetchdoc.State {
+	ev := eventsEvictedThrough(ft.db)
 	s.mu.Lock()
 	st := &fetchdoc.State{
 		UID: s.uid, Session: s.snapshotLocked(time.Now()), Epoch: s.rec.Epoch, ResetReason: s.rec.ResetReason,
@@ -80,13 +80,13 @@ func (rt *runtime) lockedState(s *session, from *fetchdoc.Mark, live bool) *fetc
 // delta's events, results and rows, or, when retention overran from, a
 // baseline's. It reads the store only when the marks say there is news,
 // and then in one read transaction.
-func (rt *runtime) takeStep(s *session, from fetchdoc.Mark, fr *fetchdoc.Req) (*fetchdoc.State, error) {
-	st := rt.lockedState(s, &from, fr.Screen)
+func (ft *fetcher) takeStep(s *session, from fetchdoc.Mark, fr *fetchdoc.Req) (*fetchdoc.State, error) {
+	st := ft.lockedState(s, &from, fr.Screen)
 	rows := fr.Screen && fr.StableCap > 0
 	if !st.News(from, rows) {
 		return st, nil
 	}
-	err := rt.db.View(func(r *store.Reader) error {
+	err := ft.db.View(func(r *store.Reader) error {
 		if from.Result < st.Cur.Result {
 			st.ResultsEvicted = r.ResultsEvictedThrough(s.uid)
 		}
@@ -100,9 +100,9 @@ func (rt *runtime) takeStep(s *session, from fetchdoc.Mark, fr *fetchdoc.Req) (*
 }
 
 // takeBaseline is the state a baseline (a cursorless fetch) needs.
-func (rt *runtime) takeBaseline(s *session, fr *fetchdoc.Req) (*fetchdoc.State, error) {
-	st := rt.lockedState(s, nil, fr.Screen)
-	err := rt.db.View(func(r *store.Reader) error {
+func (ft *fetcher) takeBaseline(s *session, fr *fetchdoc.Req) (*fetchdoc.State, error) {
+	st := ft.lockedState(s, nil, fr.Screen)
+	err := ft.db.View(func(r *store.Reader) error {
 		st.ReadBaseline(r, s.rows, fr)
 		return nil
 	})
@@ -110,8 +110,8 @@ func (rt *runtime) takeBaseline(s *session, fr *fetchdoc.Req) (*fetchdoc.State, 
 }
 
 // resultAtOrBefore is the newest retained result of s with seq <= lim.
-func (rt *runtime) resultAtOrBefore(s *session, lim uint64) (*rpc.Result, error) {
-	stored, ok, err := rt.db.ResultAtOrBefore(s.uid, lim)
+func (ft *fetcher) resultAtOrBefore(s *session, lim uint64) (*rpc.Result, error) {
+	stored, ok, err := ft.db.ResultAtOrBefore(s.uid, lim)
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,9 @@
 package daemon
 
 import (
-	"sort"
+	"slices"
 
+	"github.com/dlgt-dev/dlgt/daemon/catalog"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
@@ -36,16 +37,11 @@ func (u unknownHarness) ParseHook(string, []byte) (harness.Evidence, error) {
 
 // adapterFor is the adapter of a stored Session's harness, or an
 // unknownHarness naming it and the harnesses this daemon has.
-func (rt *runtime) adapterFor(name string) harness.Harness {
-	if h, ok := rt.opts.Harnesses[name]; ok {
+func adapterFor(c *catalog.Catalog, name string) harness.Harness {
+	if h, ok := c.Lookup(name); ok {
 		return h
 	}
-	known := make([]string, 0, len(rt.opts.Harnesses))
-	for n := range rt.opts.Harnesses {
-		known = append(known, n)
-	}
-	sort.Strings(known)
-	return unknownHarness{&harness.UnknownError{Name: name, Known: known}}
+	return unknownHarness{&harness.UnknownError{Name: name, Known: slices.Clone(c.Names())}}
 }
 
 // unknownHarnessError refuses to relaunch a Session whose harness this

@@ -44,30 +44,3 @@ func TestIdleTranscriptLineNotTakenForNextTurn(t *testing.T) {
 		t.Fatalf("second result = %+v", res)
 	}
 }
-
-func TestTranscriptTailSkipBefore(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.jsonl")
-	if err := os.WriteFile(path, []byte("old-1\nold-2\npart"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tail := &transcriptTail{path: path}
-	tail.skipBefore(path+".other", 12) // another transcript: nothing skipped
-	if tail.offset != 0 {
-		t.Fatalf("offset %d after another path's start", tail.offset)
-	}
-	tail.skipBefore(path, 12) // the execution started with 12 bytes there
-	tail.skipBefore(path, 6)  // behind the offset: no effect
-	if tail.offset != 12 {
-		t.Fatalf("offset %d, want 12", tail.offset)
-	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("ial\nnew\n")
-	f.Close()
-	got := tail.read()
-	if len(got) != 2 || string(got[0]) != "partial" || string(got[1]) != "new" {
-		t.Fatalf("lines %q", got)
-	}
-}

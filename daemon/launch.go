@@ -248,7 +248,7 @@ func (rt *runtime) pump(s *session, g *generation) {
 		s.termMu.Lock()
 		s.screen.Write(chunk)
 		s.termMu.Unlock()
-		g.out.observe(chunk) // after the grid has it: see deliver.go
+		g.out.Observe(chunk) // after the grid has it: see package delivery
 		s.mu.Lock()
 		s.lastOutput = time.Now()
 		s.mu.Unlock()

@@ -211,7 +211,7 @@ func (rt *runtime) sessionRespond(ctx context.Context, peer rpc.Peer, p rpc.Sess
 	// harness's own evidence then moves the Session (its tool running, or
 	// the turn's end).
 	// Written even if the caller goes away meanwhile: the answer was taken.
-	if err := rt.deliver(context.WithoutCancel(ctx), s, g, keys); err != nil {
+	if err := s.deliver(context.WithoutCancel(ctx), rt.log, g, keys); err != nil {
 		rt.log.Warn("the answer's keys were not all written", "session", id, "pending", res.PendingID, "err", err)
 	}
 	s.mu.Lock()

@@ -239,7 +239,7 @@ func (rt *runtime) dispatchQueuedLocked(s *session) {
 			return
 		}
 		rt.goTracked(func() {
-			if err := rt.deliver(context.Background(), s, g, s.h.Submit(q.Prompt)); err != nil {
+			if err := s.deliver(context.Background(), rt.log, g, s.h.Submit(q.Prompt)); err != nil {
 				rt.log.Warn("queued prompt delivery failed", "session", s.rec.ID, "err", err)
 			}
 		})

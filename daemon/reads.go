@@ -46,7 +46,7 @@ func (rt *runtime) latestResult(s *session) (*rpc.Result, error) {
 	s.mu.Lock()
 	last := s.rec.LastExecSeq
 	s.mu.Unlock()
-	return rt.resultAtOrBefore(s, last)
+	return rt.fetch.resultAtOrBefore(s, last)
 }
 
 func (rt *runtime) sessionRead(ctx context.Context, peer rpc.Peer, p rpc.SessionReadParams) (rpc.SessionReadResult, error) {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,11 +14,11 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/daemon/catalog"
 	"github.com/dlgt-dev/dlgt/daemon/hookhttp"
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
-	"github.com/dlgt-dev/dlgt/daemon/versions"
 	"github.com/dlgt-dev/dlgt/harness"
 	"github.com/dlgt-dev/dlgt/rpc"
 	"github.com/dlgt-dev/dlgt/statedir"
@@ -86,8 +85,12 @@ type runtime struct {
 	responses approvals.Responses
 	respondMu sync.Mutex
 	positions *fetchPositions
-	versions  versions.Cache // harness binaries' --version, for harness.list
-	tools     toolcalls.Log  // tool.call events (toolevents.go)
+	fetch     *fetcher         // session.fetch (fetch.go)
+	terminals *terminals       // internal.terminal.* (attach.go)
+	hooks     *hookIntake      // internal.hook and the HTTP intake (evidence.go)
+	worktrees *worktrees       // where worktrees go, session.diff (worktree.go)
+	catalog   *catalog.Catalog // the harnesses, harness.list, model.list
+	tools     toolcalls.Log    // tool.call events (toolevents.go)
 
 	shutdown func()
 	server   *rpc.Server
@@ -123,6 +126,11 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 		byLaunch: map[string]*session{}, aliases: map[string]*session{},
 		allChanged: make(chan struct{}),
 	}
+	rt.fetch = &fetcher{host: rt, db: db, instanceID: rt.instanceID}
+	rt.catalog = catalog.New(rt.opts.Harnesses, rt.opts.BinEnv)
+	rt.terminals = &terminals{host: rt, log: log}
+	rt.worktrees = newWorktrees(rt)
+	rt.hooks = newHookIntake(rt)
 	rt.spares = spares.New[*spare](spares.Config{Log: log, Go: func(f func()) {
 		rt.wg.Add(1)
 		go func() {
@@ -134,6 +142,7 @@ func newRuntime(db *store.DB, p statedir.Paths, log *slog.Logger, opts Options) 
 	rt.receipts = receipts.New(db)
 	rt.receipts.Recorded = rt.executionRecorded
 	rt.positions = newPositions(db, log)
+	rt.fetch.positions = rt.positions
 	rt.receipts.PositionOf = rt.receiptPosition
 	db.SetCommitHook(rt.rowsCommitted)
 	if err := rt.recover(); err != nil {
@@ -203,7 +212,7 @@ func (rt *runtime) recover() error {
 }
 
 func (rt *runtime) newSessionObject(rec sessionRecord) (*session, error) {
-	h := rt.adapterFor(rec.Harness)
+	h := adapterFor(rt.catalog, rec.Harness)
 	rows, err := rt.db.Rows(rec.UID)
 	if err != nil {
 		return nil, err
@@ -447,7 +456,7 @@ func (rt *runtime) finishExecLocked(s *session, status, text, source string, rer
 	res := &rpc.Result{
 		ExecutionSeq: e.seq, Status: status, FinalTextSource: source,
 		Error: rerr, StartedAtMS: e.startedAt.UnixMilli(), CompletedAtMS: nowMS(),
-		Usage: usage, Diff: rt.diffSummaryLocked(s), StopReason: stop,
+		Usage: usage, Diff: rt.worktrees.summaryLocked(s), StopReason: stop,
 	}
 	if status == rpc.StatusCompleted || text != "" {
 		t := text
@@ -517,82 +526,6 @@ func (rt *runtime) dropSessionLocked(s *session) {
 // proxy.
 func profileList(ctx context.Context, peer rpc.Peer, p rpc.ProfileListParams) (rpc.ProfileListResult, error) {
 	return rpc.ProfileListResult{}, rpc.Errorf(rpc.CodeInvalidArgument, "profile.list is answered by the client (dlgt rpc --stdio or dlgt profiles), not the daemon")
-}
-
-func (rt *runtime) harnessList(ctx context.Context, peer rpc.Peer, p rpc.HarnessListParams) (rpc.HarnessListResult, error) {
-	names := make([]string, 0, len(rt.opts.Harnesses))
-	for n := range rt.opts.Harnesses {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	// The caller's environment, when it sent one, as a create of its
-	// would use it (startGeneration): its PATH and DLGT_*_BIN, the
-	// daemon's binary defaults under them.
-	res := rpc.HarnessListResult{Harnesses: []rpc.HarnessInfo{}, Environment: rpc.HarnessEnvDaemon}
-	env, probeEnv := rt.defaultEnv(), []string(nil)
-	if p.Environment != nil {
-		res.Environment = rpc.HarnessEnvCaller
-		env = map[string]string{}
-		for k, v := range p.Environment {
-			env[k] = v
-		}
-		for k, v := range rt.opts.BinEnv {
-			if _, ok := env[k]; !ok && v != "" {
-				env[k] = v
-			}
-		}
-		for k, v := range env {
-			probeEnv = append(probeEnv, k+"="+v)
-		}
-	}
-	for _, n := range names {
-		if p.Harness != "" && p.Harness != n {
-			continue
-		}
-		h := rt.opts.Harnesses[n]
-		info := h.Info()
-		bin, err := h.Binary(env)
-		info.Binary, info.Available = bin, err == nil
-		if info.Available {
-			info.Version = rt.versions.Get(ctx, bin, probeEnv)
-		}
-		res.Harnesses = append(res.Harnesses, info)
-	}
-	if p.Harness != "" && len(res.Harnesses) == 0 {
-		return rpc.HarnessListResult{}, rpc.InvalidField("harness", "unknown harness %q (have %s)", clipRef(p.Harness), strings.Join(names, ", "))
-	}
-	return res, nil
-}
-
-// defaultEnv is the environment used to locate binaries when no client
-// environment is at hand (harness.list).
-func (rt *runtime) defaultEnv() map[string]string {
-	env := map[string]string{"PATH": os.Getenv("PATH")}
-	for k, v := range rt.opts.BinEnv {
-		env[k] = v
-	}
-	return env
-}
-
-func (rt *runtime) modelList(ctx context.Context, peer rpc.Peer, p rpc.ModelListParams) (rpc.ModelListResult, error) {
-	h, err := rt.harness(p.Harness)
-	if err != nil {
-		return rpc.ModelListResult{}, err
-	}
-	return h.Models(p.IncludeHidden), nil
-}
-
-func (rt *runtime) harness(name string) (harness.Harness, error) {
-	h, ok := rt.opts.Harnesses[name]
-	if !ok {
-		names := make([]string, 0, len(rt.opts.Harnesses))
-		for n := range rt.opts.Harnesses {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, rpc.InvalidField("harness", "unknown harness %q (have %s)", clipRef(name), strings.Join(names, ", "))
-	}
-	return h, nil
 }
 
 func (rt *runtime) daemonStatus(ctx context.Context, peer rpc.Peer, p struct{}) (rpc.DaemonStatus, error) {

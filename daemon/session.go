@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/approvals"
+	"github.com/dlgt-dev/dlgt/daemon/delivery"
 	"github.com/dlgt-dev/dlgt/daemon/fetchdoc"
 	"github.com/dlgt-dev/dlgt/daemon/spares"
 	"github.com/dlgt-dev/dlgt/daemon/toolcalls"
@@ -120,8 +121,8 @@ type generation struct {
 	// transcript is the provider transcript path, from the first hook
 	// naming it (s.mu).
 	transcript string
-	// out is what the process printed, for prompt delivery (deliver.go).
-	out outputWatch
+	// out is what the process printed, for prompt delivery (package delivery).
+	out delivery.Watch
 }
 
 // session is one Session. mu guards every mutable field; one update

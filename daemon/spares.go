@@ -118,7 +118,7 @@ func shapeKey(rec sessionRecord, lo launchOpts) string {
 
 // sessionWarm keeps p.Spares spares of p's launch shape.
 func (rt *runtime) sessionWarm(ctx context.Context, peer rpc.Peer, p rpc.SessionWarmParams) (rpc.SessionWarmResult, error) {
-	h, err := rt.harness(p.Harness)
+	h, err := rt.catalog.Get(p.Harness)
 	if err != nil {
 		return rpc.SessionWarmResult{}, err
 	}
@@ -243,14 +243,14 @@ func (sh *spareShape) Launch(ctx context.Context, sp *spare) error {
 	if err == nil && prompter {
 		// Nothing reports before the first turn: ready once the TUI
 		// takes a paste, as delivery would wait for.
-		_, err = rt.awaitEvidence(ctx, s, g, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0, 0)
-		if err == nil && !g.out.state().pasteMode {
+		_, err = s.deliveryTarget(g, rt.log, g.proc.Write).Await(ctx, harness.Await{PasteMode: true, Timeout: lo.timeout}, 0, 0)
+		if err == nil && !g.out.State().PasteMode {
 			err = fmt.Errorf("the harness did not turn bracketed paste on within %s", lo.timeout)
 		}
 		// A TUI that takes a paste before it can run a turn (Codex):
 		// ready once it can (harness.SpareReadier).
 		if r, ok := s.h.(harness.SpareReadier); ok && err == nil {
-			_, err = rt.awaitEvidence(ctx, s, g, r.SpareReady(), 0, 0)
+			_, err = s.deliveryTarget(g, rt.log, g.proc.Write).Await(ctx, r.SpareReady(), 0, 0)
 		}
 	}
 	return err
@@ -383,7 +383,7 @@ func (rt *runtime) createFromSpare(ctx context.Context, sp *spare, lo launchOpts
 	if _, ok := s.h.(harness.LaunchPrompter); ok {
 		s.mu.Unlock()
 		e, cursor := rt.beginLaunchExec(s, prompt, true)
-		if err := rt.deliver(ctx, s, g, s.h.Submit(prompt)); err != nil {
+		if err := s.deliver(ctx, rt.log, g, s.h.Submit(prompt)); err != nil {
 			rt.log.Warn("prompt delivery failed", "launch", g.launchID, "err", err)
 		}
 		if err := rt.awaitReady(ctx, s, g, lo.timeout); err != nil {

@@ -1,14 +1,12 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
 	"os"
 	"time"
 
 	"github.com/dlgt-dev/dlgt/daemon/receipts"
+	"github.com/dlgt-dev/dlgt/daemon/transcript"
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
@@ -75,14 +73,14 @@ func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uin
 	}
 	g := s.gen
 	cursor := rt.positions.MintSession(s.uid, s.markLocked())
-	transcript := g.transcript
+	record := g.transcript
 	s.mu.Unlock()
 	var from int64
-	if fi, err := os.Stat(transcript); transcript != "" && err == nil {
+	if fi, err := os.Stat(record); record != "" && err == nil {
 		from = fi.Size()
 	}
 
-	if err := rt.deliver(ctx, s, g, s.h.Submit(prompt)); err != nil {
+	if err := s.deliver(ctx, rt.log, g, s.h.Submit(prompt)); err != nil {
 		s.mu.Lock()
 		id := s.rec.ID
 		s.mu.Unlock()
@@ -91,66 +89,21 @@ func (rt *runtime) steer(ctx context.Context, s *session, prompt string, seq uin
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rt.emitLocked(s, rpc.Event{Type: rpc.EventExecutionSteered, ExecutionSeq: seq, Reason: rpc.SteerDelivered})
-	if transcript != "" {
-		rt.goTracked(func() { rt.watchSteer(s, g, e, transcript, from, prompt) })
+	if record != "" {
+		// Announced a second time (execution.steered, reason
+		// seen_in_transcript) once the harness's own record holds it.
+		rt.goTracked(func() {
+			transcript.WatchFor(record, from, prompt, e.done, g.exited, func() {
+				s.mu.Lock()
+				rt.emitLocked(s, rpc.Event{Type: rpc.EventExecutionSteered, ExecutionSeq: e.seq, Reason: rpc.SteerSeen})
+				s.mu.Unlock()
+			})
+		})
 	}
 	return &receipts.Stored{SessionUID: s.uid, Receipt: rpc.Receipt{
 		Session: s.snapshotLocked(time.Now()), ExecutionSeq: seq, Cursor: rpc.FormatPosition(cursor),
 		Submission: rpc.SubmissionConfirmed, Steered: true,
 	}}, nil
-}
-
-// steerWatchFor bounds how long the harness's record is watched for a
-// steer, and steerWatchBytes how much of it is read.
-var (
-	steerWatchFor   = 10 * time.Minute
-	steerWatchBytes = int64(16 << 20)
-)
-
-// watchSteer announces a steer a second time (execution.steered, reason
-// seen_in_transcript) once the harness's own record of the Session, the
-// file its hooks named (Claude Code's transcript, Codex's rollout), holds
-// the text after offset from: the CLI took it. It gives up when the
-// execution has ended and a last look finds nothing, when the harness
-// exits, or after steerWatchFor.
-func (rt *runtime) watchSteer(s *session, g *generation, e *execution, path string, from int64, text string) {
-	quoted, _ := json.Marshal(text)
-	needle := quoted[1 : len(quoted)-1] // as a JSON string holds it
-	seen := func() bool {
-		f, err := os.Open(path)
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		data, _ := io.ReadAll(io.LimitReader(io.NewSectionReader(f, from, steerWatchBytes), steerWatchBytes))
-		return bytes.Contains(data, needle)
-	}
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(steerWatchFor)
-	for ended := false; ; {
-		if seen() {
-			s.mu.Lock()
-			rt.emitLocked(s, rpc.Event{Type: rpc.EventExecutionSteered, ExecutionSeq: e.seq, Reason: rpc.SteerSeen})
-			s.mu.Unlock()
-			return
-		}
-		if ended {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-e.done:
-			// The record is written before the turn's end is reported,
-			// or moments after: one more look, a second later.
-			time.Sleep(time.Second)
-			ended = true
-		case <-g.exited:
-			return
-		case <-deadline:
-			return
-		}
-	}
 }
 
 // steerableLocked returns s's active execution if a steer for execution

@@ -20,7 +20,7 @@ import (
 
 // recordToolCall keeps the tool call of one hook of launch for s, if
 // launch is s's live generation and the hook names s's provider session.
-func (rt *runtime) recordToolCall(s *session, launch string, ev harness.Evidence) {
+func (hk *hookIntake) recordToolCall(s *session, launch string, ev harness.Evidence) {
 	s.mu.Lock()
 	g := s.gen
 	if g == nil || g.launchID != launch || s.spare != nil ||
@@ -34,7 +34,7 @@ func (rt *runtime) recordToolCall(s *session, launch string, ev harness.Evidence
 	}
 	uid, id := s.uid, s.rec.ID
 	s.mu.Unlock()
-	rec := rt.tools.Add(uid, id, execSeq, rt.db.LastEventSeq(), ev.ToolCall)
+	rec := hk.tools.Add(uid, id, execSeq, hk.lastEvent(), ev.ToolCall)
 	if execSeq == 0 {
 		return
 	}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,61 +121,6 @@ func TestResultWaitsForALateTurnEnd(t *testing.T) {
 	r := td.create(t, "late-1", prompt)
 	_, res := td.waitResult(t, r.Session.ID, r.Cursor)
 	wantUsage(t, "late end", &res, mockUsage(mockapi.DefaultText(prompt)))
-}
-
-// The decision a Stop hook waits on: only a turn the transcript shows
-// started and not ended is waited for.
-func TestTurnBeingWritten(t *testing.T) {
-	const turn = "6c6e35e5-eaed-4c79-b0d5-ef1f322f7bc5"
-	line := func(m map[string]any) string {
-		b, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b) + "\n"
-	}
-	prompt := func(id string) string {
-		return line(map[string]any{"type": "user", "promptId": id, "uuid": "u-" + id, "message": map[string]any{"role": "user", "content": "hi"}})
-	}
-	reply := func(id, stop string) string {
-		return line(map[string]any{"type": "assistant", "uuid": "a-" + id, "message": map[string]any{
-			"id": "msg_" + id, "model": "claude-opus-5-5", "stop_reason": stop,
-			"usage": map[string]any{"input_tokens": 10, "output_tokens": 2},
-		}})
-	}
-	earlier := prompt("earlier") + reply("earlier", "end_turn")
-	dir := t.TempDir()
-	cases := []struct {
-		name   string
-		text   string
-		from   int64
-		turnID string
-		src    harness.UsageSource
-		want   bool
-	}{
-		{"prompt written, end not", earlier + prompt(turn), int64(len(earlier)), turn, harness.Claude{}, true},
-		{"prompt written, no turn id", earlier + prompt(turn), int64(len(earlier)), "", harness.Claude{}, true},
-		{"after a tool call", prompt(turn) + reply(turn, "tool_use"), 0, turn, harness.Claude{}, true},
-		{"nothing of the turn", earlier, int64(len(earlier)), turn, harness.Claude{}, false},
-		{"the turn since the start under another id", earlier + prompt(turn), int64(len(earlier)), "stale", harness.Claude{}, true},
-		{"only another turn", earlier, 0, turn, harness.Claude{}, false},
-		{"empty transcript", "", 0, turn, harness.Claude{}, false},
-		{"end written", prompt(turn) + reply(turn, "end_turn"), 0, turn, harness.Claude{}, false},
-		{"shorter than the start (replaced)", prompt(turn), 1 << 20, turn, harness.Claude{}, false},
-		{"codex, turn started", `{"type":"event_msg","payload":{"type":"task_started","turn_id":"t1"}}` + "\n", 0, "t1", harness.Codex{}, false},
-	}
-	for i, c := range cases {
-		path := filepath.Join(dir, fmt.Sprintf("t%d.jsonl", i))
-		if err := os.WriteFile(path, []byte(c.text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if got, st := turnBeingWritten(c.src, path, c.from, c.turnID, c.from > 0); got != c.want {
-			t.Errorf("%s: waits %v (turn %v), want %v", c.name, got, st, c.want)
-		}
-	}
-	if wait, _ := turnBeingWritten(harness.Claude{}, filepath.Join(dir, "missing.jsonl"), 0, turn, true); wait {
-		t.Error("no transcript file: waits, want not")
-	}
 }
 
 // A result's usage is its own turn's even when the turn id the daemon took

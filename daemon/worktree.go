@@ -15,26 +15,37 @@ import (
 	"github.com/dlgt-dev/dlgt/rpc"
 )
 
-// worktreesDir is where worktrees are made: $DLGT_HOME/worktrees.
-func (rt *runtime) worktreesDir() string { return filepath.Join(rt.paths.Home, "worktrees") }
+// worktrees is the daemon's side of package worktree: where worktrees
+// go, session.diff and a result's summary. It sees the runtime only as
+// the Sessions by reference (resolveLast) and its storage errors.
+type worktrees struct {
+	// dir is where worktrees are made: $DLGT_HOME/worktrees.
+	dir          string
+	resolveLast  func(ref string) (*session, error)
+	storageError func(what, then string, err error) *rpc.Error
+}
 
-// makeWorktree is worktree.Make under the state directory.
-func (rt *runtime) makeWorktree(ctx context.Context, cwd, branch string) (*rpc.Worktree, string, error) {
-	wt, launch, err := worktree.Make(ctx, rt.worktreesDir(), cwd, branch)
+func newWorktrees(rt *runtime) *worktrees {
+	return &worktrees{dir: filepath.Join(rt.paths.Home, "worktrees"), resolveLast: rt.resolveLast, storageError: rt.storageError}
+}
+
+// make is worktree.Make under the state directory.
+func (w *worktrees) make(ctx context.Context, cwd, branch string) (*rpc.Worktree, string, error) {
+	wt, launch, err := worktree.Make(ctx, w.dir, cwd, branch)
 	if de := (*worktree.DirError)(nil); errors.As(err, &de) {
-		return nil, "", rt.storageError("the worktree directory", "nothing was created", de.Err)
+		return nil, "", w.storageError("the worktree directory", "nothing was created", de.Err)
 	}
 	return wt, launch, err
 }
 
-// diffSummaryLocked is the summary a worktree Session's result carries.
+// summaryLocked is the summary a worktree Session's result carries.
 // s.mu held; bounded by worktree.DiffSummaryTimeout.
-func (rt *runtime) diffSummaryLocked(s *session) *rpc.DiffSummary {
+func (w *worktrees) summaryLocked(s *session) *rpc.DiffSummary {
 	wt := s.rec.Worktree
 	if wt == nil || wt.Removed {
 		return nil
 	}
-	sum, _, _, err := worktree.Diff(context.Background(), rt.worktreesDir(), wt, worktree.DiffSummaryTimeout, false, 0)
+	sum, _, _, err := worktree.Diff(context.Background(), w.dir, wt, worktree.DiffSummaryTimeout, false, 0)
 	if err != nil {
 		sum = rpc.DiffSummary{Error: worktree.ClipText(err.Error(), 400)}
 	}
@@ -42,7 +53,7 @@ func (rt *runtime) diffSummaryLocked(s *session) *rpc.DiffSummary {
 }
 
 // sessionDiff serves session.diff.
-func (rt *runtime) sessionDiff(ctx context.Context, peer rpc.Peer, p rpc.SessionDiffParams) (rpc.SessionDiffResult, error) {
+func (w *worktrees) sessionDiff(ctx context.Context, peer rpc.Peer, p rpc.SessionDiffParams) (rpc.SessionDiffResult, error) {
 	max := p.MaxBytes
 	switch {
 	case max == 0:
@@ -50,7 +61,7 @@ func (rt *runtime) sessionDiff(ctx context.Context, peer rpc.Peer, p rpc.Session
 	case max < 1024 || max > worktree.MaxDiffBytes:
 		return rpc.SessionDiffResult{}, rpc.InvalidField("max_bytes", "must be between 1024 and %d", worktree.MaxDiffBytes)
 	}
-	s, err := rt.resolveLast(p.Session)
+	s, err := w.resolveLast(p.Session)
 	if err != nil {
 		return rpc.SessionDiffResult{}, err
 	}
@@ -67,7 +78,7 @@ func (rt *runtime) sessionDiff(ctx context.Context, peer rpc.Peer, p rpc.Session
 	if wt.Removed {
 		return rpc.SessionDiffResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: snap.ID, Message: "the Session's worktree was removed"}
 	}
-	sum, diff, trunc, err := worktree.Diff(ctx, rt.worktreesDir(), &wt, worktree.DiffTimeout, true, max)
+	sum, diff, trunc, err := worktree.Diff(ctx, w.dir, &wt, worktree.DiffTimeout, true, max)
 	if err != nil {
 		return rpc.SessionDiffResult{}, &rpc.Error{Code: rpc.CodeSessionUnavailable, SessionID: snap.ID, Message: "git diff failed: " + worktree.ClipText(err.Error(), 400)}
 	}

@@ -1,4 +1,4 @@
-package daemon
+package delivery
 
 import (
 	"bytes"
@@ -59,28 +59,83 @@ func (l *logBuffer) String() string {
 	return l.buf.String()
 }
 
+// fakeSession, fakeGen and fakeExec stand for the daemon's Session, its
+// generation and its execution: what a Target is built from.
+type fakeSession struct {
+	termMu sync.Mutex
+	screen *vt.Screen
+	mu     sync.Mutex
+	id     string
+	exec   *fakeExec
+}
+
+type fakeGen struct {
+	out    Watch
+	exited chan struct{}
+}
+
+type fakeExec struct{ submitted, done chan struct{} }
+
+func (e *fakeExec) confirm() { close(e.submitted) }
+
+// fakeDaemon builds a Target the way the daemon does.
+type fakeDaemon struct{ log *slog.Logger }
+
+func (rt *fakeDaemon) target(s *fakeSession, g *fakeGen, write func([]byte) (int, error)) *Target {
+	return &Target{
+		Out: &g.out, Exited: g.exited, Write: write, Log: rt.log,
+		Grid: func() ([]string, int, int) {
+			s.termMu.Lock()
+			defer s.termMu.Unlock()
+			row, col := s.screen.Cursor()
+			return s.screen.Live(), row, col
+		},
+		Who: func() (string, bool) { return s.id, false },
+		Exec: func() (<-chan struct{}, <-chan struct{}, bool) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.exec == nil {
+				return nil, nil, false
+			}
+			return s.exec.submitted, s.exec.done, true
+		},
+	}
+}
+
+func (rt *fakeDaemon) await(ctx context.Context, s *fakeSession, g *fakeGen, a harness.Await, mark uint64) error {
+	_, err := rt.target(s, g, nil).Await(ctx, a, mark, 0)
+	return err
+}
+
+func (rt *fakeDaemon) deliverWith(ctx context.Context, s *fakeSession, g *fakeGen, keys []harness.Keystroke, write func([]byte) (int, error)) error {
+	return rt.target(s, g, write).Deliver(ctx, keys)
+}
+
+func (rt *fakeDaemon) retryUnconfirmedWith(ctx context.Context, s *fakeSession, g *fakeGen, k harness.Keystroke, write func([]byte) (int, error)) error {
+	return rt.target(s, g, write).retryUnconfirmed(ctx, k)
+}
+
 // deliveryRig is a Session with a live grid and a generation whose output
 // the test plays, without a process.
-func deliveryRig() (*runtime, *session, *generation, *logBuffer) {
+func deliveryRig() (*fakeDaemon, *fakeSession, *fakeGen, *logBuffer) {
 	logs := &logBuffer{}
-	rt := &runtime{log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-	s := &session{screen: vt.New(10, 40, vt.Callbacks{})}
-	s.rec.ID = "claude:test"
-	g := &generation{exited: make(chan struct{})}
+	rt := &fakeDaemon{log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s := &fakeSession{screen: vt.New(10, 40, vt.Callbacks{}), id: "claude:test"}
+	g := &fakeGen{exited: make(chan struct{})}
 	return rt, s, g, logs
 }
 
 // play is the pump: the grid takes the chunk, then the watch.
-func play(s *session, g *generation, out string) {
+func play(s *fakeSession, g *fakeGen, out string) {
 	s.termMu.Lock()
 	s.screen.Write([]byte(out))
 	s.termMu.Unlock()
-	g.out.observe([]byte(out))
+	g.out.Observe([]byte(out))
 }
 
 const noFallback = time.Minute // a wait that ends before this ended on evidence
 
-func awaitAsync(rt *runtime, s *session, g *generation, a harness.Await, mark uint64) chan error {
+func awaitAsync(rt *fakeDaemon, s *fakeSession, g *fakeGen, a harness.Await, mark uint64) chan error {
 	done := make(chan error, 1)
 	go func() { done <- rt.await(context.Background(), s, g, a, mark) }()
 	return done
@@ -124,7 +179,7 @@ func TestAwaitEcho(t *testing.T) {
 
 	// Shown at the cursor, after the mark.
 	play(s, g, "history\r\n> ")
-	mark := g.out.state().chunks
+	mark := g.out.State().Chunks
 	done := awaitAsync(rt, s, g, a, mark)
 	play(s, g, "\x1b[?2026h") // a redraw without the echo
 	select {
@@ -139,7 +194,7 @@ func TestAwaitEcho(t *testing.T) {
 
 	// A placeholder counts too, on the row above the cursor.
 	play(s, g, "\r\n> ")
-	mark = g.out.state().chunks
+	mark = g.out.State().Chunks
 	done = awaitAsync(rt, s, g, a, mark)
 	play(s, g, "[Pasted text #1 +3 lines]\r\n")
 	if err := <-done; err != nil {
@@ -155,7 +210,7 @@ func TestAwaitEchoNeedsNewOutputAtTheCursor(t *testing.T) {
 	a := harness.Await{Echo: []string{"WORD"}, Timeout: 30 * time.Millisecond}
 	// Already on screen before the write: not evidence for this paste.
 	play(s, g, "> WORD")
-	mark := g.out.state().chunks
+	mark := g.out.State().Chunks
 	if err := rt.await(context.Background(), s, g, a, mark); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +219,7 @@ func TestAwaitEchoNeedsNewOutputAtTheCursor(t *testing.T) {
 	}
 	// New output, but the word is only in history far above the cursor.
 	play(s, g, "\r\nline\r\nline\r\n> ")
-	mark = g.out.state().chunks
+	mark = g.out.State().Chunks
 	play(s, g, "x")
 	if err := rt.await(context.Background(), s, g, a, mark); err != nil {
 		t.Fatal(err)
@@ -177,8 +232,8 @@ func TestAwaitEchoNeedsNewOutputAtTheCursor(t *testing.T) {
 func TestAwaitEndsWithTheGeneration(t *testing.T) {
 	rt, s, g, _ := deliveryRig()
 	close(g.exited)
-	if err := rt.await(context.Background(), s, g, harness.Await{PasteMode: true, Timeout: noFallback}, 0); err != errGenerationExited {
-		t.Fatalf("err = %v, want errGenerationExited", err)
+	if err := rt.await(context.Background(), s, g, harness.Await{PasteMode: true, Timeout: noFallback}, 0); err != ErrExited {
+		t.Fatalf("err = %v, want ErrExited", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -193,7 +248,7 @@ func TestAwaitEndsWithTheGeneration(t *testing.T) {
 func TestAwaitEchoWithoutQuiet(t *testing.T) {
 	rt, s, g, logs := deliveryRig()
 	play(s, g, "> ")
-	mark := g.out.state().chunks
+	mark := g.out.State().Chunks
 	play(s, g, "prompt WORD")
 	stop := make(chan struct{})
 	spun := make(chan struct{})
@@ -224,7 +279,7 @@ func TestAwaitEchoWithoutQuiet(t *testing.T) {
 func TestAwaitSettleAfterEcho(t *testing.T) {
 	rt, s, g, logs := deliveryRig()
 	play(s, g, "> ")
-	mark := g.out.state().chunks
+	mark := g.out.State().Chunks
 	const settle = 60 * time.Millisecond
 	done := awaitAsync(rt, s, g, harness.Await{Echo: []string{"WORD"}, Settle: settle, Timeout: noFallback}, mark)
 	select {
@@ -256,7 +311,7 @@ func TestAwaitShown(t *testing.T) {
 	rt, s, g, logs := deliveryRig()
 	a := harness.Await{PasteMode: true, Shown: []string{"", "Type your message"}, Timeout: noFallback}
 	play(s, g, "\x1b[?2004h")
-	done := awaitAsync(rt, s, g, a, g.out.state().chunks)
+	done := awaitAsync(rt, s, g, a, g.out.State().Chunks)
 	select {
 	case err := <-done:
 		t.Fatalf("returned before the input box was drawn: %v", err)
@@ -266,7 +321,7 @@ func TestAwaitShown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.await(context.Background(), s, g, a, g.out.state().chunks); err != nil {
+	if err := rt.await(context.Background(), s, g, a, g.out.State().Chunks); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(logs.String(), "fell back") {
@@ -280,7 +335,7 @@ func TestDeliverRetriesUntilConfirmed(t *testing.T) {
 	rt, s, g, logs := deliveryRig()
 	var buf bytes.Buffer
 	var mu sync.Mutex
-	e := &execution{seq: 1, prompt: "p", submitted: make(chan struct{}), done: make(chan struct{})}
+	e := &fakeExec{submitted: make(chan struct{}), done: make(chan struct{})}
 	s.exec = e
 	write := func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) }
 	key := harness.Keystroke{Data: []byte("\r"), Retry: &harness.Retry{After: time.Millisecond, Max: 3}}
@@ -306,8 +361,8 @@ func TestDeliverRetriesUntilConfirmed(t *testing.T) {
 // to lose it (the box is then drawn again empty, as Gemini CLI does when
 // a resume's redraw swallows a paste).
 type tuiInput struct {
-	s      *session
-	g      *generation
+	s      *fakeSession
+	g      *fakeGen
 	mu     sync.Mutex
 	writes []string
 	pastes int
