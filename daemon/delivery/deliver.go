@@ -301,8 +301,13 @@ func (t *Target) Await(ctx context.Context, a harness.Await, mark uint64, base i
 		if waiting == "" && len(a.Shown) > 0 && !t.shownAnywhere(a.Shown) {
 			waiting = "the input box on the screen"
 		}
+		if echoed && len(echo) > 0 && t.boxEmpty(a) {
+			// The TUI drew its empty input box after the echo was seen:
+			// what was seen was a line of a redraw, not the paste.
+			echoed, echoAt = false, time.Time{}
+		}
 		if waiting == "" && !echoed {
-			if st.Chunks > mark && t.echoShown(echo, base) {
+			if st.Chunks > mark && t.pasteShown(a, echo, base) {
 				echoed = true
 			} else {
 				waiting = "the paste echoed at the cursor"
@@ -382,7 +387,7 @@ func (t *Target) pasteLost(ctx context.Context, a harness.Await, base int) (bool
 	for {
 		st := t.Out.State()
 		var settleC <-chan time.Time
-		if echoed, empty := t.echoShown(echo, base), t.shownAnywhere(a.Lost); echoed || empty {
+		if echoed, empty := t.pasteShown(a, echo, base), t.shownAnywhere(a.Lost); echoed || empty {
 			rest := lostSettle - time.Since(st.Last)
 			if rest <= 0 {
 				return empty && !echoed, nil
@@ -428,6 +433,21 @@ func (t *Target) echoShown(echo []string, base int) bool {
 		}
 	}
 	return false
+}
+
+// boxEmpty reports whether the grid shows one of a.Lost, the TUI's
+// empty input box: a box showing it holds no paste.
+func (t *Target) boxEmpty(a harness.Await) bool {
+	return len(a.Lost) > 0 && t.shownAnywhere(a.Lost)
+}
+
+// pasteShown is echoShown for a's echo, and not while the grid shows the
+// empty input box (a.Lost): a resumed Gemini CLI that dropped the paste
+// redraws its conversation, whose lines can end in the echo token, and
+// the box, empty, after them; a wait that began before that redraw took
+// its count (base) from a screen without those lines.
+func (t *Target) pasteShown(a harness.Await, echo []string, base int) bool {
+	return !t.boxEmpty(a) && t.echoShown(echo, base)
 }
 
 // echoCount is how many times the live grid shows the strings of echo.

@@ -522,3 +522,25 @@ func TestDeliverEchoIsNotAConversationLine(t *testing.T) {
 	<-redrawn
 	u.wantPastedTwice(t, logs)
 }
+
+// The same redraw when the paste was written before the conversation was
+// drawn (its count of the echo token taken on a screen without the
+// conversation's lines): a line ending in the token, with the cursor
+// after it and then in the empty box below it, is not the echo either,
+// as long as the empty box shows. Before, Enter followed into the empty
+// box and the send stayed pending (the restart scenario's Gemini row).
+func TestDeliverEchoIsNotARedrawBeforeTheBox(t *testing.T) {
+	const history = "\x1b[2J\x1b[H\x1b[?2004h> an earlier turn that ended in WORD"
+	const screen = history + "\r\n > Type your message\r\x1b[3C"
+	rt, s, g, logs := deliveryRig()
+	play(s, g, emptyBox)
+	u := &tuiInput{s: s, g: g, drop: func(n int) bool { return n == 1 }}
+	redrawn := u.redrawOnDrop(history, screen, 10*time.Millisecond)
+	keys := deliveryKeys(2)
+	keys[2].Await.Settle = 30 * time.Millisecond // Gemini CLI's paste guard
+	if err := rt.deliverWith(context.Background(), s, g, keys, u.write); err != nil {
+		t.Fatal(err)
+	}
+	<-redrawn
+	u.wantPastedTwice(t, logs)
+}
