@@ -30,9 +30,10 @@ import (
 // notHarnessFlags are flag literals of this package that are not a
 // harness CLI's, and why.
 var notHarnessFlags = map[string]string{
-	"-c":       "also sh -c; the adapters' codex -c overrides are built here",
-	"--socket": "dlgt hook's own flag, in the hook command lines the adapters install",
-	"--launch": "dlgt hook's own flag, in the hook command lines the adapters install",
+	"-c":        "also sh -c; the adapters' codex -c overrides are built here",
+	"--socket":  "dlgt hook's own flag, in the hook command lines the adapters install",
+	"--launch":  "dlgt hook's own flag, in the hook command lines the adapters install",
+	"--version": "dlgt's own flag too: the socket-only tree (internal/cli) answers it itself",
 }
 
 var flagLit = regexp.MustCompile(`^--?[a-zA-Z][-a-zA-Z0-9_]*(=.*)?$`)

@@ -59,6 +59,14 @@ func (l *Lot[K, W, R]) evaluate(scope string, k K, e *Entry[W], woke <-chan stru
 		return
 	}
 	l.mu.Lock()
+	select {
+	case <-e.abandon:
+		// Abandoned as its change came (both ready to the select): no
+		// waiter is left to hand an evaluation to, so none is made.
+		l.mu.Unlock()
+		return
+	default:
+	}
 	e.fired = true
 	if l.by[scope][k] == e {
 		l.forgetLocked(scope, k)
