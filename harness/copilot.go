@@ -283,10 +283,10 @@ func writeCopilotHome(home, userDir string, hookArgv []string) error {
 	if err := os.MkdirAll(hooksDir, 0o700); err != nil {
 		return err
 	}
-	if err := refreshLinks(home, userDir, copilotPrivate()); err != nil {
+	if err := refreshLinks(home, userDir, copilotSkip(copilotPrivate())); err != nil {
 		return err
 	}
-	if err := refreshLinks(hooksDir, filepath.Join(userDir, "hooks"), map[string]bool{copilotHookFile: true}); err != nil {
+	if err := refreshLinks(hooksDir, filepath.Join(userDir, "hooks"), copilotSkip(map[string]bool{copilotHookFile: true})); err != nil {
 		return err
 	}
 	for _, name := range []string{"config.json", "settings.json"} {
@@ -307,10 +307,16 @@ func writeCopilotHome(home, userDir string, hookArgv []string) error {
 	return writeFileAtomic(filepath.Join(hooksDir, copilotHookFile), copilotHooksJSON(hookArgv), 0o600)
 }
 
+// copilotSkip is what a Copilot home does not link from the user's: the
+// entries private names, and lock files.
+func copilotSkip(private map[string]bool) func(string) bool {
+	return func(name string) bool { return private[name] || strings.HasSuffix(name, ".lock") }
+}
+
 // refreshLinks removes the symbolic links in dir and links each entry of
-// src (when src is not "" and exists) that private does not name and dir
-// does not hold as an entry of its own.
-func refreshLinks(dir, src string, private map[string]bool) error {
+// src (when src is not "" and exists) that skip does not name and dir
+// does not hold as an entry of its own (the Gemini and Copilot homes).
+func refreshLinks(dir, src string, skip func(name string) bool) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
@@ -332,7 +338,7 @@ func refreshLinks(dir, src string, private map[string]bool) error {
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if private[name] || strings.HasSuffix(name, ".lock") {
+		if skip(name) {
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {

@@ -262,38 +262,7 @@ func writeGeminiHome(home, userDir string, hookArgv []string) error {
 		return err
 	}
 	// Links: drop the old ones, then link what the user has now.
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if e.Type()&os.ModeSymlink != 0 {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
-	if userDir == "" || filepath.Clean(userDir) == filepath.Clean(dir) {
-		return nil
-	}
-	ents, err = os.ReadDir(userDir)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	for _, e := range ents {
-		name := e.Name()
-		if geminiPrivate[name] {
-			continue
-		}
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			continue // an entry of the Session's own (written by Gemini here)
-		}
-		if err := os.Symlink(filepath.Join(userDir, name), filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return refreshLinks(dir, userDir, func(name string) bool { return geminiPrivate[name] })
 }
 
 // addGeminiHooks adds dlgt's command hook to each subscribed event of
